@@ -1,0 +1,63 @@
+"""One exception root for zk2kafka; subclasses carry fields, the CLI maps them to exit codes.
+
+Exit codes (DESIGN.md): 0 success, 1 error, 2 usage or configuration error,
+3 the diff has blockers or verify found a mismatch.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_BLOCKERS = 3
+
+
+class MigrateError(Exception):
+    """Root of every error zk2kafka raises on purpose."""
+
+    exit_code = EXIT_ERROR
+
+
+class ConfigError(MigrateError):
+    """A flag, environment variable, TOML or properties file is wrong."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
+        where = source if line is None else f"{source}:{line}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.source = source
+        self.line = line
+
+
+class NotImplementedYet(MigrateError):
+    """A command that is registered but not built yet; nothing pretends to work."""
+
+    def __init__(self, command: str):
+        super().__init__(f"not implemented yet: {command}")
+        self.command = command
+
+
+class SandboxError(MigrateError):
+    """The local ZooKeeper + Kafka sandbox could not be fetched, started or reached."""
+
+
+class ArtifactError(SandboxError):
+    """A jar could not be downloaded or its checksum did not match the pinned one."""
+
+    def __init__(self, message: str, *, url: str, expected: str | None = None, actual: str | None = None):
+        super().__init__(message)
+        self.url = url
+        self.expected = expected
+        self.actual = actual
+
+
+class BlockersFound(MigrateError):
+    """A dry-run or diff found rows that block the migration (exit 3)."""
+
+    exit_code = EXIT_BLOCKERS
+
+    def __init__(self, blockers: int, report: str | None = None):
+        super().__init__(f"{blockers} blocker(s) found" + (f"; see {report}" if report else ""))
+        self.blockers = blockers
+        self.report = report
