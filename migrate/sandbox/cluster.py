@@ -1,0 +1,353 @@
+"""A real local cluster: ZooKeeper, a ZooKeeper-mode Kafka 3.9 broker and, on request, a KRaft Kafka 4 broker.
+
+Each server is a JVM started from the pinned jars (see `artifacts`) on free
+127.0.0.1 ports. Two ownership modes:
+
+- attached (tests): every JVM gets PR_SET_PDEATHSIG, so it dies with the Python
+  process that started it, even on `kill -9`; `stop()` and an atexit hook end them.
+- detached (`zk2kafka sandbox up`): the JVMs outlive the command; their pids and
+  ports go to `<home>/sandbox.json` and `zk2kafka sandbox down` ends them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import ctypes
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from migrate.errors import SandboxError
+from migrate.sandbox.artifacts import ensure_bundle
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "sandbox.json"
+BROKER_CHROOT = "/kafka"
+JVM_OPTS = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+
+LOG4J1 = """log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.request.logger=WARN
+"""
+LOG4J2 = """status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+"""
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where a running sandbox listens."""
+
+    zookeeper: str  # connect string including the broker's chroot, where /consumers lives
+    zk_server: str  # the ZooKeeper server without chroot
+    bootstrap_server: str  # the ZooKeeper-mode Kafka broker
+    kraft_bootstrap_server: str | None = None  # the separate KRaft target cluster, when started
+
+    def exports(self) -> str:
+        """Shell lines that point the zk2kafka CLI at this sandbox."""
+        lines = [f"export ZK2KAFKA_ZOOKEEPER={self.zookeeper}",
+                 f"export ZK2KAFKA_BOOTSTRAP_SERVER={self.bootstrap_server}"]
+        if self.kraft_bootstrap_server:
+            lines.append(f"export ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER={self.kraft_bootstrap_server}")
+        return "\n".join(lines)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Runs in the forked child before exec: ask Linux to SIGKILL it when the parent dies."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the atexit hook remains
+        return
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+class JavaServer:
+    """One JVM: started with its own log file, stopped with SIGTERM and killed after a timeout."""
+
+    def __init__(self, name: str, workdir: Path, classpath: list[Path], main: str, args: list[str]):
+        self.name = name
+        self.workdir = workdir
+        self.classpath = classpath
+        self.main = main
+        self.args = args
+        self.process: subprocess.Popen | None = None
+        self.pid: int | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    def command(self) -> list[str]:
+        log_opts = [f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
+                    f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}"]
+        return ["java", *JVM_OPTS, *log_opts, "-cp", os.pathsep.join(map(str, self.classpath)), self.main, *self.args]
+
+    def start(self, attached: bool) -> None:
+        (self.workdir / "log4j.properties").write_text(LOG4J1)
+        (self.workdir / "log4j2.properties").write_text(LOG4J2)
+        parent = os.getpid()
+        with self.log_path.open("ab") as out:
+            # A session of its own: a Ctrl-C in the terminal reaches zk2kafka, which then stops the JVM in order.
+            self.process = subprocess.Popen(
+                self.command(), cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=(lambda: _die_with_parent(parent)) if attached else None)
+        self.pid = self.process.pid
+
+    def alive(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        return self.pid is not None and _pid_alive(self.pid)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM, wait up to `timeout` seconds for a clean shutdown, then SIGKILL."""
+        if self.pid is None or not self.alive():
+            return
+        _signal(self.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.alive():
+            log.warning("%s (pid %d) did not stop in %.0fs; killing it", self.name, self.pid, timeout)
+            _signal(self.pid, signal.SIGKILL)
+            while self.alive():
+                time.sleep(0.05)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)  # the JVM leads its own process group
+    except ProcessLookupError:
+        pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); reap it if it is ours.
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+def wait_until(what: str, check, timeout: float, alive=lambda: True, logs=lambda: "") -> None:
+    """Poll `check()` until true; raise SandboxError with the server's logs if it dies or times out."""
+    from kafka.errors import KafkaError
+
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        if not alive():
+            raise SandboxError(f"{what} exited while starting; its last log lines:\n{logs()}")
+        try:
+            if check():
+                return
+        except (OSError, KafkaError) as e:  # refused, reset, no broker yet: not ready, try again
+            last_error = e
+        time.sleep(0.25)
+    raise SandboxError(f"{what} did not answer within {timeout:.0f}s (last error: {last_error}); "
+                       f"its last log lines:\n{logs()}")
+
+
+def _wait(what: str, server: JavaServer, check, timeout: float) -> None:
+    wait_until(what, check, timeout, server.alive, lambda: f"{server.log_path}:\n{server.log_tail()}")
+
+
+def zk_answers(host_port: str) -> bool:
+    """True when a ZooKeeper server answers the `srvr` four-letter word."""
+    host, port = host_port.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=2) as s:
+        s.sendall(b"srvr")
+        return b"Zookeeper version" in s.recv(4096)
+
+
+def kafka_ready(bootstrap: str) -> bool:
+    """True when the broker answers metadata and its group coordinator is loaded."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, client_id="zk2kafka-sandbox")
+    try:
+        if not admin.describe_cluster().get("brokers"):
+            return False
+        # Describing a group makes the broker create __consumer_offsets and load its coordinator,
+        # so the first real commit does not race the coordinator's start-up.
+        admin.describe_groups(["zk2kafka-sandbox-probe"])
+        return True
+    finally:
+        admin.close()
+
+
+class LocalCluster:
+    """ZooKeeper + a ZooKeeper-mode Kafka 3.9 broker (+ optional KRaft Kafka 4) as local JVMs under `home`."""
+
+    def __init__(self, home: Path, cache_dir: Path, *, kraft: bool = False, attached: bool = True,
+                 offsets_partitions: int = 10):
+        self.home = Path(home)
+        self.cache_dir = Path(cache_dir)
+        self.kraft = kraft
+        self.attached = attached
+        self.offsets_partitions = offsets_partitions
+        self.servers: list[JavaServer] = []
+        self.endpoints: Endpoints | None = None
+
+    def start(self, timeout: float = 120.0) -> Endpoints:
+        """Fetch jars if needed, start every server, wait until each answers; raises SandboxError."""
+        if self.attached:
+            atexit.register(self.stop)
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> Endpoints:
+        jars39 = ensure_bundle("kafka-3.9", self.cache_dir)
+        zk_port, broker_port = free_port(), free_port()
+        zk = self._server("zookeeper", jars39, "org.apache.zookeeper.server.ZooKeeperServerMain", "zoo.cfg", {
+            "dataDir": self.home / "zookeeper" / "data", "clientPort": zk_port, "clientPortAddress": "127.0.0.1",
+            "tickTime": 500, "minSessionTimeout": 1000, "maxSessionTimeout": 60000, "maxClientCnxns": 0,
+            "admin.enableServer": "false", "4lw.commands.whitelist": "*",
+        })
+        zk_server = f"127.0.0.1:{zk_port}"
+        _wait("ZooKeeper", zk, lambda: zk_answers(zk_server), timeout)
+
+        broker = self._server("kafka", jars39, "kafka.Kafka", "server.properties", {
+            "broker.id": 0, "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+            "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common("kafka"),
+        })
+        kraft_bootstrap = self._start_kraft(timeout) if self.kraft else None
+        bootstrap = f"127.0.0.1:{broker_port}"
+        _wait("Kafka (ZooKeeper mode)", broker, lambda: kafka_ready(bootstrap), timeout)
+        self.endpoints = Endpoints(zk_server + BROKER_CHROOT, zk_server, bootstrap, kraft_bootstrap)
+        self._save_state()
+        return self.endpoints
+
+    def _start_kraft(self, timeout: float) -> str:
+        jars4 = ensure_bundle("kafka-4", self.cache_dir)
+        port, controller = free_port(), free_port()
+        props = {
+            "process.roles": "broker,controller", "node.id": 1,
+            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **self._broker_common("kraft"),
+        }
+        workdir = self.home / "kraft"
+        workdir.mkdir(parents=True, exist_ok=True)
+        _write_properties(workdir / "server.properties", props)
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        fmt = JavaServer("kraft-format", workdir, jars4, "kafka.tools.StorageTool",
+                         ["format", "-t", cluster_id, "-c", str(workdir / "server.properties"), "--ignore-formatted"])
+        fmt.start(self.attached)
+        if fmt.process.wait(timeout=timeout) != 0:
+            raise SandboxError(f"formatting the KRaft log dir failed:\n{fmt.log_tail()}")
+        server = JavaServer("kraft", workdir, jars4, "kafka.Kafka", [str(workdir / "server.properties")])
+        server.start(self.attached)
+        self.servers.append(server)
+        bootstrap = f"127.0.0.1:{port}"
+        _wait("Kafka (KRaft)", server, lambda: kafka_ready(bootstrap), timeout)
+        return bootstrap
+
+    def _broker_common(self, name: str) -> dict:
+        return {
+            "log.dirs": self.home / name / "data",
+            "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": self.offsets_partitions,
+            "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
+            "group.initial.rebalance.delay.ms": 0, "auto.create.topics.enable": "false",
+            "num.partitions": 1, "log.retention.check.interval.ms": 5000,
+        }
+
+    def _server(self, name: str, jars: list[Path], main: str, config_name: str, props: dict) -> JavaServer:
+        workdir = self.home / name
+        workdir.mkdir(parents=True, exist_ok=True)
+        _write_properties(workdir / config_name, props)
+        server = JavaServer(name, workdir, jars, main, [str(workdir / config_name)])
+        server.start(self.attached)
+        self.servers.append(server)
+        return server
+
+    def stop(self) -> None:
+        """Stop every server, newest first (brokers before ZooKeeper); safe to call twice."""
+        for server in reversed(self.servers):
+            server.stop()
+        (self.home / STATE_FILE).unlink(missing_ok=True)
+        if self.attached:
+            atexit.unregister(self.stop)
+
+    def _save_state(self) -> None:
+        state = {"endpoints": asdict(self.endpoints), "servers": [
+            {"name": s.name, "pid": s.pid, "workdir": str(s.workdir)} for s in self.servers]}
+        (self.home / STATE_FILE).write_text(json.dumps(state, indent=1))
+
+    @classmethod
+    def from_state(cls, home: Path) -> LocalCluster | None:
+        """The detached cluster recorded under `home`, or None when there is none."""
+        try:
+            state = json.loads((Path(home) / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        cluster = cls(home, cache_dir=Path(home), attached=False)
+        cluster.endpoints = Endpoints(**state["endpoints"])
+        for s in state["servers"]:
+            server = JavaServer(s["name"], Path(s["workdir"]), [], "", [])
+            server.pid = s["pid"]
+            cluster.servers.append(server)
+        return cluster
+
+    def status(self) -> dict:
+        """Per server: pid, alive, log file; plus the endpoints."""
+        return {
+            "endpoints": asdict(self.endpoints) if self.endpoints else None,
+            "servers": [{"name": s.name, "pid": s.pid, "alive": s.alive(), "log": str(s.log_path)}
+                        for s in self.servers],
+        }
+
+
+def _write_properties(path: Path, props: dict) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+if __name__ == "__main__":  # a manual check: python -m migrate.sandbox.cluster /tmp/sb
+    logging.basicConfig(level=logging.INFO)
+    c = LocalCluster(Path(sys.argv[1]), Path("~/.cache/zk2kafka").expanduser())
+    t0 = time.monotonic()
+    print(c.start().exports(), f"# up in {time.monotonic() - t0:.1f}s")
+    c.stop()

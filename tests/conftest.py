@@ -1,0 +1,94 @@
+"""Shared fixtures: one real cluster per test session, every test isolated by a chroot or a name prefix.
+
+Backend: ZK2KAFKA_TEST_BACKEND=local|testcontainers (default auto: testcontainers
+when a Docker engine answers, else local JVMs from the pinned Maven jars).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from migrate.sandbox.cluster import Endpoints, LocalCluster
+
+CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/integration" in item.nodeid.replace(os.sep, "/"):
+            item.add_marker(pytest.mark.integration)
+
+
+def test_backend() -> str:
+    """The backend the fixtures use, resolving `auto`."""
+    from migrate.sandbox.containers import docker_engine_answers
+
+    backend = os.environ.get("ZK2KAFKA_TEST_BACKEND", "auto")
+    if backend == "auto":
+        return "testcontainers" if docker_engine_answers() else "local"
+    if backend not in ("local", "testcontainers"):
+        raise pytest.UsageError(f"ZK2KAFKA_TEST_BACKEND must be local, testcontainers or auto, not {backend!r}")
+    return backend
+
+
+test_backend.__test__ = False  # a helper, not a test
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory) -> Endpoints:
+    """A running ZooKeeper + ZooKeeper-mode Kafka 3.9 + KRaft Kafka 4, for the whole session."""
+    if test_backend() == "testcontainers":
+        from migrate.sandbox.containers import ContainerCluster
+
+        running = ContainerCluster(kraft=True)
+    else:
+        running = LocalCluster(tmp_path_factory.mktemp("sandbox"), CACHE_DIR, kraft=True, attached=True)
+    endpoints = running.start()
+    yield endpoints
+    running.stop()
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A unique prefix for this test's group and topic names."""
+    return f"t{uuid.uuid4().hex[:10]}-"
+
+
+@pytest.fixture
+def zk_chroot(cluster: Endpoints):
+    """A connect string with a fresh chroot of its own, removed after the test."""
+    from kazoo.client import KazooClient
+
+    path = f"/zk2kafka-tests/{uuid.uuid4().hex[:12]}"
+    root = KazooClient(hosts=cluster.zk_server)
+    root.start(timeout=15)
+    root.ensure_path(path)
+    yield cluster.zk_server + path
+    root.delete(path, recursive=True)
+    root.stop()
+    root.close()
+
+
+@pytest.fixture
+def zk(zk_chroot: str):
+    """A kazoo client rooted at this test's chroot."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=zk_chroot)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def kafka_admin(cluster: Endpoints):
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_server, client_id="zk2kafka-tests")
+    yield admin
+    admin.close()
