@@ -52,6 +52,10 @@ class ArtifactError(SandboxError):
         self.actual = actual
 
 
+class ZkUnavailable(MigrateError):
+    """ZooKeeper could not be reached, or stayed unreachable past the retry deadline."""
+
+
 class BlockersFound(MigrateError):
     """A dry-run or diff found rows that block the migration (exit 3)."""
 

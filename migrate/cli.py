@@ -1,0 +1,137 @@
+"""The `zk2kafka` command line: parse flags, build Settings, call `migrate.commands`, map errors to exit codes.
+
+This is the only place that turns exceptions into exit codes; nothing else
+calls `sys.exit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+
+from migrate import __version__, commands
+from migrate.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, MigrateError
+from migrate.log import configure_logging
+from migrate.settings import OPTIONS, Option, load_settings
+
+log = logging.getLogger("migrate")
+
+COMMANDS: dict[str, str] = {
+    "scan": "read every ZooKeeper offset into a snapshot and print counts",
+    "diff": "dry-run: compare ZooKeeper offsets with Kafka and write the report (never writes)",
+    "migrate": "commit the plan to Kafka and ZooKeeper (dry run unless --execute)",
+    "verify": "re-diff; exit 0 only if every selected ZooKeeper offset equals Kafka's",
+    "sync": "follow mode: mirror ZooKeeper offset changes into Kafka until stopped",
+    "rollback": "restore the offsets a run recorded before it wrote (dry run unless --execute)",
+    "status": "progress of runs from the journal",
+    "sandbox": "a real local ZooKeeper + Kafka to try zk2kafka on",
+}
+
+EPILOG = """\
+exit codes: 0 success, 1 error, 2 usage or configuration error,
+            3 the diff has blockers (diff, dry-run) or verify found a mismatch
+Options can also come from ZK2KAFKA_<OPTION> environment variables
+(e.g. ZK2KAFKA_ZOOKEEPER, ZK2KAFKA_BOOTSTRAP_SERVER) and a TOML --config file;
+flags win over the environment, which wins over the file."""
+
+
+def _add_option(parser: argparse.ArgumentParser, opt: Option) -> None:
+    # SUPPRESS keeps unset flags out of the namespace so lower layers (env, TOML) can fill them.
+    extra = f" [env {opt.env_var}]" if opt.env_var else ""
+    default = f" (default: {opt.default})" if opt.default not in (None, (), False) else ""
+    common = dict(dest=opt.name, default=argparse.SUPPRESS, help=opt.help + default + extra)
+    if opt.kind == "bool":
+        parser.add_argument(opt.cli_flag, action="store_true", **common)
+    elif opt.kind == "regexes":
+        parser.add_argument(opt.cli_flag, action="append", metavar=opt.metavar, **common)
+    elif opt.kind == "choice":
+        parser.add_argument(opt.cli_flag, choices=opt.choices, **common)
+    else:
+        parser.add_argument(opt.cli_flag, metavar=opt.metavar or opt.name.upper(), **common)
+
+
+def _options_parser(command: str | None) -> argparse.ArgumentParser:
+    """A parent parser with the global options, plus the ones specific to `command`."""
+    parent = argparse.ArgumentParser(add_help=False)
+    glob = parent.add_argument_group("global options")
+    for opt in OPTIONS:
+        if not opt.commands:
+            _add_option(glob, opt)
+    glob.add_argument("-v", "--verbose", dest="verbosity", action="count", default=argparse.SUPPRESS,
+                      help="more log output (repeatable)")
+    glob.add_argument("-q", "--quiet", dest="quiet", action="store_true", default=argparse.SUPPRESS,
+                      help="only warnings and errors on stderr")
+    specific = [o for o in OPTIONS if command in o.commands]
+    if specific:
+        group = parent.add_argument_group(f"{command} options")
+        for opt in specific:
+            _add_option(group, opt)
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser; tests and docs introspect it."""
+    parser = argparse.ArgumentParser(
+        prog="zk2kafka",
+        description="Move Kafka consumer-group offsets from ZooKeeper into Kafka, safely.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"zk2kafka {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, summary in COMMANDS.items():
+        p = sub.add_parser(name, help=summary, description=summary, epilog=EPILOG,
+                           parents=[_options_parser(name)], formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name == "rollback":
+            p.add_argument("run_id", metavar="RUN_ID", help="the run to undo (see `zk2kafka status`)")
+        elif name == "status":
+            p.add_argument("run_id", metavar="RUN_ID", nargs="?", help="one run; all runs when omitted")
+        elif name == "sandbox":
+            p.add_argument("action", choices=("up", "down", "status", "seed"),
+                           help="up: start ZooKeeper + a ZooKeeper-mode Kafka and print export lines; "
+                                "down: stop them; status: where they listen; "
+                                "seed: create topics with messages and legacy ZooKeeper offsets")
+            p.add_argument("--kraft", action="store_true",
+                           help="with up: also start a Kafka 4.x KRaft broker as a separate target cluster")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the process exit code."""
+    parser = build_parser()
+    try:
+        args = vars(parser.parse_args(argv))
+    except SystemExit as e:  # argparse already printed usage or help
+        return EXIT_OK if e.code in (0, None) else EXIT_USAGE
+    command = args.pop("command")
+    if args.pop("quiet", False):
+        args["verbosity"] = -1
+    debug = bool(args.get("debug"))
+    try:
+        settings = load_settings(args)
+        configure_logging(settings.log_format, settings.verbosity)
+        result = commands.run(command, settings, args)
+        if result is not None:
+            print(json.dumps(result.to_json(), indent=2) if settings.json else result.render())
+        return EXIT_OK if result is None else result.exit_code
+    except MigrateError as e:
+        _report(e, debug)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("zk2kafka: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one clear line, never a bare traceback
+        _report(e, debug, unexpected=True)
+        return EXIT_ERROR
+
+
+def _report(error: BaseException, debug: bool, unexpected: bool = False) -> None:
+    if debug:
+        traceback.print_exception(error, file=sys.stderr)
+    kind = f"unexpected {type(error).__name__}: " if unexpected else ""
+    hint = "" if debug or not unexpected else " (run with --debug for the traceback)"
+    print(f"zk2kafka: error: {kind}{error}{hint}", file=sys.stderr)

@@ -1,0 +1,284 @@
+"""One frozen `Settings` per invocation, from flags > environment > TOML (`--config`) > defaults.
+
+Every option is declared once in `OPTIONS`; the CLI builds its flags from that
+table and this module resolves the sources, so a flag, its `ZK2KAFKA_*`
+variable and its TOML key can never drift apart. Secrets are wrapped in
+`Secret` and never shown by `repr`, logs or reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrate.errors import ConfigError
+from migrate.kafka_config import ClientConfig, load_client_config
+
+ENV_PREFIX = "ZK2KAFKA_"
+
+
+class Secret:
+    """A string that never shows itself in repr, str, logs or reports."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its flag, environment variable, TOML key, type and help."""
+
+    name: str
+    kind: str  # str | path | bool | int | regexes | choice | secret
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+    flag: str | None = None  # defaults to --name-with-dashes
+    commands: tuple[str, ...] = ()  # empty: a global option, on every command
+    env: bool = True
+    metavar: str | None = None
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def env_var(self) -> str | None:
+        return ENV_PREFIX + self.name.upper() if self.env and self.kind != "regexes" else None
+
+
+PLAN_COMMANDS = ("diff", "migrate", "verify", "sync")
+WRITE_COMMANDS = ("migrate", "sync", "rollback")
+
+OPTIONS: tuple[Option, ...] = (
+    Option("zookeeper", "str", None, "ZooKeeper connect string; a chroot suffix (host:2181/kafka) is honoured", metavar="CONNECT"),
+    Option("zk_root", "str", "/consumers", "root of the legacy offsets tree", metavar="PATH"),
+    Option("zk_auth", "secret", None, "ZooKeeper auth as SCHEME:CREDENTIAL, e.g. digest:user:password", metavar="SCHEME:CRED"),
+    Option("bootstrap_server", "str", None, "Kafka bootstrap servers, host:port[,host:port...]", metavar="HOSTS"),
+    Option("command_config", "path", None, "Kafka client properties file, as kafka-consumer-groups.sh takes it", metavar="FILE"),
+    Option("config", "path", None, "TOML file holding any of these options (keys as the flags, without dashes)", metavar="FILE"),
+    Option("zk_sasl_mechanism", "str", None, "ZooKeeper SASL mechanism (DIGEST-MD5 or GSSAPI)", metavar="MECH"),
+    Option("zk_sasl_username", "str", None, "ZooKeeper SASL user (DIGEST-MD5)", metavar="USER"),
+    Option("zk_sasl_password", "secret", None, "ZooKeeper SASL password (DIGEST-MD5); prefer the environment or --config", metavar="PASSWORD"),
+    Option("zk_tls", "bool", False, "connect to ZooKeeper over TLS"),
+    Option("zk_tls_cafile", "path", None, "CA bundle (PEM) that signed the ZooKeeper server certificate", metavar="FILE"),
+    Option("zk_tls_certfile", "path", None, "client certificate (PEM) for ZooKeeper TLS", metavar="FILE"),
+    Option("zk_tls_keyfile", "path", None, "client key (PEM) for ZooKeeper TLS", metavar="FILE"),
+    Option("groups", "regexes", (), "select groups matching REGEX (repeatable)", flag="--group", metavar="REGEX"),
+    Option("exclude_groups", "regexes", (), "leave out groups matching REGEX (repeatable)", flag="--exclude-group", metavar="REGEX"),
+    Option("topics", "regexes", (), "select topics matching REGEX (repeatable)", flag="--topic", metavar="REGEX"),
+    Option("state_dir", "path", Path("zk2kafka-state"), "snapshots, reports and the run journal", metavar="DIR"),
+    Option("cache_dir", "path", Path("~/.cache/zk2kafka"), "downloaded Kafka jars for the sandbox", metavar="DIR"),
+    Option("spark_master", "str", "local[*]", "Spark master: local[*], spark://host:7077, yarn, k8s://...", metavar="URL"),
+    Option("log_format", "choice", "text", "log format on stderr", choices=("text", "json")),
+    Option("json", "bool", False, "print the result as JSON on stdout"),
+    Option("debug", "bool", False, "show tracebacks of errors"),
+    Option("offset_semantics", "choice", "next", "what the znodes hold: the next offset to read (next) or the last one processed (last: one is added)", choices=("next", "last"), commands=("scan",) + PLAN_COMMANDS),
+    Option("layout", "choice", "standard", "offset layout in ZooKeeper: standard (/consumers/<g>/offsets/<t>/<p>, also Kafka 1.1.0's /offset/), storm (storm-kafka spout JSON under --zk-root), template (--path-template)", choices=("standard", "storm", "template"), commands=("scan",) + PLAN_COMMANDS),
+    Option("path_template", "str", None, "a path template such as /myapp/{group}/{topic}/{partition} (implies --layout template)", commands=("scan",) + PLAN_COMMANDS, metavar="TEMPLATE"),
+    Option("zk_readers", "int", 1, "ZooKeeper reader processes, each with its own session; groups are sharded over them", commands=("scan",) + PLAN_COMMANDS, metavar="N"),
+    Option("execute", "bool", False, "really write; without it the command is a dry run", commands=("migrate", "rollback")),
+    Option("resume", "str", None, "continue the interrupted run RUN_ID", commands=("migrate",), env=False, metavar="RUN_ID"),
+    Option("on_conflict", "choice", "skip", "when Kafka already has a different offset", choices=("skip", "zk", "kafka", "max", "fail"), commands=PLAN_COMMANDS),
+    Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log", choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS),
+    Option("metadata", "str", None, "commit metadata (default names the run)", commands=WRITE_COMMANDS, metavar="TEXT"),
+    Option("no_zk_write", "bool", False, "commit to Kafka only; do not keep ZooKeeper in agreement", commands=WRITE_COMMANDS),
+    Option("allow_live_zk_consumers", "bool", False, "migrate groups whose old consumers are still registered in ZooKeeper", commands=("migrate", "sync")),
+)
+OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a command needs to know, resolved and checked once. Immutable."""
+
+    zookeeper: str | None = None
+    zk_root: str = "/consumers"
+    zk_auth: Secret | None = None
+    bootstrap_server: str | None = None
+    command_config: Path | None = None
+    config: Path | None = None
+    groups: tuple[str, ...] = ()
+    exclude_groups: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    state_dir: Path = Path("zk2kafka-state")
+    cache_dir: Path = Path("~/.cache/zk2kafka").expanduser()
+    spark_master: str = "local[*]"
+    log_format: str = "text"
+    json: bool = False
+    debug: bool = False
+    verbosity: int = 0
+    offset_semantics: str = "next"
+    execute: bool = False
+    resume: str | None = None
+    on_conflict: str = "skip"
+    out_of_range: str = "skip"
+    metadata: str | None = None
+    no_zk_write: bool = False
+    allow_live_zk_consumers: bool = False
+    zk_sasl_mechanism: str | None = None
+    zk_sasl_username: str | None = None
+    zk_sasl_password: Secret | None = None
+    zk_tls: bool = False
+    zk_tls_cafile: Path | None = None
+    zk_tls_certfile: Path | None = None
+    zk_tls_keyfile: Path | None = None
+    layout: str = "standard"
+    path_template: str | None = None
+    zk_readers: int = 1
+    # Parsed from --command-config; secrets inside stay out of repr.
+    kafka_client: ClientConfig | None = field(default=None, compare=False)
+
+    def require(self, name: str) -> Any:
+        """The value of option `name`; raises ConfigError naming the flag and variable when unset."""
+        value = getattr(self, name)
+        if value in (None, ""):
+            opt = OPTIONS_BY_NAME[name]
+            hint = f" or set {opt.env_var}" if opt.env_var else ""
+            raise ConfigError(f"{opt.cli_flag} is required for this command{hint}")
+        return value
+
+    def kafka_options(self) -> dict[str, Any]:
+        """kafka-python client keyword options: --command-config merged under --bootstrap-server."""
+        options = dict(self.kafka_client.options) if self.kafka_client else {}
+        options["bootstrap_servers"] = self.require("bootstrap_server").split(",")
+        return options
+
+    def zk_auth_data(self) -> list[tuple[str, str]]:
+        """kazoo `auth_data`: [(scheme, credential)] or []."""
+        if self.zk_auth is None:
+            return []
+        scheme, _, credential = self.zk_auth.reveal().partition(":")
+        return [(scheme, credential)]
+
+
+def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
+    """Resolve flags > environment > TOML file > defaults into Settings; raises ConfigError."""
+    environ = os.environ if environ is None else environ
+    from_env = {o.name: environ[o.env_var] for o in OPTIONS if o.env_var and environ.get(o.env_var, "") != ""}
+    config_path = flags.get("config") or from_env.get("config")
+    from_file = _read_toml(Path(config_path)) if config_path else {}
+
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        for source, layer in (("flag", flags), ("environment", from_env), (str(config_path), from_file)):
+            if opt.name in layer and layer[opt.name] is not None:
+                values[opt.name] = _coerce(opt, layer[opt.name], source)
+                break
+    for key in ("verbosity",):
+        if key in flags:
+            values[key] = int(flags[key])
+    if values.get("path_template") and "layout" not in values:
+        values["layout"] = "template"
+    settings = Settings(**values)
+    _check(settings)
+    if settings.command_config is not None:
+        settings = dataclasses.replace(settings, kafka_client=load_client_config(settings.command_config))
+    return dataclasses.replace(settings, cache_dir=settings.cache_dir.expanduser())
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"cannot read config file: {e.strerror}", source=str(path)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"not valid TOML: {e}", source=str(path)) from None
+    # Accept the flag spellings too: `bootstrap-server`, `group`, `exclude-group`, `topic`.
+    aliases = {o.cli_flag.lstrip("-").replace("-", "_"): o.name for o in OPTIONS}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        name = name if name in OPTIONS_BY_NAME else aliases.get(name, name)
+        if name not in OPTIONS_BY_NAME or name == "config":
+            known = ", ".join(sorted(o.name for o in OPTIONS if o.name != "config"))
+            raise ConfigError(f"unknown option {key!r}; known: {known}", source=str(path))
+        out[name] = value
+    return out
+
+
+def _coerce(opt: Option, value: Any, source: str) -> Any:
+    """Convert a raw flag/env/TOML value to the option's type; raises ConfigError naming the source."""
+    where = f"{opt.cli_flag} (from {source})"
+    if opt.kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    if opt.kind == "regexes":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+            raise ConfigError(f"{where}: expected a list of regular expressions")
+        for pattern in items:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ConfigError(f"{where}: bad regular expression {pattern!r}: {e}") from None
+        return tuple(items)
+    if opt.kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, (str, Path)):
+        raise ConfigError(f"{where}: expected a string, got {type(value).__name__}")
+    text = str(value)
+    if opt.kind == "int":
+        if not text.strip().isdigit() or int(text) < 1:
+            raise ConfigError(f"{where}: expected a positive integer, got {value!r}")
+        return int(text)
+    if opt.kind == "path":
+        return Path(text).expanduser()
+    if opt.kind == "secret":
+        return Secret(text)
+    if opt.kind == "choice" and text not in opt.choices:
+        raise ConfigError(f"{where}: expected one of {', '.join(opt.choices)}, got {text!r}")
+    return text
+
+
+_HOSTPORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9._-]+):\d{1,5}$")
+
+
+def _check(s: Settings) -> None:
+    """Cross-field and format checks that types alone cannot express."""
+    if not s.zk_root.startswith("/") or (len(s.zk_root) > 1 and s.zk_root.endswith("/")):
+        raise ConfigError(f"--zk-root must be an absolute ZooKeeper path like /consumers, got {s.zk_root!r}")
+    if s.zk_auth is not None:
+        scheme, sep, cred = s.zk_auth.reveal().partition(":")
+        if not sep or not scheme or not cred:
+            raise ConfigError("--zk-auth must look like SCHEME:CREDENTIAL, e.g. digest:user:password")
+    if (s.layout == "template") != bool(s.path_template):
+        raise ConfigError("--layout template and --path-template go together")
+    if s.bootstrap_server is not None:
+        for host in s.bootstrap_server.split(","):
+            if not _HOSTPORT.match(host.strip()):
+                raise ConfigError(f"--bootstrap-server: {host!r} is not host:port")
+    if s.zookeeper is not None:
+        hosts, _, chroot = s.zookeeper.partition("/")
+        for host in hosts.split(","):
+            if not _HOSTPORT.match(host.strip()):
+                raise ConfigError(f"--zookeeper: {host!r} is not host:port")

@@ -1,0 +1,93 @@
+"""The CLI is a thin shell: every command is registered, errors become exit codes, nothing pretends to work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from migrate import cli, commands
+from migrate.errors import BlockersFound, ConfigError
+
+DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "rollback", "status", "sandbox"}
+NOT_BUILT = [["diff"], ["migrate"], ["verify"], ["sync"], ["rollback", "run-1"], ["status"]]
+
+
+def test_every_command_of_the_design_is_registered():
+    assert set(cli.COMMANDS) == DESIGN_COMMANDS
+
+
+@pytest.mark.parametrize("command", sorted(DESIGN_COMMANDS))
+def test_help_of_each_command_lists_its_options(command, capsys):
+    assert cli.main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--zookeeper", "--bootstrap-server", "--command-config", "--state-dir", "exit codes"):
+        assert flag in out
+    if command == "migrate":
+        for flag in ("--execute", "--resume", "--on-conflict", "--out-of-range", "--metadata", "--no-zk-write"):
+            assert flag in out
+    assert "ZK2KAFKA_ZOOKEEPER" in out
+
+
+@pytest.mark.parametrize("argv", NOT_BUILT, ids=lambda a: a[0])
+def test_commands_not_built_say_so_and_exit_1(argv, capsys, tmp_path):
+    assert cli.main([*argv, "--state-dir", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.strip() == f"zk2kafka: error: not implemented yet: {argv[0]}"
+
+
+def test_missing_required_option_names_flag_and_variable(capsys, tmp_path):
+    assert cli.main(["scan", "--state-dir", str(tmp_path)]) == 2
+    assert "--zookeeper is required for this command or set ZK2KAFKA_ZOOKEEPER" in capsys.readouterr().err
+
+
+def test_usage_error_exits_2(capsys):
+    assert cli.main(["scan", "--no-such-flag"]) == 2
+    assert cli.main([]) == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_configuration_error_exits_2_with_one_line(capsys):
+    assert cli.main(["scan", "--zk-root", "relative"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--zk-root must be an absolute" in err
+
+
+def test_environment_feeds_options(monkeypatch, capsys):
+    monkeypatch.setenv("ZK2KAFKA_BOOTSTRAP_SERVER", "not-a-host-port")
+    assert cli.main(["diff"]) == 2
+    assert "'not-a-host-port' is not host:port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("error, code", [
+    (BlockersFound(4, "reports/r1"), 3), (ConfigError("bad"), 2), (KeyboardInterrupt(), 1), (RuntimeError("boom"), 1),
+])
+def test_one_place_maps_errors_to_exit_codes(monkeypatch, error, code, capsys):
+    def fail(*_args):
+        raise error
+    monkeypatch.setattr(commands, "run", fail)
+    assert cli.main(["verify"]) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("zk2kafka: ")
+
+
+def test_debug_shows_the_traceback(monkeypatch, capsys):
+    def fail(*_args):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(commands, "run", fail)
+    assert cli.main(["verify", "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "unexpected RuntimeError: boom" in err
+
+
+def test_results_go_to_stdout_as_text_or_json(monkeypatch, capsys):
+    monkeypatch.setattr(commands, "run", lambda *_: commands.Result("run=r1 report=x", {"run": "r1"}))
+    assert cli.main(["scan"]) == 0
+    assert capsys.readouterr().out == "run=r1 report=x\n"
+    assert cli.main(["scan", "--json"]) == 0
+    assert capsys.readouterr().out.strip() == '{\n  "run": "r1"\n}'
+
+
+def test_python_dash_m_runs_the_same_cli():
+    done = subprocess.run([sys.executable, "-m", "migrate", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("zk2kafka ")
