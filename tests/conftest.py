@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.sandbox.cluster import Endpoints, LocalCluster
+from migrate.sandbox.cluster import SUPER_USER, Endpoints, LocalCluster
 
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 
@@ -64,7 +64,8 @@ def zk_chroot(cluster: Endpoints):
     from kazoo.client import KazooClient
 
     path = f"/zk2kafka-tests/{uuid.uuid4().hex[:12]}"
-    root = KazooClient(hosts=cluster.zk_server)
+    # As the sandbox's super user, so that nodes a test put behind ACLs are removed too.
+    root = KazooClient(hosts=cluster.zk_server, auth_data=[("digest", ":".join(SUPER_USER))])
     root.start(timeout=15)
     root.ensure_path(path)
     yield cluster.zk_server + path

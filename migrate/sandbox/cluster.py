@@ -32,8 +32,10 @@ from migrate.sandbox.artifacts import ensure_bundle
 log = logging.getLogger(__name__)
 
 STATE_FILE = "sandbox.json"
+# A ZooKeeper super user, so tests and `sandbox down` can clean up nodes behind any ACL. Sandbox only.
+SUPER_USER = ("zk2kafka-super", "sandbox-only-super-password")
 BROKER_CHROOT = "/kafka"
-JVM_OPTS = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 
 LOG4J1 = """log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -70,6 +72,13 @@ class Endpoints:
         return "\n".join(lines)
 
 
+def super_digest() -> str:
+    """The `user:hash` form ZooKeeper's superDigest property takes, for SUPER_USER."""
+    from kazoo.security import make_digest_acl_credential
+
+    return make_digest_acl_credential(*SUPER_USER)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,8 +98,10 @@ def _die_with_parent(parent_pid: int) -> None:
 class JavaServer:
     """One JVM: started with its own log file, stopped with SIGTERM and killed after a timeout."""
 
-    def __init__(self, name: str, workdir: Path, classpath: list[Path], main: str, args: list[str]):
+    def __init__(self, name: str, workdir: Path, classpath: list[Path], main: str, args: list[str],
+                 heap: str = "512m"):
         self.name = name
+        self.heap = heap
         self.workdir = workdir
         self.classpath = classpath
         self.main = main
@@ -105,7 +116,7 @@ class JavaServer:
     def command(self) -> list[str]:
         log_opts = [f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
                     f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}"]
-        return ["java", *JVM_OPTS, *log_opts, "-cp", os.pathsep.join(map(str, self.classpath)), self.main, *self.args]
+        return ["java", f"-Xmx{self.heap}", *JVM_OPTS, *log_opts, "-cp", os.pathsep.join(map(str, self.classpath)), self.main, *self.args]
 
     def start(self, attached: bool) -> None:
         (self.workdir / "log4j.properties").write_text(LOG4J1)
@@ -217,7 +228,8 @@ class LocalCluster:
     """ZooKeeper + a ZooKeeper-mode Kafka 3.9 broker (+ optional KRaft Kafka 4) as local JVMs under `home`."""
 
     def __init__(self, home: Path, cache_dir: Path, *, kraft: bool = False, attached: bool = True,
-                 offsets_partitions: int = 10):
+                 offsets_partitions: int = 10, zk_heap: str = "512m"):
+        self.zk_heap = zk_heap
         self.home = Path(home)
         self.cache_dir = Path(cache_dir)
         self.kraft = kraft
@@ -228,24 +240,37 @@ class LocalCluster:
 
     def start(self, timeout: float = 120.0) -> Endpoints:
         """Fetch jars if needed, start every server, wait until each answers; raises SandboxError."""
+        return self._guarded(self._start, timeout)
+
+    def start_zookeeper(self, timeout: float = 120.0) -> str:
+        """Start ZooKeeper alone (benchmarks); returns its host:port."""
+        return self._guarded(self._start_zookeeper, timeout)
+
+    def _guarded(self, start, timeout: float):
         if self.attached:
             atexit.register(self.stop)
         try:
-            return self._start(timeout)
+            return start(timeout)
         except BaseException:
             self.stop()
             raise
 
-    def _start(self, timeout: float) -> Endpoints:
-        jars39 = ensure_bundle("kafka-3.9", self.cache_dir)
-        zk_port, broker_port = free_port(), free_port()
-        zk = self._server("zookeeper", jars39, "org.apache.zookeeper.server.ZooKeeperServerMain", "zoo.cfg", {
-            "dataDir": self.home / "zookeeper" / "data", "clientPort": zk_port, "clientPortAddress": "127.0.0.1",
+    def _start_zookeeper(self, timeout: float) -> str:
+        port = free_port()
+        zk = self._server("zookeeper", ensure_bundle("kafka-3.9", self.cache_dir),
+                          "org.apache.zookeeper.server.ZooKeeperServerMain", "zoo.cfg", {
+            "dataDir": self.home / "zookeeper" / "data", "clientPort": port, "clientPortAddress": "127.0.0.1",
             "tickTime": 500, "minSessionTimeout": 1000, "maxSessionTimeout": 60000, "maxClientCnxns": 0,
             "admin.enableServer": "false", "4lw.commands.whitelist": "*",
-        })
-        zk_server = f"127.0.0.1:{zk_port}"
-        _wait("ZooKeeper", zk, lambda: zk_answers(zk_server), timeout)
+            "DigestAuthenticationProvider.superDigest": super_digest(),
+        }, heap=self.zk_heap)
+        _wait("ZooKeeper", zk, lambda: zk_answers(f"127.0.0.1:{port}"), timeout)
+        return f"127.0.0.1:{port}"
+
+    def _start(self, timeout: float) -> Endpoints:
+        zk_server = self._start_zookeeper(timeout)
+        jars39 = ensure_bundle("kafka-3.9", self.cache_dir)
+        broker_port = free_port()
 
         broker = self._server("kafka", jars39, "kafka.Kafka", "server.properties", {
             "broker.id": 0, "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
@@ -295,11 +320,12 @@ class LocalCluster:
             "num.partitions": 1, "log.retention.check.interval.ms": 5000,
         }
 
-    def _server(self, name: str, jars: list[Path], main: str, config_name: str, props: dict) -> JavaServer:
+    def _server(self, name: str, jars: list[Path], main: str, config_name: str, props: dict,
+                heap: str = "512m") -> JavaServer:
         workdir = self.home / name
         workdir.mkdir(parents=True, exist_ok=True)
         _write_properties(workdir / config_name, props)
-        server = JavaServer(name, workdir, jars, main, [str(workdir / config_name)])
+        server = JavaServer(name, workdir, jars, main, [str(workdir / config_name)], heap)
         server.start(self.attached)
         self.servers.append(server)
         return server

@@ -1,0 +1,32 @@
+"""Where a run's files live in the state dir, as DESIGN.md lists them, and how runs are named."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC time plus a short random suffix, e.g. 20261122T103000Z-3f2a."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class StateDir:
+    root: Path
+
+    def zk_snapshot(self, run: str) -> Path:
+        return self._dir("snapshots") / f"zk-{run}.parquet"
+
+    def kafka_snapshot(self, run: str) -> Path:
+        return self._dir("snapshots") / f"kafka-{run}.parquet"
+
+    def reports(self, run: str) -> Path:
+        return self._dir("reports", run)
+
+    def _dir(self, *parts: str) -> Path:
+        path = self.root.joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
