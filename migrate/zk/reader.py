@@ -1,0 +1,224 @@
+"""ZkOffsetReader: walk legacy offset znodes into one row per partition. Reads only, never writes.
+
+A layout is a list of path templates below the group, e.g. the standard
+`{group}/offsets/{topic}/{partition}`. Each template segment is either a
+literal (appended without a request; a missing node just yields nothing) or a
+pattern with placeholders (one `get_children`, names matched and bound). The
+walk goes level by level for a batch of groups, every level pipelined through
+`AsyncBatch`, so memory stays bounded by the batch and not by the tree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError, NoNodeError, ZookeeperError
+
+from migrate.errors import ConfigError
+from migrate.zk.parse import MALFORMED, OK, UNREADABLE, Parsed, parse_decimal, parse_storm, show_raw
+from migrate.zk.walk import AsyncBatch, Request
+
+SCHEMA = pa.schema([
+    ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("raw", pa.string()), ("offset", pa.int64()), ("status", pa.string()), ("reason", pa.string()),
+    ("mtime", pa.timestamp("ms", tz="UTC")), ("ctime", pa.timestamp("ms", tz="UTC")), ("version", pa.int32()),
+    ("layout", pa.string()), ("path", pa.string()),
+    ("zk_consumers", pa.int32()), ("zk_owned_partitions", pa.int32()),
+])
+
+
+@dataclass(frozen=True)
+class Template:
+    """One path shape below the offsets root, e.g. `{group}/offsets/{topic}/{partition}` named `standard`."""
+
+    layout: str
+    segments: tuple[str, ...]  # after the {group} segment
+    json_values: bool = False  # storm-kafka: the znode holds JSON naming topic and partition
+
+    def pattern(self, i: int) -> re.Pattern | None:
+        """The regex of segment `i`, or None when it is a plain literal (no request needed)."""
+        seg = self.segments[i]
+        if "{" not in seg:
+            return None
+        regex = re.escape(seg)
+        for name in ("topic", "partition"):
+            regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>.+)")
+        return re.compile(regex)
+
+
+STANDARD = (Template("standard", ("offsets", "{topic}", "{partition}")),
+            # Kafka 1.1.0's v0 OffsetCommit wrote under a singular `offset` (KAFKA-6753 era bug).
+            Template("kafka-1.1.0-offset", ("offset", "{topic}", "{partition}")))
+STORM = (Template("storm", ("partition_{partition}",), json_values=True),
+         Template("storm", ("{topic}", "partition_{partition}"), json_values=True))
+
+
+def layout_from_template(template: str) -> tuple[str, tuple[Template, ...]]:
+    """(root, templates) for a user template like `/myapp/{group}/{topic}/{partition}`; raises ConfigError."""
+    parts = template.strip("/").split("/")
+    if "{group}" not in parts or not template.startswith("/"):
+        raise ConfigError(f"--path-template must be absolute and have a {{group}} segment: {template!r}")
+    at = parts.index("{group}")
+    root, rest = "/" + "/".join(parts[:at]), tuple(parts[at + 1:])
+    if any("{" in p for p in parts[:at]) or "{partition}" not in "/".join(rest):
+        raise ConfigError(f"--path-template needs literal segments before {{group}} and a {{partition}} after it: "
+                          f"{template!r}")
+    if "{topic}" not in "/".join(rest):
+        raise ConfigError(f"--path-template needs a {{topic}} placeholder: {template!r}")
+    return (root if root != "/" else ""), (Template("template", rest),)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which groups and topics to read; applied before anything below them is read."""
+
+    groups: tuple[str, ...] = ()
+    exclude_groups: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    _compiled: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def _any(self, patterns: tuple[str, ...], name: str) -> bool:
+        return any(self._compiled.setdefault(p, re.compile(p)).search(name) for p in patterns)
+
+    def group(self, name: str) -> bool:
+        return (not self.groups or self._any(self.groups, name)) and not self._any(self.exclude_groups, name)
+
+    def topic(self, name: str | None) -> bool:
+        return name is None or not self.topics or self._any(self.topics, name)
+
+
+@dataclass
+class _Node:
+    group: str
+    path: str
+    template: Template
+    depth: int  # segments of the template consumed so far
+    topic: str | None = None
+    partition: str | None = None
+
+
+class ZkOffsetReader:
+    """Reads offsets below `root` for the selected groups. `batches()` yields Arrow record batches."""
+
+    def __init__(self, client: KazooClient, root: str, templates: tuple[Template, ...] = STANDARD,
+                 selection: Selection = Selection(), semantics: str = "next", window: int = 512,
+                 group_batch: int = 64, retry_deadline: float = 120.0):
+        self.client = client
+        self.root = root.rstrip("/")
+        self.templates = templates
+        self.selection = selection
+        self.semantics = semantics
+        self.batch = AsyncBatch(client, window=window, deadline=retry_deadline)
+        self.group_batch = group_batch
+        self.liveness = templates == STANDARD  # ids/ and owners/ exist only for the old high-level consumer
+
+    def groups(self) -> list[str]:
+        """The selected group names under the root, sorted; [] when the root does not exist."""
+        answer = self.batch.run([Request("root", "children", self.root or "/")])["root"]
+        if isinstance(answer, NoNodeError):
+            return []
+        if isinstance(answer, ZookeeperError):
+            raise answer
+        return sorted(g for g in answer if self.selection.group(g))
+
+    def batches(self, groups: list[str]) -> Iterator[pa.RecordBatch]:
+        """One record batch per slice of `group_batch` groups, in the order given."""
+        for i in range(0, len(groups), self.group_batch):
+            rows = self._read(groups[i:i + self.group_batch])
+            yield pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
+
+    def _read(self, groups: list[str]) -> list[dict]:
+        frontier = [_Node(g, f"{self.root}/{g}", t, 0) for g in groups for t in self.templates]
+        liveness = self._liveness(groups) if self.liveness else {}
+        leaves: list[tuple[_Node, object]] = []
+        while frontier:
+            frontier = self._descend(frontier, leaves)
+        pending = [i for i, (_, answer) in enumerate(leaves) if answer is None]
+        answers = self.batch.run(Request(i, "get", leaves[i][0].path) for i in pending)
+        rows = (self._row(node, answers.get(i, answer), liveness.get(node.group, (None, None)))
+                for i, (node, answer) in enumerate(leaves))
+        return [r for r in rows if r is not None]
+
+    def _descend(self, frontier: list[_Node], leaves: list[tuple[_Node, object]]) -> list[_Node]:
+        """One level down: literals are appended, patterns listed and matched; returns the next frontier.
+
+        Leaves to read go to `leaves` with answer None; a listing refused (NoAuth, ...) goes there with its
+        error, so an unreadable subtree becomes an UNREADABLE row instead of silently vanishing.
+        """
+        nxt: list[_Node] = []
+        listed = [(i, n) for i, n in enumerate(frontier) if n.template.pattern(n.depth) is not None]
+        answers = self.batch.run(Request(i, "children", n.path) for i, n in listed)
+        for i, node in enumerate(frontier):
+            pattern = node.template.pattern(node.depth)
+            if pattern is None:
+                children = [(node.template.segments[node.depth], {})]
+            else:
+                names = answers[i]
+                if isinstance(names, NoNodeError):  # absent (other layout) or deleted mid-walk: nothing below
+                    continue
+                if isinstance(names, ZookeeperError):
+                    leaves.append((node, names))
+                    continue
+                children = [(name, m.groupdict()) for name in sorted(names) if (m := pattern.fullmatch(name))]
+            for name, bound in children:
+                topic = bound.get("topic", node.topic)
+                if "topic" in bound and not self.selection.topic(topic):
+                    continue
+                nxt.append(_Node(node.group, f"{node.path}/{name}", node.template, node.depth + 1,
+                                 topic, bound.get("partition", node.partition)))
+        leaves.extend((n, None) for n in nxt if n.depth == len(n.template.segments))
+        return [n for n in nxt if n.depth < len(n.template.segments)]
+
+    def _liveness(self, groups: list[str]) -> dict[str, tuple[int, int]]:
+        """Per group: (registered old consumers under ids/, owned partitions under owners/<topic>/)."""
+        first = self.batch.run([Request((g, "ids"), "children", f"{self.root}/{g}/ids") for g in groups] +
+                               [Request((g, "owners"), "children", f"{self.root}/{g}/owners") for g in groups])
+        owner_topics = [(g, t) for g in groups if isinstance(first[(g, "owners")], list) for t in first[(g, "owners")]]
+        second = self.batch.run(Request((g, t), "children", f"{self.root}/{g}/owners/{t}") for g, t in owner_topics)
+        owned = dict.fromkeys(groups, 0)
+        for (g, t), partitions in second.items():
+            owned[g] += len(partitions) if isinstance(partitions, list) else 0
+        return {g: (len(first[(g, "ids")]) if isinstance(first[(g, "ids")], list) else 0, owned[g]) for g in groups}
+
+    def _row(self, node: _Node, answer: object, liveness: tuple) -> dict | None:
+        topic, partition_name = node.topic, node.partition
+        raw = mtime = ctime = version = None
+        listing = node.depth < len(node.template.segments)  # a directory we could not list
+        if isinstance(answer, NoNodeError):
+            parsed = Parsed(None, UNREADABLE, "znode vanished during the walk")
+        elif isinstance(answer, NoAuthError):
+            what = "list" if listing else "read"
+            parsed = Parsed(None, UNREADABLE, f"no permission to {what} {node.path} (NoAuth); pass --zk-auth")
+        elif isinstance(answer, ZookeeperError):
+            parsed = Parsed(None, UNREADABLE, f"{type(answer).__name__} on {node.path}")
+        else:
+            raw, stat = answer
+            raw = raw or b""
+            mtime, ctime, version = stat.mtime, stat.ctime, stat.version
+            if node.template.json_values:
+                parsed, json_topic, json_partition = parse_storm(raw, self.semantics)
+                topic = topic or json_topic
+                if partition_name is not None and json_partition is not None and str(json_partition) != partition_name:
+                    parsed = Parsed(None, MALFORMED, f"JSON names partition {json_partition}, path {partition_name}")
+                if topic is None and parsed.status == OK:
+                    parsed = Parsed(None, MALFORMED, "JSON names no topic")
+                if not self.selection.topic(topic):
+                    return None
+            else:
+                parsed = parse_decimal(raw, self.semantics)
+        partition = int(partition_name) if partition_name is not None and partition_name.isdigit() else None
+        if partition is not None and partition > 2**31 - 1:
+            partition = None
+        if partition is None and not listing and parsed.status != UNREADABLE:
+            parsed = Parsed(None, MALFORMED, f"partition name {partition_name!r} is not a partition number")
+        consumers, owned = liveness
+        return {
+            "group": node.group, "topic": topic, "partition": partition, "raw": show_raw(raw),
+            "offset": parsed.offset, "status": parsed.status, "reason": parsed.reason,
+            "mtime": mtime, "ctime": ctime, "version": version, "layout": node.template.layout, "path": node.path,
+            "zk_consumers": consumers, "zk_owned_partitions": owned,
+        }

@@ -1,0 +1,120 @@
+"""Pipelined ZooKeeper reads over one session, with retries that resume instead of restarting.
+
+`AsyncBatch.run` sends many `get`/`get_children` requests through kazoo's
+`*_async` calls with a bounded number in flight (a sliding window: ZooKeeper
+answers one session's requests in order, so the oldest answer is the next one
+due). A request lost to a connection loss or session expiry is sent again once
+kazoo has reconnected; answers already received are kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, KazooException, OperationTimeoutError,
+                              SessionExpiredError)
+from kazoo.handlers.threading import KazooTimeoutError
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_random_exponential
+
+from migrate.errors import ZkUnavailable
+
+log = logging.getLogger(__name__)
+
+# Lost with the connection, not an answer about the node: send again after reconnecting.
+RETRIABLE = (ConnectionLoss, SessionExpiredError, ConnectionClosedError, OperationTimeoutError, KazooTimeoutError)
+
+
+@dataclass(frozen=True)
+class Request:
+    key: Hashable
+    op: str  # "get" | "children"
+    path: str
+
+
+class _Interrupted(Exception):
+    """Some requests of a batch were lost with the connection."""
+
+
+class AsyncBatch:
+    """Runs batches of reads with `window` requests in flight; retries lost ones until `deadline` seconds pass."""
+
+    def __init__(self, client: KazooClient, window: int = 512, deadline: float = 120.0,
+                 sleep: Callable[[float], None] | None = None, request_timeout: float = 30.0):
+        self.client = client
+        self.window = window
+        self.deadline = deadline
+        self.sleep = sleep
+        self.request_timeout = request_timeout
+        self.retries = 0  # requests sent again after a connection loss, for the progress line
+
+    def run(self, requests: Iterable[Request]) -> dict[Hashable, object]:
+        """key -> the answer (bytes+stat for get, list of names for children) or the ZooKeeper error for that node.
+
+        Raises ZkUnavailable when ZooKeeper stays unreachable past the deadline.
+        """
+        answers: dict[Hashable, object] = {}
+        todo = list(requests)
+        retrying = Retrying(retry=retry_if_exception_type(_Interrupted), stop=stop_after_delay(self.deadline),
+                            wait=wait_random_exponential(multiplier=0.2, max=5), reraise=True,
+                            **({"sleep": self.sleep} if self.sleep else {}))
+        try:
+            for attempt in retrying:
+                with attempt:
+                    lost = self._send(todo, answers)
+                    if lost:
+                        self.retries += len(lost)
+                        log.warning("ZooKeeper connection lost; re-sending %d request(s) once reconnected", len(lost))
+                        todo = lost
+                        self._await_connection()
+                        raise _Interrupted()
+        except _Interrupted:
+            raise ZkUnavailable(f"ZooKeeper unreachable for more than {self.deadline:.0f}s; "
+                                f"{len(todo)} read(s) could not be completed") from None
+        return answers
+
+    def _send(self, todo: list[Request], answers: dict) -> list[Request]:
+        lost: list[Request] = []
+        in_flight: deque = deque()
+
+        def collect() -> None:
+            request, pending = in_flight.popleft()
+            try:
+                answers[request.key] = pending.get(timeout=self.request_timeout)
+            except RETRIABLE:
+                lost.append(request)
+            except KazooException as e:  # NoNode, NoAuth, ...: an answer about that node
+                answers[request.key] = e
+
+        for request in todo:
+            try:
+                call = self.client.get_async if request.op == "get" else self.client.get_children_async
+                in_flight.append((request, call(request.path)))
+            except RETRIABLE:
+                lost.append(request)
+            if len(in_flight) >= self.window:
+                collect()
+        while in_flight:
+            collect()
+        return lost
+
+    def _await_connection(self, timeout: float = 10.0) -> None:
+        """Block until kazoo has reconnected, or `timeout` passes (the retry loop then tries anyway)."""
+        if self.client.state == KazooState.CONNECTED:
+            return
+        event = threading.Event()
+
+        def listener(state):
+            if state == KazooState.CONNECTED:
+                event.set()
+            return event.is_set()  # True removes the listener
+
+        self.client.add_listener(listener)
+        if self.client.state == KazooState.CONNECTED:
+            event.set()
+        event.wait(timeout)
+        self.client.remove_listener(listener)
