@@ -106,13 +106,13 @@ class ZkOffsetReader:
 
     def __init__(self, client: KazooClient, root: str, templates: tuple[Template, ...] = STANDARD,
                  selection: Selection = Selection(), semantics: str = "next", window: int = 512,
-                 group_batch: int = 64, retry_deadline: float = 120.0):
+                 group_batch: int = 64, retry_deadline: float = 120.0, multi: bool | None = None):
         self.client = client
         self.root = root.rstrip("/")
         self.templates = templates
         self.selection = selection
         self.semantics = semantics
-        self.batch = AsyncBatch(client, window=window, deadline=retry_deadline)
+        self.batch = AsyncBatch(client, window=window, deadline=retry_deadline, multi=multi)
         self.group_batch = group_batch
         self.liveness = templates == STANDARD  # ids/ and owners/ exist only for the old high-level consumer
 

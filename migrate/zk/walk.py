@@ -1,10 +1,11 @@
 """Pipelined ZooKeeper reads over one session, with retries that resume instead of restarting.
 
-`AsyncBatch.run` sends many `get`/`get_children` requests through kazoo's
-`*_async` calls with a bounded number in flight (a sliding window: ZooKeeper
-answers one session's requests in order, so the oldest answer is the next one
-due). A request lost to a connection loss or session expiry is sent again once
-kazoo has reconnected; answers already received are kept.
+`AsyncBatch.run` sends many `get`/`get_children` reads with a bounded number in
+flight (a sliding window: ZooKeeper answers one session's requests in order, so
+the oldest answer is the next one due). On ZooKeeper >= 3.6 reads travel
+`per_request` at a time in one multiRead; older servers get one kazoo
+`*_async` call per read. A read lost to a connection loss or session expiry is
+sent again once kazoo has reconnected; answers already received are kept.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, KazooException, OperationTimeoutError,
-                              SessionExpiredError)
+from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, KazooException, MarshallingError,
+                              OperationTimeoutError, SessionExpiredError, UnimplementedError)
 from kazoo.handlers.threading import KazooTimeoutError
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_random_exponential
 
 from migrate.errors import ZkUnavailable
+from migrate.zk.multiread import multi_read_async
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +46,12 @@ class AsyncBatch:
     """Runs batches of reads with `window` requests in flight; retries lost ones until `deadline` seconds pass."""
 
     def __init__(self, client: KazooClient, window: int = 512, deadline: float = 120.0,
-                 sleep: Callable[[float], None] | None = None, request_timeout: float = 30.0):
+                 sleep: Callable[[float], None] | None = None, request_timeout: float = 30.0,
+                 multi: bool | None = None, per_request: int = 128):
         self.client = client
         self.window = window
+        self.multi = multi  # None: find out on first use
+        self.per_request = per_request
         self.deadline = deadline
         self.sleep = sleep
         self.request_timeout = request_timeout
@@ -78,29 +83,51 @@ class AsyncBatch:
         return answers
 
     def _send(self, todo: list[Request], answers: dict) -> list[Request]:
+        if self.multi is None:
+            self.multi = self._server_has_multiread()
+        size = self.per_request if self.multi else 1
+        chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
         lost: list[Request] = []
         in_flight: deque = deque()
 
         def collect() -> None:
-            request, pending = in_flight.popleft()
+            chunk, pending = in_flight.popleft()
             try:
-                answers[request.key] = pending.get(timeout=self.request_timeout)
+                result = pending.get(timeout=self.request_timeout)
+                for request, answer in zip(chunk, result if self.multi else [result]):
+                    answers[request.key] = answer  # an exception instance is that node's answer (NoNode, NoAuth)
             except RETRIABLE:
-                lost.append(request)
-            except KazooException as e:  # NoNode, NoAuth, ...: an answer about that node
-                answers[request.key] = e
+                lost.extend(chunk)
+            except KazooException as e:  # single reads: NoNode, NoAuth, ...: an answer about that node
+                answers[chunk[0].key] = e
 
-        for request in todo:
+        for chunk in chunks:
             try:
-                call = self.client.get_async if request.op == "get" else self.client.get_children_async
-                in_flight.append((request, call(request.path)))
+                in_flight.append((chunk, self._submit(chunk)))
             except RETRIABLE:
-                lost.append(request)
-            if len(in_flight) >= self.window:
+                lost.extend(chunk)
+            if len(in_flight) * size >= self.window:
                 collect()
         while in_flight:
             collect()
         return lost
+
+    def _submit(self, chunk: list[Request]):
+        if self.multi:
+            return multi_read_async(self.client, [(r.op, r.path) for r in chunk])
+        request = chunk[0]
+        call = self.client.get_async if request.op == "get" else self.client.get_children_async
+        return call(request.path)
+
+    def _server_has_multiread(self) -> bool:
+        """Probe once: ZooKeeper < 3.6 rejects opcode 22 (some versions drop the connection; kazoo reconnects)."""
+        try:
+            multi_read_async(self.client, [("children", "/")]).get(timeout=self.request_timeout)
+            return True
+        except (UnimplementedError, MarshallingError, *RETRIABLE) as e:
+            log.info("ZooKeeper has no multiRead (%s); sending reads one by one", type(e).__name__)
+            self._await_connection()
+            return False
 
     def _await_connection(self, timeout: float = 10.0) -> None:
         """Block until kazoo has reconnected, or `timeout` passes (the retry loop then tries anyway)."""

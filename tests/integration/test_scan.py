@@ -48,6 +48,18 @@ def test_every_row_status_and_odd_value(zk):
     assert rows[("g1", "t1", 0)]["path"] == "/consumers/g1/offsets/t1/0"
 
 
+def test_multiread_and_single_reads_agree(zk):
+    for g in range(3):
+        for p in range(300):
+            put(zk, f"/consumers/g{g}/offsets/t/{p}", str(p).encode())
+    put(zk, "/consumers/g1/offsets/t/bad", b"x")
+    put(zk, "/consumers/g2/offsets/u/0", b"1", acl=[make_digest_acl(*OWNER, all=True)])
+    multi = ZkOffsetReader(zk, "/consumers", multi=None)
+    single = ZkOffsetReader(zk, "/consumers", multi=False)
+    assert read_all(multi) == read_all(single)
+    assert (multi.batch.multi, single.batch.multi) == (True, False)  # ZooKeeper 3.8 answers multiRead
+
+
 def test_digest_auth_opens_an_acl_protected_subtree(zk, zk_chroot):
     # The group's offsets directory is protected: without auth even listing it fails, and that is reported.
     put(zk, "/consumers/secret/offsets/t/0", b"5")
