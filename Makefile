@@ -20,12 +20,13 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # The migration steps built so far, run in order against the seeded sandbox.
-DEMO_STEPS ?=
+DEMO_STEPS ?= scan
 
-# Sandbox up and seeded, then every step in DEMO_STEPS; the sandbox goes down at the end, also on Ctrl-C.
+# A fresh sandbox, seeded, then every step in DEMO_STEPS; the sandbox goes down at the end, also on Ctrl-C.
 # Exit 3 (blockers found) is expected of a step: the seed plants odd cases on purpose.
 demo: install
 	@set -e; \
+	rm -rf $(DEMO_STATE); \
 	trap '$(ZK2KAFKA) sandbox down --state-dir $(DEMO_STATE) >/dev/null' EXIT INT TERM; \
 	eval "$$($(ZK2KAFKA) sandbox up --state-dir $(DEMO_STATE))"; \
 	$(ZK2KAFKA) sandbox status --state-dir $(DEMO_STATE); \

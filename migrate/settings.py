@@ -187,16 +187,15 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
             if opt.name in layer and layer[opt.name] is not None:
                 values[opt.name] = _coerce(opt, layer[opt.name], source)
                 break
-    for key in ("verbosity",):
-        if key in flags:
-            values[key] = int(flags[key])
+    if "verbosity" in flags:  # -v/-q: flags only
+        values["verbosity"] = int(flags["verbosity"])
     if values.get("path_template") and "layout" not in values:
         values["layout"] = "template"
     settings = Settings(**values)
     _check(settings)
     if settings.command_config is not None:
         settings = dataclasses.replace(settings, kafka_client=load_client_config(settings.command_config))
-    return dataclasses.replace(settings, cache_dir=settings.cache_dir.expanduser())
+    return settings
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

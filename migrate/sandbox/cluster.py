@@ -20,7 +20,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -212,6 +211,8 @@ def kafka_ready(bootstrap: str) -> bool:
     """True when the broker answers metadata and its group coordinator is loaded."""
     from kafka.admin import KafkaAdminClient
 
+    host, port = bootstrap.rsplit(":", 1)
+    socket.create_connection((host, int(port)), timeout=2).close()  # listening yet? (quietly, before kafka-python)
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, client_id="zk2kafka-sandbox")
     try:
         if not admin.describe_cluster().get("brokers"):
@@ -230,8 +231,8 @@ class LocalCluster:
     def __init__(self, home: Path, cache_dir: Path, *, kraft: bool = False, attached: bool = True,
                  offsets_partitions: int = 10, zk_heap: str = "512m"):
         self.zk_heap = zk_heap
-        self.home = Path(home)
-        self.cache_dir = Path(cache_dir)
+        self.home = Path(home).resolve()  # the JVMs run in their own directories: relative paths would break
+        self.cache_dir = Path(cache_dir).resolve()
         self.kraft = kraft
         self.attached = attached
         self.offsets_partitions = offsets_partitions
@@ -370,10 +371,3 @@ class LocalCluster:
 def _write_properties(path: Path, props: dict) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
-
-if __name__ == "__main__":  # a manual check: python -m migrate.sandbox.cluster /tmp/sb
-    logging.basicConfig(level=logging.INFO)
-    c = LocalCluster(Path(sys.argv[1]), Path("~/.cache/zk2kafka").expanduser())
-    t0 = time.monotonic()
-    print(c.start().exports(), f"# up in {time.monotonic() - t0:.1f}s")
-    c.stop()

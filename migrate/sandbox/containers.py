@@ -18,6 +18,12 @@ log = logging.getLogger(__name__)
 ZOOKEEPER_IMAGE = "zookeeper:3.8"
 KAFKA_ZK_IMAGE = "confluentinc/cp-kafka:7.9.2"
 KAFKA_KRAFT_IMAGE = "apache/kafka:4.1.2"
+# What a single-broker cluster needs, as the images' KAFKA_* environment (the same as LocalCluster's).
+SINGLE_BROKER_ENV = dict(
+    KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR="1", KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS="10",
+    KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR="1", KAFKA_TRANSACTION_STATE_LOG_MIN_ISR="1",
+    KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS="0", KAFKA_AUTO_CREATE_TOPICS_ENABLE="false",
+)
 
 
 def docker_engine_answers() -> bool:
@@ -75,12 +81,7 @@ class ContainerCluster:
                 KAFKA_ADVERTISED_LISTENERS=f"HOST://127.0.0.1:{kafka_port},BROKER://kafka:9093",
                 KAFKA_LISTENER_SECURITY_PROTOCOL_MAP="HOST:PLAINTEXT,BROKER:PLAINTEXT",
                 KAFKA_INTER_BROKER_LISTENER_NAME="BROKER",
-                KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR="1",
-                KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS="10",
-                KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR="1",
-                KAFKA_TRANSACTION_STATE_LOG_MIN_ISR="1",
-                KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
-                KAFKA_AUTO_CREATE_TOPICS_ENABLE="false",
+                **SINGLE_BROKER_ENV,
             ).with_bind_ports(9092, kafka_port))
         bootstrap = f"127.0.0.1:{kafka_port}"
         wait_until("Kafka container", lambda: kafka_ready(bootstrap), timeout, logs=lambda: _logs(kafka))
@@ -95,10 +96,7 @@ class ContainerCluster:
                 KAFKA_CONTROLLER_LISTENER_NAMES="CONTROLLER",
                 KAFKA_LISTENER_SECURITY_PROTOCOL_MAP="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 KAFKA_CONTROLLER_QUORUM_VOTERS="1@localhost:9093",
-                KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR="1",
-                KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR="1",
-                KAFKA_TRANSACTION_STATE_LOG_MIN_ISR="1",
-                KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
+                **SINGLE_BROKER_ENV,
             ).with_bind_ports(9092, port))
             kraft_bootstrap = f"127.0.0.1:{port}"
             wait_until("KRaft Kafka container", lambda: kafka_ready(kraft_bootstrap), timeout,

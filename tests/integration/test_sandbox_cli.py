@@ -16,23 +16,27 @@ from migrate.sandbox import seed
 from migrate.sandbox.cluster import _pid_alive
 
 
-def zk2kafka(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def zk2kafka(*argv: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, "-m", "migrate", *argv], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+                          env=env, cwd=cwd)
 
 
 def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
-    state = ["--state-dir", str(tmp_path / "state")]
-    up = zk2kafka("sandbox", "up", *state)
+    state = ["--state-dir", "state"]  # relative, as `make demo` passes it
+    up = zk2kafka("sandbox", "up", *state, cwd=tmp_path)
     try:
         assert up.returncode == 0, up.stderr
         exports = dict(line.removeprefix("export ").split("=", 1) for line in up.stdout.splitlines())
         assert set(exports) == {"ZK2KAFKA_ZOOKEEPER", "ZK2KAFKA_BOOTSTRAP_SERVER"}
 
         # A second `up` finds the running sandbox instead of starting another.
-        assert zk2kafka("sandbox", "up", *state).stdout == up.stdout
+        assert zk2kafka("sandbox", "up", *state, cwd=tmp_path).stdout == up.stdout
 
-        status = zk2kafka("sandbox", "status", "--json", *state)
+        status = zk2kafka("sandbox", "status", "--json", *state, cwd=tmp_path)
         assert status.returncode == 0, status.stderr
         report = json.loads(status.stdout)
         assert report["endpoints"]["zookeeper"] == exports["ZK2KAFKA_ZOOKEEPER"]
@@ -42,15 +46,15 @@ def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
             s["alive"] for s in report["servers"])
 
         # Seed through the environment, exactly as `eval "$(zk2kafka sandbox up)"` leaves it.
-        seeded = zk2kafka("sandbox", "seed", *state, env=exports)
+        seeded = zk2kafka("sandbox", "seed", *state, cwd=tmp_path, env=exports)
         assert seeded.returncode == 0, seeded.stderr
         _check_seed(exports["ZK2KAFKA_ZOOKEEPER"], exports["ZK2KAFKA_BOOTSTRAP_SERVER"])
-        assert zk2kafka("sandbox", "seed", *state).returncode == 0  # idempotent, and finds the sandbox itself
+        assert zk2kafka("sandbox", "seed", *state, cwd=tmp_path).returncode == 0  # idempotent, and finds the sandbox itself
     finally:
-        down = zk2kafka("sandbox", "down", *state)
+        down = zk2kafka("sandbox", "down", *state, cwd=tmp_path)
     assert down.returncode == 0 and down.stdout.strip() == "stopped kafka, zookeeper"
     assert not any(_pid_alive(pid) for pid in pids)
-    gone = zk2kafka("sandbox", "status", *state)
+    gone = zk2kafka("sandbox", "status", *state, cwd=tmp_path)
     assert gone.returncode == 1 and "no sandbox running" in gone.stderr
 
 
