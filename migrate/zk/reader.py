@@ -18,7 +18,7 @@ import pyarrow as pa
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError, ZookeeperError
 
-from migrate.errors import ConfigError
+from migrate.errors import ConfigError, ZkUnavailable
 from migrate.zk.parse import MALFORMED, OK, UNREADABLE, Parsed, parse_decimal, parse_storm, show_raw
 from migrate.zk.walk import AsyncBatch, Request
 
@@ -122,7 +122,8 @@ class ZkOffsetReader:
         if isinstance(answer, NoNodeError):
             return []
         if isinstance(answer, ZookeeperError):
-            raise answer
+            hint = "; pass --zk-auth" if isinstance(answer, NoAuthError) else ""
+            raise ZkUnavailable(f"cannot list {self.root or '/'}: {type(answer).__name__}{hint}")
         return sorted(g for g in answer if self.selection.group(g))
 
     def batches(self, groups: list[str]) -> Iterator[pa.RecordBatch]:

@@ -219,6 +219,12 @@ def test_scan_cli_last_line_names_run_and_report(zk, zk_chroot, tmp_path, capsys
     assert pq.read_table(snapshot).column("offset").to_pylist() == [42]
 
 
+def test_unlistable_root_is_one_clear_line(zk, zk_chroot, tmp_path, capsys):
+    zk.create("/locked", acl=[make_digest_acl(*OWNER, all=True)])
+    assert cli.main(["scan", "--zookeeper", zk_chroot, "--zk-root", "/locked", "--state-dir", str(tmp_path)]) == 1
+    assert "cannot list /locked: NoAuthError; pass --zk-auth" in capsys.readouterr().err
+
+
 def test_unreachable_zookeeper_is_one_clear_line(tmp_path, capsys):
     assert cli.main(["scan", "--zookeeper", "127.0.0.1:1", "--state-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
