@@ -6,7 +6,6 @@ import json
 import threading
 
 import pyarrow.parquet as pq
-import pytest
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
