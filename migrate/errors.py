@@ -65,3 +65,11 @@ class BlockersFound(MigrateError):
         super().__init__(f"{blockers} blocker(s) found" + (f"; see {report}" if report else ""))
         self.blockers = blockers
         self.report = report
+
+
+class KafkaUnavailable(MigrateError):
+    """Kafka could not be reached, refused us, or stayed failing past the retry deadline."""
+
+    def __init__(self, message: str, *, bootstrap_server: str | None = None):
+        super().__init__(message)
+        self.bootstrap_server = bootstrap_server

@@ -24,6 +24,8 @@ _INT_OPTIONS = {
     "request.timeout.ms": "request_timeout_ms", "retry.backoff.ms": "retry_backoff_ms",
     "reconnect.backoff.ms": "reconnect_backoff_ms", "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
     "connections.max.idle.ms": "connections_max_idle_ms", "metadata.max.age.ms": "metadata_max_age_ms",
+    # Java's bound on an API call; kafka-python's nearest knob bounds reaching the cluster at all.
+    "default.api.timeout.ms": "bootstrap_timeout_ms",
 }
 _STR_OPTIONS = {"client.id": "client_id", "sasl.kerberos.service.name": "sasl_kerberos_service_name",
                 "sasl.kerberos.domain.name": "sasl_kerberos_domain_name"}

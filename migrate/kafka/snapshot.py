@@ -1,0 +1,214 @@
+"""KafkaSnapshot: what Kafka holds for the selected groups, read in a handful of batched requests. Reads only.
+
+One Parquet file, three kinds of rows (column `kind`):
+- `group`: every selected group, with its Kafka state, protocol type and member
+  count (state null when Kafka has no such group);
+- `offset`: every committed offset of those groups (OffsetFetch, one request per
+  coordinator for many groups);
+- `partition`: every partition of the topics involved, with its log-start and
+  log-end offsets (ListOffsets, one request per leader).
+The broker's `offsets.retention.minutes` and the cluster id ride in the file's metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from kafka import TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
+from kafka.errors import KafkaError
+
+from migrate.errors import KafkaUnavailable
+from migrate.kafka.retry import RetryPolicy, is_retriable
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+GROUP, OFFSET, PARTITION = "group", "offset", "partition"
+KAFKA_SCHEMA = pa.schema([
+    ("kind", pa.string()), ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("committed_offset", pa.int64()), ("metadata", pa.string()),
+    ("group_state", pa.string()), ("protocol_type", pa.string()), ("members", pa.int32()),
+    ("log_start", pa.int64()), ("log_end", pa.int64()), ("leader", pa.int32()),
+    ("error", pa.string()),  # why a group or partition could not be read fully
+])
+# Groups in these states have no members; any other state means live consumers.
+IDLE_STATES = frozenset({"Empty", "Dead"})
+GROUP_CHUNK = 1000      # groups per OffsetFetch / DescribeGroups round
+PARTITION_CHUNK = 20000  # partitions per ListOffsets round
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What the snapshot holds, for the summary."""
+
+    path: Path
+    groups_in_kafka: int
+    active_groups: int
+    committed_offsets: int
+    partitions: int
+    missing_topics: int
+    retention_minutes: int | None
+    cluster_id: str | None
+    seconds: float
+
+
+class KafkaSnapshot:
+    """Reads group state, committed offsets and log bounds for given groups and topics."""
+
+    def __init__(self, admin: KafkaAdminClient, policy: RetryPolicy | None = None):
+        self.admin = admin
+        self.policy = policy or RetryPolicy()
+
+    def write(self, path: Path, groups: Sequence[str], topics: Iterable[str],
+              topic_selected: Callable[[str], bool] = lambda topic: True) -> SnapshotInfo:
+        """Snapshot `groups` and the partitions of `topics` (plus selected topics those groups committed) into `path`."""
+        started = time.monotonic()
+        wanted = set(groups)
+        listed = {g["group_id"]: g for g in self._call("list groups", self.admin.list_groups) if g["group_id"] in wanted}
+        members = self._members([g for g, info in listed.items() if info.get("group_state") not in IDLE_STATES])
+        committed, offset_errors = self._committed(sorted(listed))
+        committed = {g: {tp: om for tp, om in offsets.items() if topic_selected(tp.topic)}
+                     for g, offsets in committed.items()}
+
+        rows: list[dict] = []
+        for group in groups:
+            info = listed.get(group)
+            rows.append({"kind": GROUP, "group": group,
+                         "group_state": info.get("group_state") if info else None,
+                         "protocol_type": info.get("protocol_type") if info else None,
+                         "members": members.get(group, 0) if info else 0,
+                         "error": offset_errors.get(group)})
+        for group, offsets in committed.items():
+            for tp, om in offsets.items():
+                rows.append({"kind": OFFSET, "group": group, "topic": tp.topic, "partition": tp.partition,
+                             "committed_offset": om.offset, "metadata": om.metadata})
+
+        all_topics = set(topics) | {tp.topic for offsets in committed.values() for tp in offsets}
+        partitions, missing = self._partitions(sorted(all_topics))
+        rows.extend(partitions)
+
+        retention, cluster_id = self._retention_and_cluster()
+        meta = {"zk2kafka.snapshot": "kafka", "cluster_id": cluster_id or "",
+                "offsets_retention_minutes": "" if retention is None else str(retention)}
+        table = pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA).replace_schema_metadata(meta)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path)
+        info = SnapshotInfo(path, len(listed), len(members), sum(len(o) for o in committed.values()),
+                            len(partitions), missing, retention, cluster_id, time.monotonic() - started)
+        log.info("kafka snapshot: %d of %d groups known to Kafka (%d active), %d committed offsets, "
+                 "%d partitions, %d missing topics in %.1fs", info.groups_in_kafka, len(groups),
+                 info.active_groups, info.committed_offsets, info.partitions, missing, info.seconds)
+        return info
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return self.policy.call(what, fn)
+        except KafkaError as exc:
+            raise KafkaUnavailable(f"{what}: {exc}") from exc
+
+    def _members(self, groups: list[str]) -> dict[str, int]:
+        """Member count of each non-idle group (DescribeGroups, batched per coordinator)."""
+        out: dict[str, int] = {}
+        for chunk in _chunks(groups, GROUP_CHUNK):
+            described = self._call("describe groups", lambda c=chunk: self.admin.describe_groups(c))
+            out.update({g: len(d.get("members") or []) for g, d in described.items()})
+        return out
+
+    def _committed(self, groups: list[str]) -> tuple[dict, dict[str, str]]:
+        """Committed offsets per group; a group Kafka refuses to show (e.g. not authorized) gets an error instead."""
+        committed: dict = {}
+        errors: dict[str, str] = {}
+
+        def fetch(chunk: list[str]) -> None:
+            try:
+                committed.update(self.policy.call("fetch committed offsets",
+                                                  lambda: self.admin.list_group_offsets({g: None for g in chunk})))
+            except KafkaError as exc:
+                if is_retriable(exc):
+                    raise KafkaUnavailable(f"fetch committed offsets: {exc}") from exc
+                if len(chunk) == 1:  # one group's own error: record it, keep the others
+                    errors[chunk[0]] = f"{type(exc).__name__}: {exc}"
+                    return
+                half = len(chunk) // 2  # one bad group fails the whole request: find it by halving
+                fetch(chunk[:half])
+                fetch(chunk[half:])
+
+        for chunk in _chunks(groups, GROUP_CHUNK):
+            fetch(chunk)
+        return committed, errors
+
+    def _partitions(self, topics: list[str]) -> tuple[list[dict], int]:
+        """One row per partition of the existing `topics` with log bounds; and how many topics Kafka lacks."""
+        rows: list[dict] = []
+        missing = 0
+        for chunk in _chunks(topics, GROUP_CHUNK):
+            for topic in self._call("describe topics", lambda c=chunk: self.admin.describe_topics(c)):
+                if not topic["partitions"]:  # unknown, invalid or unauthorized: no partition to commit to
+                    missing += 1
+                    continue
+                error = None if topic["error_code"] == 0 else f"error code {topic['error_code']}"
+                for p in topic["partitions"]:
+                    leader = p["leader_id"]
+                    rows.append({"kind": PARTITION, "topic": topic["name"], "partition": p["partition_index"],
+                                 "leader": leader,
+                                 "error": error or (None if leader >= 0 else "partition has no leader")})
+        readable = [r for r in rows if r["error"] is None]
+        for chunk in _chunks(readable, PARTITION_CHUNK):
+            self._log_bounds(chunk)
+        return rows, missing
+
+    def _log_bounds(self, rows: list[dict]) -> None:
+        """Fill log_start/log_end of `rows` in place; a partition whose lookup fails non-retriably gets `error`."""
+        tps = [TopicPartition(r["topic"], r["partition"]) for r in rows]
+        try:
+            start = self.policy.call("list log-start offsets", lambda: self.admin.list_partition_offsets(
+                dict.fromkeys(tps, OffsetSpec.EARLIEST)))
+            end = self.policy.call("list log-end offsets", lambda: self.admin.list_partition_offsets(
+                dict.fromkeys(tps, OffsetSpec.LATEST)))
+        except KafkaError as exc:
+            if is_retriable(exc):
+                raise KafkaUnavailable(f"list offsets: {exc}") from exc
+            if len(rows) == 1:
+                rows[0]["error"] = f"{type(exc).__name__}: {exc}"
+                return
+            half = len(rows) // 2
+            self._log_bounds(rows[:half])
+            self._log_bounds(rows[half:])
+            return
+        for row, tp in zip(rows, tps):
+            row["log_start"], row["log_end"] = start[tp].offset, end[tp].offset
+
+    def _retention_and_cluster(self) -> tuple[int | None, str | None]:
+        """offsets.retention.minutes of a live broker and the cluster id; None when the broker will not say."""
+        cluster = self._call("describe cluster", self.admin.describe_cluster)
+        brokers = sorted(b["broker_id"] for b in cluster.get("brokers", []))
+        if not brokers:
+            return None, cluster.get("cluster_id")
+        key = "offsets.retention.minutes"
+        try:
+            configs = self.policy.call("describe broker configs", lambda: self.admin.describe_configs(
+                [ConfigResource(ConfigResourceType.BROKER, str(brokers[0]), [key])], config_filter="all"))
+            value = configs["broker"][str(brokers[0])][key]["value"]
+            return int(value), cluster.get("cluster_id")
+        except (KafkaError, KeyError, TypeError, ValueError) as exc:
+            log.warning("could not read %s from broker %s: %s", key, brokers[0], exc)
+            return None, cluster.get("cluster_id")
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """The snapshot's metadata (retention, cluster id) as strings."""
+    meta = pq.read_schema(path).metadata or {}
+    return {k.decode(): v.decode() for k, v in meta.items()}
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterable[list[T]]:
+    for i in range(0, len(items), size):
+        yield list(items[i:i + size])
