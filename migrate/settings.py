@@ -105,7 +105,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log", choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS),
     Option("metadata", "str", None, "commit metadata (default names the run)", commands=WRITE_COMMANDS, metavar="TEXT"),
     Option("no_zk_write", "bool", False, "commit to Kafka only; do not keep ZooKeeper in agreement", commands=WRITE_COMMANDS),
-    Option("allow_live_zk_consumers", "bool", False, "migrate groups whose old consumers are still registered in ZooKeeper", commands=("migrate", "sync")),
+    Option("allow_live_zk_consumers", "bool", False, "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS),
 )
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
 

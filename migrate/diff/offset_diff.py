@@ -1,0 +1,143 @@
+"""OffsetDiff: the ZooKeeper and Kafka snapshots joined into plan rows. Pure DataFrame transformations, no I/O.
+
+Each row gets exactly one status, the first of `schema.PRECEDENCE` that applies, and
+a `planned_offset` from the policies. The same code runs on `local[*]` and on a cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from migrate.diff import schema as s
+from migrate.kafka.snapshot import GROUP, IDLE_STATES, OFFSET, PARTITION
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How CONFLICT and out-of-range rows are planned, and whether live old consumers block."""
+
+    on_conflict: str = "skip"       # skip | zk | kafka | max | fail
+    out_of_range: str = "skip"      # skip | clamp | commit
+    allow_live_zk_consumers: bool = False
+
+
+def dedupe_zk(zk: DataFrame) -> DataFrame:
+    """One ZooKeeper row per (group, topic, partition).
+
+    A partition can carry offsets under two layouts (`offsets/` and Kafka 1.1.0's
+    `offset/`); the readable one written last is the consumer's latest progress.
+    Rows without a partition (a directory that could not be listed) are kept as they are.
+    """
+    keyed = zk.filter(F.col("partition").isNotNull())
+    rank = Window.partitionBy("group", "topic", "partition").orderBy(
+        F.when(F.col("status") == "OK", 0).otherwise(1), F.col("mtime").desc_nulls_last(), F.col("layout"))
+    best = keyed.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") == 1).drop("_rank")
+    return best.unionByName(zk.filter(F.col("partition").isNull()))
+
+
+def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
+    """Plan rows (columns of schema.PLAN_SCHEMA) for the ZooKeeper snapshot `zk` against the Kafka snapshot `kafka`."""
+    zk_rows = dedupe_zk(zk).select(
+        "group", "topic", "partition",
+        F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"), F.col("status").alias("zk_status"),
+        F.col("reason").alias("zk_reason"), F.col("version").alias("zk_version"), F.col("mtime").alias("zk_mtime"),
+        F.col("path").alias("zk_path"), "layout", "zk_consumers", F.lit(True).alias("_in_zk"))
+    committed = kafka.filter(F.col("kind") == OFFSET).select(
+        "group", "topic", "partition", F.col("committed_offset").alias("kafka_offset"),
+        F.col("metadata").alias("kafka_metadata"))
+    # KAFKA_ONLY is about groups found in ZooKeeper only: Kafka's other groups are not ours to report.
+    committed = committed.join(zk_rows.select("group").distinct(), "group", "left_semi")
+    partitions = kafka.filter(F.col("kind") == PARTITION).select(
+        "topic", "partition", "log_start", "log_end", F.col("error").alias("partition_error"),
+        F.lit(True).alias("_in_kafka"))
+    groups = kafka.filter(F.col("kind") == GROUP).select(
+        "group", "group_state", F.col("members").alias("kafka_members"), "protocol_type")
+
+    # A row without a partition number (unlistable directory) matches nothing in Kafka.
+    keys = ["group", "topic", "partition"]
+    rows = (zk_rows.join(committed, keys, "full_outer")
+            .join(partitions, ["topic", "partition"], "left")
+            .join(groups, "group", "left"))
+    # Groups that never reached Kafka have no row in the group list: fill them as absent with no members.
+    rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))
+    rows = rows.withColumn("status", _status(policy)).withColumn("planned_offset", _planned(policy))
+    return rows.select(
+        "group", "topic", "partition", "status", _reason().alias("reason"), _action().alias("action"),
+        "planned_offset", "zk_offset", "zk_raw", "zk_status", "zk_version", "zk_mtime", "zk_path", "layout",
+        "zk_consumers", "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
+        "log_start", "log_end",
+        (F.col("log_end") - F.col("zk_offset")).alias("lag"),
+        (F.col("zk_offset") - F.col("kafka_offset")).alias("zk_minus_kafka"))
+
+
+def _active_in_kafka() -> Column:
+    state = F.col("group_state")
+    return (F.col("kafka_members") > 0) | (state.isNotNull() & ~state.isin(*IDLE_STATES))
+
+
+def _status(policy: Policy) -> Column:
+    zk_offset, kafka_offset = F.col("zk_offset"), F.col("kafka_offset")
+    live_zk = F.coalesce(F.col("zk_consumers"), F.lit(0)) > 0
+    conditions = {
+        s.UNREADABLE: F.col("zk_status") == s.UNREADABLE,
+        s.MALFORMED: F.col("zk_status") == s.MALFORMED,
+        s.UNKNOWN_PARTITION: F.col("_in_kafka").isNull(),
+        s.IN_SYNC: kafka_offset.isNotNull() & (kafka_offset == zk_offset),
+        s.GROUP_ACTIVE_KAFKA: _active_in_kafka(),
+        s.GROUP_ACTIVE_ZK: F.lit(False) if policy.allow_live_zk_consumers else live_zk,
+        s.BELOW_LOG_START: zk_offset < F.col("log_start"),
+        s.ABOVE_LOG_END: zk_offset > F.col("log_end"),
+        s.CONFLICT: kafka_offset.isNotNull(),
+    }
+    # A partition Kafka has an offset for but ZooKeeper lacks is informational only.
+    status = F.when(F.col("_in_zk").isNull(), F.lit(s.KAFKA_ONLY))
+    for name in s.PRECEDENCE[:-1]:
+        status = status.when(F.coalesce(conditions[name], F.lit(False)), F.lit(name))
+    return status.otherwise(F.lit(s.MIGRATE))
+
+
+def _planned(policy: Policy) -> Column:
+    status, zk_offset, kafka_offset = F.col("status"), F.col("zk_offset"), F.col("kafka_offset")
+    none = F.lit(None).cast("bigint")
+    conflict = {"skip": none, "fail": none, "zk": zk_offset, "kafka": kafka_offset,
+                "max": F.greatest(zk_offset, kafka_offset)}[policy.on_conflict]
+    below = {"skip": none, "clamp": F.col("log_start"), "commit": zk_offset}[policy.out_of_range]
+    above = {"skip": none, "clamp": F.col("log_end"), "commit": zk_offset}[policy.out_of_range]
+    return (F.when(status == s.MIGRATE, zk_offset)
+            .when(status == s.CONFLICT, conflict)
+            .when(status == s.BELOW_LOG_START, below)
+            .when(status == s.ABOVE_LOG_END, above)
+            .otherwise(none))
+
+
+def _action() -> Column:
+    return (F.when(F.col("planned_offset").isNotNull(), F.lit(s.COMMIT))
+            .when(F.col("status").isin(s.IN_SYNC, s.KAFKA_ONLY), F.lit(s.NOTHING))
+            .otherwise(F.lit(s.SKIP)))
+
+
+def _reason() -> Column:
+    status = F.col("status")
+    zk, kafka = F.col("zk_offset").cast("string"), F.col("kafka_offset").cast("string")
+    no_bounds = F.when(F.col("partition_error").isNotNull(),
+                       F.concat(F.lit("; log bounds unknown: "), F.col("partition_error"))).otherwise(F.lit(""))
+    return (
+        F.when(status.isin(s.UNREADABLE, s.MALFORMED), F.col("zk_reason"))
+        .when(status == s.UNKNOWN_PARTITION, F.when(
+            F.col("partition").isNull(), F.lit("no partition number")).otherwise(F.lit("no such topic or partition in Kafka")))
+        .when(status == s.IN_SYNC, F.concat(F.lit("both hold "), zk))
+        .when(status == s.GROUP_ACTIVE_KAFKA, F.concat(
+            F.lit("Kafka group is "), F.coalesce(F.col("group_state"), F.lit("active")), F.lit(" with "),
+            F.col("kafka_members").cast("string"), F.lit(" member(s); a commit would be rejected")))
+        .when(status == s.GROUP_ACTIVE_ZK, F.concat(
+            F.col("zk_consumers").cast("string"), F.lit(" old consumer(s) registered in ZooKeeper")))
+        .when(status == s.BELOW_LOG_START, F.concat(
+            zk, F.lit(" is below log start "), F.col("log_start").cast("string"), F.lit(" (data deleted)")))
+        .when(status == s.ABOVE_LOG_END, F.concat(zk, F.lit(" is above log end "), F.col("log_end").cast("string")))
+        .when(status == s.CONFLICT, F.concat(F.lit("Kafka has "), kafka, F.lit(", ZooKeeper "), zk))
+        .when(status == s.MIGRATE, F.concat(F.lit("no committed offset in Kafka"), no_bounds))
+        .when(status == s.KAFKA_ONLY, F.concat(F.lit("Kafka has "), kafka, F.lit(", ZooKeeper has none")))
+    )
