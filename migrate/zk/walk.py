@@ -130,18 +130,23 @@ class AsyncBatch:
             return False
 
     def _await_connection(self, timeout: float = 10.0) -> None:
-        """Block until kazoo has reconnected, or `timeout` passes (the retry loop then tries anyway)."""
-        if self.client.state == KazooState.CONNECTED:
-            return
-        event = threading.Event()
+        await_connection(self.client, timeout)
 
-        def listener(state):
-            if state == KazooState.CONNECTED:
-                event.set()
-            return event.is_set()  # True removes the listener
 
-        self.client.add_listener(listener)
-        if self.client.state == KazooState.CONNECTED:
+def await_connection(client: KazooClient, timeout: float = 10.0) -> bool:
+    """Block until kazoo has reconnected or `timeout` passes; True when connected (a retry loop then tries anyway)."""
+    if client.state == KazooState.CONNECTED:
+        return True
+    event = threading.Event()
+
+    def listener(state):
+        if state == KazooState.CONNECTED:
             event.set()
-        event.wait(timeout)
-        self.client.remove_listener(listener)
+        return event.is_set()  # True removes the listener
+
+    client.add_listener(listener)
+    if client.state == KazooState.CONNECTED:
+        event.set()
+    connected = event.wait(timeout)
+    client.remove_listener(listener)
+    return connected
