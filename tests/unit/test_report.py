@@ -1,0 +1,157 @@
+"""Report files from a hand-made plan: exact CSVs, escaping on both pages, bounded tables, lag buckets."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from html.parser import HTMLParser
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from migrate.diff import schema as s
+from migrate.report.render import MAX_BLOCKER_ROWS, MAX_GROUPS, lag_histogram, write_reports
+
+
+def row(group, topic, partition, status, offset=None, planned=None, lag=None, kafka=None, reason=None):
+    action = s.COMMIT if planned is not None else (s.SKIP if status in s.BLOCKERS else s.NOTHING)
+    return {"group": group, "topic": topic, "partition": partition, "status": status, "reason": reason or status,
+            "action": action, "planned_offset": planned, "zk_offset": offset, "kafka_offset": kafka,
+            "log_start": 0, "log_end": 100, "lag": lag}
+
+
+def table(rows):
+    return pa.Table.from_pylist(rows, schema=s.PLAN_SCHEMA)
+
+
+def summary(rows, warnings=()):
+    counts = dict.fromkeys(s.STATUSES, 0)
+    per_group = {}
+    for r in rows:
+        counts[r["status"]] += 1
+        g = per_group.setdefault(r["group"], {"group": r["group"], "offsets": 0, "counts": {}, "blockers": 0,
+                                              "planned": 0, "group_state": None, "protocol_type": None,
+                                              "kafka_members": 0, "zk_consumers": 0, "lag": 0})
+        g["offsets"] += 1
+        g["counts"][r["status"]] = g["counts"].get(r["status"], 0) + 1
+        g["blockers"] += r["status"] in s.BLOCKERS
+        g["planned"] += r["planned_offset"] is not None
+        g["lag"] += max(r["lag"] or 0, 0)
+    blockers = sum(n for name, n in counts.items() if name in s.BLOCKERS)
+    return {"run": "20261122T000000Z-abcd", "command": "diff", "created": "2026-11-22T00:00:00Z",
+            "versions": {"zk2kafka": "0.1.0"}, "inputs": {"zookeeper": "zk:2181", "zk_root": "/consumers",
+                                                            "bootstrap_server": "kafka:9092"},
+            "policies": {"on_conflict": "skip", "out_of_range": "skip"},
+            "groups": len(per_group), "offsets": len(rows), "counts": counts, "blockers": blockers,
+            "planned": {"commit_offsets": sum(g["planned"] for g in per_group.values()),
+                        "commit_groups": sum(1 for g in per_group.values() if g["planned"])},
+            "kafka": {"cluster_id": "c1", "groups_in_kafka": 1, "active_groups": 0},
+            "retention": {"minutes": 10080}, "warnings": list(warnings),
+            "spark": {"master": "local[*]", "startup_seconds": 1.0, "diff_seconds": 2.0},
+            "per_group": list(per_group.values())}
+
+
+ROWS = [
+    row("g1", "orders", 0, s.MIGRATE, 40, planned=40, lag=60),
+    row("g1", "orders", 1, s.IN_SYNC, 100, lag=0, kafka=100),
+    row("g1", "orders", 2, s.CONFLICT, 10, lag=90, kafka=20, reason="Kafka holds 20"),
+    row("g2", "pay|ments", 0, s.MIGRATE, 5, planned=5, lag=95),
+    row("g,comma", "orders", 0, s.MIGRATE, 7, planned=7, lag=93),
+    row("<script>alert(1)</script>", "orders", 0, s.MALFORMED, reason="value 'x\ny' is not an offset"),
+    row("g3", "orders", 0, s.ABOVE_LOG_END, 150, lag=-50),
+]
+
+
+@pytest.fixture
+def written(tmp_path):
+    sm = summary(ROWS)
+    files = write_reports(tmp_path, sm, table(ROWS))
+    return tmp_path, sm, files
+
+
+def test_reset_offsets_is_exactly_what_kafka_consumer_groups_reads(written):
+    out, sm, files = written
+    assert files["reset_offsets"].read_text() == "g1,orders,0,40\ng2,pay|ments,0,5\n"
+    # The group with a comma is left out, and the operator is told.
+    assert any("1 planned offset(s) left out of reset-offsets.csv" in w for w in sm["warnings"])
+    assert json.loads(files["summary"].read_text())["warnings"] == sm["warnings"]
+
+
+def test_rows_csv_has_every_row_in_standard_csv(written):
+    _, _, files = written
+    text = files["rows"].read_text()
+    assert text.splitlines()[0] == "group,topic,partition,zk_offset,kafka_offset,log_start,log_end,status,planned_offset"
+    parsed = list(csv.reader(files["rows"].open(newline="")))[1:]
+    assert ["g1", "orders", "0", "40", "", "0", "100", "MIGRATE", "40"] in parsed
+    assert ["g,comma", "orders", "0", "7", "", "0", "100", "MIGRATE", "7"] in parsed
+    assert len(parsed) == len(ROWS)
+
+
+def test_markdown_escapes_cells_and_counts_every_status(written):
+    _, _, files = written
+    md = files["markdown"].read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "<script>" not in md
+    assert "value 'x y' is not an offset" in md                    # no line break inside a table row
+    assert "| `MIGRATE` | 3 |" in md and "| `CONFLICT` | 1 | yes |" in md
+    assert "Blockers: 3.**" in md
+    # Every row of a table has as many cells as its header: no stray pipe split one.
+    for block in md.split("\n\n"):
+        rows = [line for line in block.splitlines() if line.startswith("|")]
+        assert len({len(re.findall(r"(?<!\\)\|", line)) for line in rows}) <= 1, block
+
+
+def test_html_is_self_contained_and_escaped(written):
+    _, _, files = written
+    page = files["html"].read_text()
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "default-src 'none'" in page
+    for banned in ("http://", "https://", "src=", "@import"):
+        assert banned not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert page.count("<svg") == 3
+
+    class Check(HTMLParser):
+        stack: list[str] = []
+        void = {"meta", "br", "img", "input", "link", "hr"}
+
+        def handle_starttag(self, tag, attrs):
+            if tag not in self.void:
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            assert self.stack.pop() == tag
+
+    parser = Check()
+    parser.feed(page)
+    # <html> and <body> stay open only if the page was cut short.
+    assert parser.stack == []
+
+
+def test_pages_bound_their_tables(tmp_path):
+    rows = [row(f"g{i:04d}", "t", p, s.CONFLICT, 1, lag=i, kafka=2) for i in range(MAX_GROUPS + 20) for p in range(2)]
+    files = write_reports(tmp_path, summary(rows), table(rows))
+    md = files["markdown"].read_text()
+    assert f"## Blockers (first {MAX_BLOCKER_ROWS} of {len(rows):,})" in md
+    assert f"## Groups (first {MAX_GROUPS} of {MAX_GROUPS + 20}" in md
+    # Equal blockers, so most lag first: the groups made last lead, the first 20 fall off the page.
+    groups = md.split("## Groups")[1]
+    assert groups.index(f"| g{MAX_GROUPS + 19:04d} |") < groups.index(f"| g{MAX_GROUPS + 18:04d} |")
+    assert "| g0019 |" not in groups and "| g0020 |" in groups
+    assert len(files["rows"].read_text().splitlines()) == len(rows) + 1
+
+
+def test_lag_histogram_buckets_by_digits():
+    rows = [row("g", "t", i, s.MIGRATE, 1, planned=1, lag=lag) for i, lag in
+            enumerate([0, 0, 5, 9, 10, 999, 1000, 12345, -3])]
+    rows.append(row("g", "t", 99, s.KAFKA_ONLY, lag=7))           # Kafka-only rows have no ZooKeeper lag
+    assert lag_histogram(table(rows)) == [("< 0", 1), ("0", 2), ("1–9", 2), ("10–99", 1), ("100–999", 1),
+                                          ("1k–10k", 1), ("10k–100k", 1)]
+    assert lag_histogram(table(rows[:2])) == [("0", 2)]
+
+
+def test_plan_parquet_round_trip_keeps_reset_file_stable(tmp_path):
+    pq.write_table(table(ROWS), tmp_path / "plan.parquet")
+    again = pq.read_table(tmp_path / "plan.parquet")
+    files = write_reports(tmp_path, summary(ROWS), again)
+    assert files["reset_offsets"].read_text().splitlines() == ["g1,orders,0,40", "g2,pay|ments,0,5"]
