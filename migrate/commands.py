@@ -7,9 +7,10 @@ import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from migrate.errors import EXIT_OK, NotImplementedYet, SandboxError
+from migrate.errors import EXIT_BLOCKERS, EXIT_OK, NotImplementedYet, SandboxError
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 
@@ -33,34 +34,40 @@ class Result:
 
 def scan(settings: Settings) -> Result:
     """Read every selected ZooKeeper offset into snapshots/zk-<run>.parquet; report counts in reports/<run>/."""
+    run, state = new_run_id(), StateDir(settings.state_dir)
+    data = _scan(settings, state, run)
+    report = state.reports(run)
+    (report / "scan.json").write_text(json.dumps(data, indent=2) + "\n")
+    rate = data["offsets"] / data["seconds"] if data["seconds"] > 0 else 0
+    lines = [f"scanned {data['groups']} groups, {data['offsets']} offsets from {data['source']} "
+             f"in {data['seconds']:.1f}s ({rate:,.0f}/s)"]
+    lines += [f"  {status:<11} {n:>9,}" for status, n in data["counts"].items()]
+    lines.append("layouts: " + ", ".join(f"{k} {v:,}" for k, v in data["layouts"].items()))
+    live = data["groups_with_live_zk_consumers"]
+    if live:
+        lines.append(f"groups with old consumers still registered: {len(live)} "
+                     f"({', '.join(live[:10])}{' ...' if len(live) > 10 else ''})")
+    lines += [f"snapshot: {data['snapshot']}", f"run={run} report={report}"]
+    return Result("\n".join(lines), {**data, "report": str(report)})
+
+
+def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
+    """Scan ZooKeeper into the run's zk snapshot; what was found, as a dict."""
     from migrate.zk.scan import scan_to_parquet
 
     settings.require("zookeeper")
-    run, state = new_run_id(), StateDir(settings.state_dir)
     source = f"{settings.zookeeper}{settings.path_template or settings.zk_root}"
     started = time.time()
     snapshot = state.zk_snapshot(run)
     stats = scan_to_parquet(settings, snapshot, {
         "run": run, "source": source, "layout": settings.layout, "semantics": settings.offset_semantics,
         "started": _iso(started)})
-    elapsed = time.time() - started
-    report = state.reports(run)
-    data = {
-        "run": run, "command": "scan", "source": source, "snapshot": str(snapshot), "report": str(report),
+    return {
+        "run": run, "command": "scan", "source": source, "snapshot": str(snapshot),
         "groups": len(stats.groups), "offsets": stats.offsets, "counts": dict(sorted(stats.statuses.items())),
         "layouts": dict(sorted(stats.layouts.items())), "groups_with_live_zk_consumers": sorted(stats.live_groups),
-        "started": _iso(started), "seconds": round(elapsed, 3), "retried_reads": stats.retries,
+        "started": _iso(started), "seconds": round(time.time() - started, 3), "retried_reads": stats.retries,
     }
-    (report / "scan.json").write_text(json.dumps(data, indent=2) + "\n")
-    rate = stats.offsets / elapsed if elapsed > 0 else 0
-    lines = [f"scanned {data['groups']} groups, {stats.offsets} offsets from {source} in {elapsed:.1f}s ({rate:,.0f}/s)"]
-    lines += [f"  {status:<11} {n:>9,}" for status, n in data["counts"].items()]
-    lines.append("layouts: " + ", ".join(f"{k} {v:,}" for k, v in data["layouts"].items()))
-    if stats.live_groups:
-        names = ", ".join(sorted(stats.live_groups)[:10]) + (" ..." if len(stats.live_groups) > 10 else "")
-        lines.append(f"groups with old consumers still registered: {len(stats.live_groups)} ({names})")
-    lines += [f"snapshot: {snapshot}", f"run={run} report={report}"]
-    return Result("\n".join(lines), data)
 
 
 def _iso(ts: float) -> str:
@@ -68,7 +75,88 @@ def _iso(ts: float) -> str:
 
 
 def diff(settings: Settings) -> Result:
-    raise NotImplementedYet("diff")
+    """Scan, snapshot Kafka, diff on Spark and write the report; exit 3 when the plan has blockers. Never writes."""
+    plan = _plan(settings, "diff")
+    return Result(_plan_text(plan.summary, plan.files), _plan_data(plan), plan.exit_code)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A computed plan and where its files are."""
+
+    run: str
+    summary: dict[str, Any]
+    files: dict[str, Path]
+    table: Any  # pyarrow.Table of PLAN_SCHEMA rows
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_BLOCKERS if self.summary["blockers"] else EXIT_OK
+
+
+def _plan(settings: Settings, command: str) -> Plan:
+    """scan + Kafka snapshot + Spark diff + reports, for diff, migrate and verify."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from migrate.diff.offset_diff import Policy
+    from migrate.diff.run import run_diff
+    from migrate.diff.summary import build_summary
+    from migrate.kafka.client import open_admin
+    from migrate.kafka.snapshot import KafkaSnapshot
+    from migrate.report.render import write_reports
+    from migrate.zk.reader import Selection
+
+    settings.require("zookeeper")
+    settings.require("bootstrap_server")
+    run, state = new_run_id(), StateDir(settings.state_dir)
+    scanned = _scan(settings, state, run)
+    zk_snapshot = Path(scanned["snapshot"])
+
+    columns = pq.read_table(zk_snapshot, columns=["group", "topic"])
+    groups = sorted(pc.unique(columns.column("group")).to_pylist())
+    topics = sorted(t for t in pc.unique(columns.column("topic")).to_pylist() if t is not None)
+    selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
+    admin = open_admin(settings)
+    try:
+        kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), groups, topics, selection.topic)
+    finally:
+        admin.close()
+
+    policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers)
+    result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master)
+    report = state.reports(run)
+    inputs = {"zookeeper": settings.zookeeper, "zk_root": settings.path_template or settings.zk_root,
+              "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
+              "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
+              "kafka_snapshot_seconds": round(kafka.seconds, 3)}
+    summary = build_summary(run, command, settings, result, kafka, inputs)
+    pq.write_table(result.plan, report / "plan.parquet")
+    files = {"plan": report / "plan.parquet", **write_reports(report, summary, result.plan)}
+    return Plan(run, summary, files, result.plan)
+
+
+def _plan_text(summary: dict[str, Any], files: dict[str, Path]) -> str:
+    """The summary table an operator reads on the terminal, then the report files and the run line."""
+    from migrate.diff.schema import BLOCKERS
+
+    lines = [f"{summary['offsets']:,} offsets in {summary['groups']:,} groups "
+             f"(Spark {summary['spark']['master']}: start {summary['spark']['startup_seconds']:.1f}s, "
+             f"diff {summary['spark']['diff_seconds']:.1f}s)"]
+    lines += [f"  {name:<18} {n:>9,}{'  blocker' if name in BLOCKERS else ''}"
+              for name, n in summary["counts"].items() if n]
+    planned = summary["planned"]
+    lines.append(f"planned: commit {planned['commit_offsets']:,} offsets in {planned['commit_groups']:,} groups")
+    lines.append(f"blockers: {summary['blockers']:,}" + (" (see the report; exit 3)" if summary["blockers"] else ""))
+    lines += [f"warning: {w}" for w in summary["warnings"]]
+    lines += [f"{name}: {path}" for name, path in files.items() if name in ("markdown", "html", "reset_offsets")]
+    lines.append(f"run={summary['run']} report={files['summary'].parent}")
+    return "\n".join(lines)
+
+
+def _plan_data(plan: Plan) -> dict[str, Any]:
+    data = {k: v for k, v in plan.summary.items() if k != "per_group"}
+    return {**data, "report": str(plan.files["summary"].parent), "files": {k: str(v) for k, v in plan.files.items()}}
 
 
 def migrate(settings: Settings) -> Result:
