@@ -39,6 +39,10 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff"):
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
+               # The driver JVM holds the shipped snapshots and the collected plan (and, in local mode, runs
+               # every task): Spark's default 1g runs out of heap near 1M offsets; 4g did 2M. Takes effect
+               # when the JVM starts; SPARK_DRIVER_MEMORY still overrides it.
+               .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "4g"))
                .config("spark.driver.extraJavaOptions", java_opts)
                .config("spark.executor.extraJavaOptions", java_opts)
                .config("spark.sql.session.timeZone", "UTC")

@@ -1,0 +1,125 @@
+"""The diff on a real Spark standalone cluster (master + worker from the pyspark package) equals the local diff.
+
+Needs no ZooKeeper or Kafka: the snapshots are Parquet files written here, a few thousand rows covering
+every status, so the job spans several tasks on the cluster's executor.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from migrate.diff import schema as s
+from migrate.diff.offset_diff import Policy
+from migrate.diff.run import run_diff
+from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.sandbox.cluster import wait_until
+from migrate.sandbox.spark import StandaloneSpark
+from migrate.zk.reader import SCHEMA as ZK_SCHEMA
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+GROUPS, TOPICS, PARTITIONS = 120, ("orders", "clicks"), 16  # 3,840 ZooKeeper offsets
+LOG_START, LOG_END = 10, 10_000
+
+
+def zk_row(group, topic, partition, offset, status="OK", consumers=0, layout="standard", mtime=T0, raw=None):
+    return {"group": group, "topic": topic, "partition": partition, "offset": offset,
+            "raw": raw if raw is not None else str(offset), "status": status,
+            "reason": None if status == "OK" else f"{status.lower()} value", "mtime": mtime, "ctime": T0,
+            "version": 3, "layout": layout, "path": f"/consumers/{group}/offsets/{topic}/{partition}",
+            "zk_consumers": consumers, "zk_owned_partitions": 0}
+
+
+def snapshots(tmp_path):
+    """(zk, kafka) Parquet paths whose plan holds every status many times over."""
+    zk, kafka = [], []
+    for topic in TOPICS:
+        # One more partition in Kafka than in ZooKeeper, for KAFKA_ONLY; the last one has no leader.
+        for p in range(PARTITIONS + 1):
+            bounds = (None, None, "partition has no leader") if p == PARTITIONS - 1 else (LOG_START, LOG_END, None)
+            kafka.append({"kind": PARTITION, "topic": topic, "partition": p, "log_start": bounds[0],
+                          "log_end": bounds[1], "leader": 0, "error": bounds[2]})
+    for g in range(GROUPS):
+        group = f"group-{g:04d}"
+        consumers = 2 if g % 20 == 3 else 0                                # GROUP_ACTIVE_ZK
+        if g % 20 == 7:                                                    # GROUP_ACTIVE_KAFKA
+            kafka.append({"kind": GROUP, "group": group, "group_state": "Stable", "members": 3,
+                          "protocol_type": "consumer"})
+        elif g % 4 == 0:
+            kafka.append({"kind": GROUP, "group": group, "group_state": "Empty", "members": 0,
+                          "protocol_type": "consumer"})
+        for topic in TOPICS:
+            for p in range(PARTITIONS):
+                i = g * PARTITIONS + p
+                offset = 100 + i
+                kind = i % 13
+                if kind == 1:                                              # IN_SYNC
+                    kafka.append({"kind": OFFSET, "group": group, "topic": topic, "partition": p,
+                                  "committed_offset": offset, "metadata": ""})
+                elif kind == 2:                                            # CONFLICT
+                    kafka.append({"kind": OFFSET, "group": group, "topic": topic, "partition": p,
+                                  "committed_offset": offset + 7, "metadata": "older run"})
+                elif kind == 3:                                            # BELOW_LOG_START
+                    offset = LOG_START - 5
+                elif kind == 4:                                            # ABOVE_LOG_END
+                    offset = LOG_END + 5
+                if kind == 5:                                              # MALFORMED
+                    zk.append(zk_row(group, topic, p, None, status="MALFORMED", raw="1.5E2", consumers=consumers))
+                elif kind == 6:                                            # UNREADABLE
+                    zk.append(zk_row(group, topic, p, None, status="UNREADABLE", raw="", consumers=consumers))
+                elif kind == 7:                                            # two layouts: the later one wins
+                    zk.append(zk_row(group, topic, p, offset - 1, consumers=consumers))
+                    zk.append(zk_row(group, topic, p, offset, consumers=consumers, layout="kafka-1.1.0-offset",
+                                     mtime=T0 + dt.timedelta(hours=1)))
+                else:                                                      # MIGRATE unless marked above
+                    zk.append(zk_row(group, topic, p, offset, consumers=consumers))
+        if g % 5 == 0:                                                     # KAFKA_ONLY
+            kafka.append({"kind": OFFSET, "group": group, "topic": "orders", "partition": PARTITIONS,
+                          "committed_offset": 42, "metadata": ""})
+        if g % 6 == 0:                                                     # UNKNOWN_PARTITION: topic, partition
+            zk.append(zk_row(group, "deleted-topic", 0, 5))
+            zk.append(zk_row(group, "orders", 99, 5))
+        if g % 30 == 11:                                                   # an unlistable directory
+            zk.append(zk_row(group, None, None, None, status="UNREADABLE", raw=""))
+    kafka.append({"kind": OFFSET, "group": "kafka-only-group", "topic": "orders", "partition": 0,
+                  "committed_offset": 1, "metadata": ""})                  # not ours: must not appear
+    zk_path, kafka_path = tmp_path / "zk.parquet", tmp_path / "kafka.parquet"
+    # Small row groups: the files look like the streamed snapshots, not one block.
+    pq.write_table(pa.Table.from_pylist(zk, schema=ZK_SCHEMA), zk_path, row_group_size=500)
+    pq.write_table(pa.Table.from_pylist(kafka, schema=KAFKA_SCHEMA), kafka_path, row_group_size=500)
+    return zk_path, kafka_path
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    with StandaloneSpark(tmp_path_factory.mktemp("spark")) as spark:
+        yield spark
+
+
+def test_standalone_cluster_plan_equals_local_plan(standalone, tmp_path):
+    zk_path, kafka_path = snapshots(tmp_path)
+    policy = Policy(on_conflict="max", out_of_range="clamp")
+    assert standalone.state()["completedapps"] == []
+
+    local = run_diff(zk_path, kafka_path, policy, "local[2]")
+    remote = run_diff(zk_path, kafka_path, policy, standalone.master_url)
+
+    counts = {name: local.plan["status"].to_pylist().count(name) for name in s.STATUSES}
+    assert all(n > 0 for n in counts.values()), counts
+    assert local.plan.num_rows > 3000
+    assert "kafka-only-group" not in local.plan["group"].to_pylist()
+    assert remote.plan.schema == local.plan.schema == s.PLAN_SCHEMA
+    assert remote.plan.to_pylist() == local.plan.to_pylist()
+    assert remote.per_group == local.per_group
+    assert len(local.per_group) == GROUPS
+
+    # The second run went to the cluster: the master saw the application finish, and the worker
+    # launched an executor for it (a run that silently fell back to local mode leaves neither).
+    wait_until("the application to finish", lambda: standalone.state()["completedapps"], 30)
+    apps = standalone.state()["completedapps"]
+    assert [(a["name"], a["state"]) for a in apps] == [("zk2kafka-diff", "FINISHED")]
+    executors = list((standalone.worker_dir / apps[0]["id"]).iterdir())
+    assert executors and all((e / "stderr").is_file() for e in executors)
