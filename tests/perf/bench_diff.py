@@ -1,0 +1,257 @@
+"""Benchmark: the PySpark diff stage (`run_diff`) on synthetic snapshots, plus writing the plan to Parquet.
+
+    python tests/perf/bench_diff.py --offsets 1000000     # 10,000 groups x 100 partitions over 100 topics
+    python tests/perf/bench_diff.py --offsets 100000 --master 'local[2]' --json diff.json
+
+The snapshots are made directly with pyarrow (no ZooKeeper or Kafka): every group has `--partitions`
+offsets spread over topics of `--topic-partitions` partitions each. Mostly MIGRATE; every 10th group has
+committed offsets in Kafka (IN_SYNC, CONFLICT, plus one KAFKA_ONLY partition), some groups have live
+consumers in ZooKeeper or Kafka, one group in 97 lost a topic, and a few values are out of range,
+malformed or unreadable.
+
+Peak memory, both for the diff stage only (the synthesis is not counted):
+- driver: the VmHWM of this Python process, reset through /proc/self/clear_refs after the snapshots
+  are written (ru_maxrss, which cannot be reset, is reported too);
+- Spark JVM: the VmHWM of the py4j gateway JVM, which in local mode runs every task. getrusage
+  (RUSAGE_CHILDREN) cannot measure it: it covers only children that have exited and been waited for,
+  and the gateway lives until Python exits; it is reported only to show that (it reads 0: even the
+  short launcher JVM spark-submit runs first is reaped by the gateway's shell, not by us). With a
+  `spark://` master the executors' memory is not included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+
+from migrate.diff.offset_diff import Policy  # noqa: E402
+from migrate.diff.run import run_diff  # noqa: E402
+from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION  # noqa: E402
+from migrate.zk.reader import SCHEMA as ZK_SCHEMA  # noqa: E402
+
+LOG_START, LOG_END = 1_000, 50_000_000
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _mod(a, n: int):
+    return pc.subtract(a, pc.multiply(pc.divide(a, n), n))  # int64 division truncates: a % n for a >= 0
+
+
+def _is(a, n: int, r: int):
+    return pc.equal(_mod(a, n), r)
+
+
+def _named(prefix: str, numbers, width: int):
+    return pc.binary_join_element_wise(prefix, pc.utf8_lpad(pc.cast(numbers, pa.string()), width, "0"), "")
+
+
+def synthesize(groups: int, partitions: int, topics: int, topic_partitions: int) -> tuple[pa.Table, pa.Table]:
+    """(zk, kafka) tables of ZK_SCHEMA and KAFKA_SCHEMA; the zk one has groups x partitions rows.
+
+    Raises ValueError when a group's partitions do not fit into `topics` x `topic_partitions`.
+    """
+    slots = -(-partitions // topic_partitions)  # topics one group reads
+    if slots + 1 > topics:  # +1: the KAFKA_ONLY offset goes to a topic the group does not read
+        raise ValueError(f"{partitions} partitions per group need more than {topics} topics "
+                         f"of {topic_partitions} partitions")
+    n = groups * partitions
+    i = pa.array(range(n), pa.int64())
+    g, j = pc.divide(i, partitions), _mod(i, partitions)
+    partition = pc.cast(_mod(j, topic_partitions), pa.int32())
+    slot = pc.divide(j, topic_partitions)
+    topic = _named("topic-", _mod(pc.add(g, slot), topics), 3)
+    # One group in 97 reads a topic that has since been deleted: UNKNOWN_PARTITION.
+    topic = pc.if_else(pc.and_(_is(g, 97, 5), pc.equal(slot, 0)), pa.scalar("deleted-topic"), topic)
+    group = _named("group-", g, 6)
+
+    offset = pc.add(LOG_START, _mod(pc.multiply(i, 7919), LOG_END - LOG_START))
+    # Row-level faults every prime-th row, so they do not line up with the group-level patterns (every
+    # 10th group known to Kafka, ...) and hide behind IN_SYNC at every size.
+    offset = pc.if_else(_is(i, 197, 0), pa.scalar(LOG_START // 2, pa.int64()), offset)     # BELOW_LOG_START
+    offset = pc.if_else(_is(i, 199, 1), pa.scalar(LOG_END + 500, pa.int64()), offset)      # ABOVE_LOG_END
+    malformed, unreadable = _is(i, 499, 2), _is(i, 997, 3)
+    status = pc.if_else(malformed, pa.scalar("MALFORMED"), pc.if_else(unreadable, pa.scalar("UNREADABLE"),
+                                                                      pa.scalar("OK")))
+    raw = pc.if_else(malformed, pa.scalar("1.5E3"), pc.if_else(unreadable, pa.scalar(""),
+                                                               pc.cast(offset, pa.string())))
+    reason = pc.if_else(malformed, pa.scalar("not a decimal"), pc.if_else(unreadable, pa.scalar("NoAuth"),
+                                                                          pa.scalar(None, pa.string())))
+    offset = pc.if_else(pc.or_(malformed, unreadable), pa.scalar(None, pa.int64()), offset)
+    live_zk = _is(g, 50, 1)  # old consumers still registered: GROUP_ACTIVE_ZK
+    consumers = pc.if_else(live_zk, pa.scalar(2, pa.int32()), pa.scalar(0, pa.int32()))
+    owned = pc.if_else(live_zk, pa.scalar(partitions, pa.int32()), pa.scalar(0, pa.int32()))
+    path = pc.binary_join_element_wise("/consumers/", group, "/offsets/", topic, "/",
+                                       pc.cast(partition, pa.string()), "")
+    zk = pa.table({
+        "group": group, "topic": topic, "partition": partition, "raw": raw, "offset": offset, "status": status,
+        "reason": reason, "mtime": pa.repeat(pa.scalar(T0, ZK_SCHEMA.field("mtime").type), n),
+        "ctime": pa.repeat(pa.scalar(T0, ZK_SCHEMA.field("ctime").type), n),
+        "version": pa.repeat(pa.scalar(1, pa.int32()), n), "layout": pa.repeat(pa.scalar("standard"), n),
+        "path": path, "zk_consumers": consumers, "zk_owned_partitions": owned,
+    }, schema=ZK_SCHEMA)
+    return zk, _kafka(zk, g, i, groups, partitions, topics, topic_partitions, slots)
+
+
+def _kafka(zk: pa.Table, g, i, groups: int, partitions: int, topics: int, topic_partitions: int,
+           slots: int) -> pa.Table:
+    rows = [{"kind": PARTITION, "topic": f"topic-{t:03d}", "partition": p, "log_start": LOG_START,
+             "log_end": LOG_END, "leader": 0} for t in range(topics) for p in range(topic_partitions)]
+    for n in range(groups):
+        known = n % 10 == 0  # every 10th group already commits to Kafka; one in 100 of those is live
+        live = n % 100 == 10
+        rows.append({"kind": GROUP, "group": f"group-{n:06d}", "members": 3 if live else 0,
+                     "group_state": ("Stable" if live else "Empty") if known else None,
+                     "protocol_type": "consumer" if known else None})
+        if known:  # an offset for a topic the group never had in ZooKeeper: KAFKA_ONLY
+            rows.append({"kind": OFFSET, "group": f"group-{n:06d}", "topic": f"topic-{(n + slots) % topics:03d}",
+                         "partition": 0, "committed_offset": 7, "metadata": ""})
+    known = _is(g, 10, 0)
+    committed = zk.filter(known).select(["group", "topic", "partition", "offset"])
+    # Four in five already equal (IN_SYNC), the rest differ (CONFLICT).
+    ahead = _is(i.filter(known), 5, 0)
+    offset = pc.if_else(ahead, pc.add(committed["offset"], 50), committed["offset"])
+    offset = pc.fill_null(offset, 0)
+    kafka_offsets = pa.table({
+        "kind": pa.repeat(pa.scalar(OFFSET), committed.num_rows), "group": committed["group"],
+        "topic": committed["topic"], "partition": committed["partition"], "committed_offset": offset,
+        "metadata": pa.repeat(pa.scalar(""), committed.num_rows)})
+    small = pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA)
+    return pa.concat_tables([small, kafka_offsets], promote_options="default").cast(KAFKA_SCHEMA)
+
+
+def _vm_hwm_mib(pid: int | str) -> float | None:
+    """Peak resident set (VmHWM) of a process in MiB, or None when /proc does not say."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak(pid: int | str) -> bool:
+    """Reset a process's VmHWM to its current RSS (Linux >= 4.0); False when not allowed."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _gateway_pid() -> int | None:
+    """The pid of the py4j gateway JVM, or None before one was started (or if it is not a JVM)."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is None:
+        return None
+    # pyspark starts bin/spark-submit, whose shell execs into java with the same pid; should that ever
+    # change, report nothing rather than a shell's memory.
+    try:
+        return proc.pid if Path(f"/proc/{proc.pid}/comm").read_text().strip() == "java" else None
+    except OSError:
+        return None
+
+
+def measure(zk_path: Path, kafka_path: Path, plan_path: Path, master: str) -> dict:
+    """Run the diff and write its plan; returns timings (s), peaks (MiB) and the plan's status counts."""
+    driver_reset = _reset_peak("self")
+    jvm = _gateway_pid()
+    if jvm is not None:  # a JVM from an earlier session in this process: count this run only
+        _reset_peak(jvm)
+    started = time.perf_counter()
+    result = run_diff(zk_path, kafka_path, Policy(), master)
+    diff_wall = time.perf_counter() - started
+    t0 = time.perf_counter()
+    pq.write_table(result.plan, plan_path)
+    write = time.perf_counter() - t0
+    jvm = _gateway_pid()
+    total = diff_wall + write
+    return {
+        "master": master, "plan_rows": result.plan.num_rows,
+        "counts": dict(sorted(Counter(result.plan["status"].to_pylist()).items())),
+        "spark_startup_s": result.startup_seconds, "diff_s": result.diff_seconds,
+        "run_diff_wall_s": round(diff_wall, 3), "plan_write_s": round(write, 3), "total_s": round(total, 3),
+        "startup_share": round(result.startup_seconds / total, 3),
+        "plan_parquet_mib": round(plan_path.stat().st_size / 2**20, 1),
+        "driver_peak_rss_mib": round(_vm_hwm_mib("self"), 1) if driver_reset else None,
+        "driver_ru_maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "jvm_pid": jvm,
+        "jvm_peak_rss_mib": round(_vm_hwm_mib(jvm), 1) if jvm is not None else None,
+        "rusage_children_maxrss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--offsets", type=int, default=1_000_000, help="ZooKeeper offsets (rows); sets --groups")
+    ap.add_argument("--groups", type=int, help="groups (default: offsets / partitions)")
+    ap.add_argument("--partitions", type=int, default=100, help="partitions per group")
+    ap.add_argument("--topics", type=int, default=100)
+    ap.add_argument("--topic-partitions", type=int, default=10, help="partitions per topic")
+    ap.add_argument("--master", default="local[*]", help="Spark master (JVM peak covers local mode only)")
+    ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    groups = args.groups or max(1, args.offsets // args.partitions)
+
+    with tempfile.TemporaryDirectory(prefix="zk2kafka-bench-diff-") as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        zk, kafka = synthesize(groups, args.partitions, args.topics, args.topic_partitions)
+        zk_path, kafka_path = tmp / "zk.parquet", tmp / "kafka.parquet"
+        pq.write_table(zk, zk_path)
+        pq.write_table(kafka, kafka_path)
+        synth = time.perf_counter() - t0
+        offsets, kafka_rows = zk.num_rows, kafka.num_rows
+        del zk, kafka
+        pa.default_memory_pool().release_unused()  # so the driver's peak below is the diff's, not the synthesis'
+        print(f"synthesized {offsets:,} ZooKeeper offsets and {kafka_rows:,} Kafka rows in {synth:.1f}s",
+              file=sys.stderr)
+        figures = measure(zk_path, kafka_path, tmp / "plan.parquet", args.master)
+
+    # Each ZooKeeper offset is one plan row, plus one Kafka-only partition per group known to Kafka.
+    expected = offsets + len(range(0, groups, 10))
+    if figures["plan_rows"] != expected:
+        raise AssertionError(f"the plan has {figures['plan_rows']:,} rows, expected {expected:,}")
+    figures = {"offsets": offsets, "groups": groups, "partitions_per_group": args.partitions,
+               "topics": args.topics, "kafka_rows": kafka_rows, "cores": os.cpu_count(),
+               "synthesize_s": round(synth, 3), **figures}
+    print(f"\n{offsets:,} offsets ({groups:,} groups x {args.partitions} partitions over {args.topics} topics), "
+          f"{kafka_rows:,} Kafka snapshot rows, master {args.master}, {os.cpu_count()} cores\n")
+    rows = [("Spark start-up", f"{figures['spark_startup_s']:.1f} s ({figures['startup_share']:.0%} of total)"),
+            ("diff (read, join, plan to Arrow, per-group)", f"{figures['diff_s']:.1f} s"),
+            ("plan to Parquet (pyarrow)", f"{figures['plan_write_s']:.1f} s ({figures['plan_parquet_mib']} MiB)"),
+            ("total", f"{figures['total_s']:.1f} s"),
+            ("peak RSS, Python driver", _mib(figures["driver_peak_rss_mib"])),
+            ("peak RSS, Spark JVM", _mib(figures["jvm_peak_rss_mib"]))]
+    print("| step | figure |\n| --- | ---: |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+    print("\nstatuses: " + ", ".join(f"{k} {v:,}" for k, v in figures["counts"].items()))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    return figures
+
+
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f} MiB"
+
+
+if __name__ == "__main__":
+    main()
