@@ -1,0 +1,259 @@
+"""The journal: what each writing run planned and did, group by group, in <state-dir>/journal.sqlite.
+
+A group moves pending -> committed (Kafka holds the plan) -> verified (ZooKeeper too,
+both read back), or to failed / skipped with a reason. Each transition is one SQLite
+transaction, written only after its effect was confirmed, so after a crash the journal
+never claims more than happened; what a crash left in flight is re-checked on resume.
+The values both stores held before a group was touched are journaled before the first
+write, which is what rollback restores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migrate.errors import MigrateError
+
+PENDING, COMMITTED, VERIFIED, FAILED, SKIPPED = "pending", "committed", "verified", "failed", "skipped"
+GROUP_STATES = (PENDING, COMMITTED, VERIFIED, FAILED, SKIPPED)
+RUNNING, DONE, INCOMPLETE = "running", "done", "incomplete"
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY, kind TEXT NOT NULL, state TEXT NOT NULL,
+    plan_hash TEXT NOT NULL, settings TEXT NOT NULL, settings_digest TEXT NOT NULL,
+    rolls_back TEXT, report TEXT, created REAL NOT NULL, updated REAL NOT NULL);
+CREATE TABLE groups (
+    run_id TEXT NOT NULL, grp TEXT NOT NULL, state TEXT NOT NULL, reason TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0, before_recorded INTEGER NOT NULL DEFAULT 0, updated REAL NOT NULL,
+    PRIMARY KEY (run_id, grp));
+CREATE TABLE partitions (
+    run_id TEXT NOT NULL, grp TEXT NOT NULL, topic TEXT NOT NULL, part INTEGER NOT NULL,
+    planned_offset INTEGER NOT NULL, zk_path TEXT NOT NULL, zk_version INTEGER, layout TEXT NOT NULL,
+    plan_kafka_offset INTEGER,
+    before_kafka_offset INTEGER, before_kafka_metadata TEXT, before_zk_value BLOB, before_zk_version INTEGER,
+    after_zk_version INTEGER,
+    PRIMARY KEY (run_id, grp, topic, part));
+"""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One offset a run commits: to Kafka, and to the znode it came from (conditioned on its version)."""
+
+    topic: str
+    partition: int
+    offset: int
+    zk_path: str
+    zk_version: int | None
+    layout: str
+    kafka_offset: int | None = None  # what Kafka held when the plan was made
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A journaled offset: the plan, and the values before and after the run touched it."""
+
+    topic: str
+    partition: int
+    offset: int
+    zk_path: str
+    zk_version: int | None
+    layout: str
+    plan_kafka_offset: int | None
+    before_kafka_offset: int | None
+    before_kafka_metadata: str | None
+    before_zk_value: bytes | None
+    before_zk_version: int | None
+    after_zk_version: int | None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.partition
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    state: str
+    reason: str | None
+    attempts: int
+    before_recorded: bool
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    kind: str
+    state: str
+    plan_hash: str
+    settings: dict[str, Any]
+    settings_digest: str
+    rolls_back: str | None
+    report: str | None
+    created: float
+    updated: float
+    groups: dict[str, int]   # groups per state
+    offsets: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run_id, "kind": self.kind, "state": self.state, "plan_hash": self.plan_hash,
+                "settings_digest": self.settings_digest, "rolls_back": self.rolls_back, "report": self.report,
+                "created": _iso(self.created), "updated": _iso(self.updated), "groups": self.groups,
+                "offsets": self.offsets}
+
+
+def digest(data: Any) -> str:
+    """A stable sha256 of JSON-able data."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class Journal:
+    """One SQLite file; safe to share between the writer's threads (one lock, one transaction per call)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # a transition that returned survives a power cut too
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA}PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+        elif version != SCHEMA_VERSION:
+            raise MigrateError(f"{self.path}: journal schema {version}, this zk2kafka reads {SCHEMA_VERSION}")
+
+    @classmethod
+    def open(cls, state_dir: Path) -> Journal:
+        return cls(Path(state_dir) / "journal.sqlite")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------------------------------
+
+    def create_run(self, run_id: str, kind: str, plan_hash: str, settings: dict[str, Any],
+                   plan: Mapping[str, Iterable[Planned]], skipped: Mapping[str, str] | None = None,
+                   rolls_back: str | None = None, report: str | None = None) -> None:
+        """Record a run, every group pending (or skipped, with why) and every planned offset; one transaction."""
+        now = time.time()
+        with self._transaction() as db:
+            db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       (run_id, kind, RUNNING, plan_hash, json.dumps(settings, sort_keys=True), digest(settings),
+                        rolls_back, report, now, now))
+            db.executemany("INSERT INTO groups (run_id, grp, state, updated) VALUES (?,?,?,?)",
+                           ((run_id, g, PENDING, now) for g in plan))
+            db.executemany("INSERT INTO groups (run_id, grp, state, reason, updated) VALUES (?,?,?,?,?)",
+                           ((run_id, g, SKIPPED, why, now) for g, why in (skipped or {}).items()))
+            db.executemany(
+                "INSERT INTO partitions (run_id, grp, topic, part, planned_offset, zk_path, zk_version, layout,"
+                " plan_kafka_offset) VALUES (?,?,?,?,?,?,?,?,?)",
+                ((run_id, g, p.topic, p.partition, p.offset, p.zk_path, p.zk_version, p.layout, p.kafka_offset)
+                 for g, rows in plan.items() for p in rows))
+
+    def record_before(self, run_id: str, group: str, kafka: Mapping[tuple[str, int], tuple[int, str] | None],
+                      zk: Mapping[str, tuple[bytes | None, int | None]]) -> None:
+        """The values both stores hold before this run writes the group: what rollback restores."""
+        rows = self.partitions(run_id, group)
+        with self._transaction() as db:
+            db.executemany(
+                "UPDATE partitions SET before_kafka_offset=?, before_kafka_metadata=?, before_zk_value=?,"
+                " before_zk_version=? WHERE run_id=? AND grp=? AND topic=? AND part=?",
+                ((*(kafka.get(p.key) or (None, None)), *zk[p.zk_path], run_id, group, p.topic, p.partition)
+                 for p in rows))
+            db.execute("UPDATE groups SET before_recorded=1, attempts=attempts+1, updated=? WHERE run_id=? AND grp=?",
+                       (time.time(), run_id, group))
+
+    def set_group(self, run_id: str, group: str, state: str, reason: str | None = None,
+                  zk_after: Mapping[str, int] | None = None) -> None:
+        assert state in GROUP_STATES, state
+        with self._transaction() as db:
+            db.execute("UPDATE groups SET state=?, reason=?, updated=? WHERE run_id=? AND grp=?",
+                       (state, reason, time.time(), run_id, group))
+            if zk_after:
+                db.executemany("UPDATE partitions SET after_zk_version=? WHERE run_id=? AND grp=? AND zk_path=?",
+                               ((v, run_id, group, path) for path, v in zk_after.items()))
+
+    def set_run(self, run_id: str, state: str) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE runs SET state=?, updated=? WHERE run_id=?", (state, time.time(), run_id))
+
+    # -- reading ---------------------------------------------------------------------------------------------
+
+    def run(self, run_id: str) -> Run | None:
+        rows = self._select("SELECT * FROM runs WHERE run_id=?", run_id)
+        return self._run(rows[0]) if rows else None
+
+    def runs(self) -> list[Run]:
+        return [self._run(row) for row in self._select("SELECT * FROM runs ORDER BY created, run_id")]
+
+    def rollback_of(self, run_id: str) -> Run | None:
+        """The latest rollback run of `run_id`, to resume rather than start another."""
+        rows = self._select("SELECT * FROM runs WHERE rolls_back=? ORDER BY created DESC LIMIT 1", run_id)
+        return self._run(rows[0]) if rows else None
+
+    def groups(self, run_id: str) -> list[Group]:
+        return [Group(*row) for row in self._select(
+            "SELECT grp, state, reason, attempts, before_recorded FROM groups WHERE run_id=? ORDER BY grp", run_id)]
+
+    def group(self, run_id: str, group: str) -> Group:
+        return Group(*self._select("SELECT grp, state, reason, attempts, before_recorded FROM groups"
+                                   " WHERE run_id=? AND grp=?", run_id, group)[0])
+
+    def partitions(self, run_id: str, group: str) -> list[Partition]:
+        return [Partition(*row) for row in self._select(
+            "SELECT topic, part, planned_offset, zk_path, zk_version, layout, plan_kafka_offset,"
+            " before_kafka_offset, before_kafka_metadata, before_zk_value, before_zk_version, after_zk_version"
+            " FROM partitions WHERE run_id=? AND grp=? ORDER BY topic, part", run_id, group)]
+
+    def _run(self, row: tuple) -> Run:
+        run_id = row[0]
+        counts = dict(self._select("SELECT state, count(*) FROM groups WHERE run_id=? GROUP BY state", run_id))
+        offsets = self._select("SELECT count(*) FROM partitions WHERE run_id=?", run_id)[0][0]
+        return Run(run_id, row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7], row[8], row[9],
+                   {s: counts.get(s, 0) for s in GROUP_STATES}, offsets)
+
+    def _select(self, sql: str, *args) -> list[tuple]:
+        with self._lock:  # one connection shared by threads: never read inside another's transaction
+            return self._db.execute(sql, args).fetchall()
+
+    def _transaction(self):
+        return _Transaction(self._db, self._lock)
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT under the journal's lock; ROLLBACK on any error."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock):
+        self.db, self.lock = db, lock
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.lock.acquire()
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, *_) -> None:
+        try:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self.lock.release()
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

@@ -1,0 +1,65 @@
+"""The journal on a real SQLite file: transitions, before-values, reopening, and a schema it cannot read."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from migrate import checkpoint as j
+from migrate.errors import MigrateError
+
+
+def planned(topic="t", partition=0, offset=10):
+    return j.Planned(topic, partition, offset, f"/consumers/g/offsets/{topic}/{partition}", 3, "standard", None)
+
+
+def test_a_run_moves_group_by_group_and_survives_reopening(tmp_path):
+    with j.Journal.open(tmp_path) as journal:
+        journal.create_run("r1", "migrate", "hash", {"on_conflict": "skip"},
+                           {"a": [planned(partition=0), planned(partition=1, offset=11)], "b": [planned()]},
+                           skipped={"c": "nothing to commit: CONFLICT 1"}, report="/reports/r1")
+        journal.record_before("r1", "a", {("t", 0): (5, "old")},
+                              {"/consumers/g/offsets/t/0": (b" 10\n", 3), "/consumers/g/offsets/t/1": (b"11", 3)})
+        journal.set_group("r1", "a", j.COMMITTED)
+        journal.set_group("r1", "a", j.VERIFIED, zk_after={"/consumers/g/offsets/t/0": 4})
+        journal.set_group("r1", "b", j.FAILED, "UnknownMemberIdError")
+
+    with j.Journal.open(tmp_path) as journal:
+        run = journal.run("r1")
+        assert run.groups == {"pending": 0, "committed": 0, "verified": 1, "failed": 1, "skipped": 1}
+        assert run.offsets == 3 and run.settings == {"on_conflict": "skip"} and run.state == j.RUNNING
+        assert run.settings_digest == j.digest({"on_conflict": "skip"})
+        a0, a1 = journal.partitions("r1", "a")
+        assert (a0.before_kafka_offset, a0.before_kafka_metadata, a0.before_zk_value, a0.after_zk_version) == (
+            5, "old", b" 10\n", 4)
+        assert (a1.before_kafka_offset, a1.before_zk_value, a1.after_zk_version) == (None, b"11", None)
+        assert journal.group("r1", "a").before_recorded and journal.group("r1", "a").attempts == 1
+        assert journal.group("r1", "b") == j.Group("b", j.FAILED, "UnknownMemberIdError", 0, False)
+        assert journal.group("r1", "c").reason == "nothing to commit: CONFLICT 1"
+
+
+def test_rollback_runs_are_found_by_the_run_they_undo(tmp_path):
+    with j.Journal.open(tmp_path) as journal:
+        journal.create_run("r1", "migrate", "h", {}, {"a": [planned()]})
+        assert journal.rollback_of("r1") is None
+        journal.create_run("r2", "rollback", "h", {}, {"a": []}, rolls_back="r1")
+        journal.set_run("r2", j.INCOMPLETE)
+        assert journal.rollback_of("r1").run_id == "r2" and journal.rollback_of("r1").state == j.INCOMPLETE
+        assert [r.run_id for r in journal.runs()] == ["r1", "r2"]
+
+
+def test_a_failed_transition_leaves_nothing_behind(tmp_path):
+    with j.Journal.open(tmp_path) as journal:
+        journal.create_run("r1", "migrate", "h", {}, {"a": [planned()]})
+        with pytest.raises(sqlite3.IntegrityError):
+            journal.create_run("r1", "migrate", "h", {}, {"z": [planned()]})   # same run id: one transaction fails
+        assert [g.name for g in journal.groups("r1")] == ["a"]
+
+
+def test_a_journal_from_another_schema_is_refused(tmp_path):
+    db = sqlite3.connect(tmp_path / "journal.sqlite")
+    db.execute("PRAGMA user_version=99")
+    db.close()
+    with pytest.raises(MigrateError, match="journal schema 99"):
+        j.Journal.open(tmp_path)
