@@ -105,6 +105,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log", choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS),
     Option("metadata", "str", None, "commit metadata (default names the run)", commands=WRITE_COMMANDS, metavar="TEXT"),
     Option("no_zk_write", "bool", False, "commit to Kafka only; do not keep ZooKeeper in agreement", commands=WRITE_COMMANDS),
+    Option("zk_write_via", "choice", "zk", "how the ZooKeeper half is written: zk (kazoo, conditioned on the scanned znode versions) or broker (OffsetCommit v0; not available, see README)", choices=("zk", "broker"), commands=WRITE_COMMANDS),
+    Option("parallelism", "int", 8, "groups written at the same time", commands=WRITE_COMMANDS, metavar="N"),
     Option("allow_live_zk_consumers", "bool", False, "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS),
 )
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
@@ -137,6 +139,8 @@ class Settings:
     out_of_range: str = "skip"
     metadata: str | None = None
     no_zk_write: bool = False
+    zk_write_via: str = "zk"
+    parallelism: int = 8
     allow_live_zk_consumers: bool = False
     zk_sasl_mechanism: str | None = None
     zk_sasl_username: str | None = None
@@ -270,6 +274,15 @@ def _check(s: Settings) -> None:
         scheme, sep, cred = s.zk_auth.reveal().partition(":")
         if not sep or not scheme or not cred:
             raise ConfigError("--zk-auth must look like SCHEME:CREDENTIAL, e.g. digest:user:password")
+    if s.parallelism < 1:
+        raise ConfigError(f"--parallelism must be at least 1, got {s.parallelism}")
+    if s.zk_write_via == "broker":
+        raise ConfigError(
+            "--zk-write-via broker is not available: it needs OffsetCommit v0, and kafka-python 3 carries "
+            "OffsetCommit versions 2-10 only (Kafka 4.0 removed v0 and v1, KIP-896); the ZooKeeper half is "
+            "written with kazoo instead (--zk-write-via zk, the default)")
+    if s.metadata is not None and len(s.metadata.encode()) > 4096:
+        raise ConfigError("--metadata is longer than offset.metadata.max.bytes (4096 by default)")
     if (s.layout == "template") != bool(s.path_template):
         raise ConfigError("--layout template and --path-template go together")
     if s.bootstrap_server is not None:
