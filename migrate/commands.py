@@ -6,11 +6,12 @@ import dataclasses
 import json
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import EXIT_BLOCKERS, EXIT_OK, NotImplementedYet, SandboxError
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, NotImplementedYet, SandboxError
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 
@@ -160,11 +161,167 @@ def _plan_data(plan: Plan) -> dict[str, Any]:
 
 
 def migrate(settings: Settings) -> Result:
-    raise NotImplementedYet("migrate")
+    """The plan of `diff`; with --execute, the dual commit group by group, journaled; --resume RUN_ID goes on."""
+    if settings.resume:
+        return _resume(settings)
+    plan = _plan(settings, "migrate")
+    if not settings.execute:
+        text = _plan_text(plan.summary, plan.files) + "\ndry run: nothing was written; add --execute to commit the plan"
+        return Result(text, {**_plan_data(plan), "dry_run": True}, plan.exit_code)
+    if settings.on_conflict == "fail" and plan.summary["counts"]["CONFLICT"]:
+        raise MigrateError(f"--on-conflict fail: {plan.summary['counts']['CONFLICT']} CONFLICT row(s) "
+                           f"(see {plan.files['markdown']}); nothing was written")
+    from migrate.checkpoint import Journal
+
+    groups, skipped = _journal_plan(plan)
+    with Journal.open(settings.state_dir) as journal:
+        journal.create_run(plan.run, "migrate", _plan_hash(plan.table), _settings_record(settings), groups,
+                           skipped, report=str(plan.files["summary"].parent))
+        return _execute(settings, journal, plan.run, list(groups), plan.summary["blockers"])
+
+
+def _resume(settings: Settings) -> Result:
+    """Go on with a journaled run: verified groups stay as they are, the rest are re-checked and finished."""
+    import pyarrow.parquet as pq
+
+    from migrate.checkpoint import COMMITTED, FAILED, PENDING, Journal
+
+    with Journal.open(settings.state_dir) as journal:
+        run = journal.run(settings.resume)
+        if run is None or run.kind != "migrate":
+            raise MigrateError(f"no migrate run {settings.resume} in {journal.path}; `zk2kafka status` lists them")
+        changed = _changes(run.settings, _settings_record(settings))
+        if changed:
+            raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began ({'; '.join(changed)})"
+                               "; resume with the same options, or start a new run")
+        plan_file = Path(run.report or "", "plan.parquet")
+        if not plan_file.exists() or _plan_hash(pq.read_table(plan_file)) != run.plan_hash:
+            raise MigrateError(f"cannot resume {run.run_id}: its plan {plan_file} is missing or was altered")
+        todo = [g.name for g in journal.groups(run.run_id) if g.state in (PENDING, COMMITTED, FAILED)]
+        blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
+        log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
+        return _execute(settings, journal, run.run_id, todo, blockers)
+
+
+def _execute(settings: Settings, journal, run_id: str, groups: list[str], blockers: int) -> Result:
+    """The dual commit over `groups` of a journaled run, then the run's state and the exit code."""
+    from migrate.checkpoint import DONE, INCOMPLETE, RUNNING
+    from migrate.dual_commit import DualCommit, run_groups
+    from migrate.progress import Progress
+
+    journal.set_run(run_id, RUNNING)
+    metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
+    with _writers(settings, zk=not settings.no_zk_write) as (kafka, zk):
+        writer = DualCommit(journal, run_id, kafka, zk, metadata, settings.offset_semantics)
+        with Progress("groups written", total=len(groups)) as progress:
+            outcomes, interrupted = run_groups(groups, writer.migrate, settings.parallelism, progress)
+    run = journal.run(run_id)
+    finished = not interrupted and run.groups["pending"] == run.groups["committed"] == run.groups["failed"] == 0
+    journal.set_run(run_id, DONE if finished else INCOMPLETE)
+    return _run_result(journal.run(run_id), outcomes, interrupted, blockers)
+
+
+def _run_result(run, outcomes: list, interrupted: bool, blockers: int) -> Result:
+    written = sum(o.offsets for o in outcomes)
+    counts = ", ".join(f"{state} {n:,}" for state, n in run.groups.items() if n)
+    done = "restored" if run.kind == "rollback" else "written"
+    lines = [f"{run.kind} {run.run_id}: {written:,} offsets {done} this time; groups: {counts}"]
+    lines += [f"  failed: {o.group}: {o.reason}" for o in outcomes if o.state == "failed"][:20]
+    lines += [f"  unfinished: {o.group}: {o.reason}" for o in outcomes if o.reason and o.state != "failed"][:20]
+    unfinished = run.state != "done"
+    if unfinished:
+        lines.append(("interrupted" if interrupted else "incomplete")
+                     + f": `zk2kafka {'migrate --execute --resume' if run.kind == 'migrate' else 'rollback --execute'}"
+                     f" {run.run_id if run.kind == 'migrate' else run.rolls_back}` goes on from here")
+    elif blockers:
+        lines.append(f"{blockers:,} blocker row(s) were left alone (see the report); exit 3")
+    lines.append(f"run={run.run_id} report={run.report}")
+    code = EXIT_ERROR if unfinished else (EXIT_BLOCKERS if blockers else EXIT_OK)
+    data = {**run.to_json(), "written": written, "interrupted": interrupted,
+            "failed": {o.group: o.reason for o in outcomes if o.state == "failed"}}
+    return Result("\n".join(lines), data, code)
+
+
+@contextmanager
+def _writers(settings: Settings, zk: bool):
+    from migrate.kafka.client import open_admin
+    from migrate.kafka.writer import KafkaOffsetWriter
+    from migrate.zk.client import close, connect
+    from migrate.zk.writer import ZkOffsetWriter
+
+    admin = open_admin(settings)
+    client = connect(settings) if zk else None
+    try:
+        yield KafkaOffsetWriter(admin), ZkOffsetWriter(client) if client else None
+    finally:
+        admin.close()
+        if client is not None:
+            close(client)
+
+
+def _journal_plan(plan: Plan):
+    """The plan's commit rows per group for the journal, and the groups left with nothing to commit (and why)."""
+    import pyarrow.compute as pc
+
+    from migrate.checkpoint import Planned
+    from migrate.diff.schema import COMMIT
+
+    commits = plan.table.filter(pc.equal(plan.table.column("action"), COMMIT))
+    groups: dict[str, list] = {}
+    for r in commits.select(["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout",
+                             "kafka_offset"]).to_pylist():
+        groups.setdefault(r["group"], []).append(
+            Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"], r["zk_version"], r["layout"],
+                    r["kafka_offset"]))
+    skipped = {}
+    for g in plan.summary["per_group"]:
+        if g["group"] not in groups:
+            skipped[g["group"]] = "nothing to commit: " + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
+    return groups, skipped
+
+
+def _plan_hash(table) -> str:
+    """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on."""
+    import pyarrow.compute as pc
+
+    from migrate.checkpoint import digest
+    from migrate.diff.schema import COMMIT
+
+    commits = table.filter(pc.equal(table.column("action"), COMMIT)).select(
+        ["group", "topic", "partition", "planned_offset", "zk_version"])
+    return digest(sorted(tuple(r.values()) for r in commits.to_pylist()))
+
+
+# The options that shape what a writing run does (never secrets): resume and rollback compare them.
+_RECORDED = ("zookeeper", "zk_root", "path_template", "layout", "bootstrap_server", "groups", "exclude_groups",
+             "topics", "on_conflict", "out_of_range", "offset_semantics", "allow_live_zk_consumers", "metadata",
+             "no_zk_write")
+
+
+def _settings_record(settings: Settings) -> dict[str, Any]:
+    return {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v for name in _RECORDED}
+
+
+def _changes(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    return [f"--{k.replace('_', '-')}: {before.get(k)!r} then, {now.get(k)!r} now"
+            for k in _RECORDED if before.get(k) != now.get(k)]
 
 
 def verify(settings: Settings) -> Result:
-    raise NotImplementedYet("verify")
+    """A fresh diff; exit 0 only when every selected ZooKeeper offset equals Kafka's (IN_SYNC)."""
+    from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
+
+    plan = _plan(settings, "verify")
+    counts = plan.summary["counts"]
+    checked = plan.summary["offsets"] - counts[KAFKA_ONLY]
+    mismatched = {k: n for k, n in counts.items() if n and k not in (IN_SYNC, KAFKA_ONLY)}
+    lines = [f"verify: {counts[IN_SYNC]:,} of {checked:,} ZooKeeper offsets equal Kafka's"]
+    lines += [f"  {k:<18} {n:>9,}" for k, n in mismatched.items()]
+    lines.append("verified: every selected offset is IN_SYNC" if not mismatched
+                 else f"mismatch: {sum(mismatched.values()):,} offset(s) differ; see {plan.files['markdown']} (exit 3)")
+    lines.append(f"run={plan.run} report={plan.files['summary'].parent}")
+    data = {**_plan_data(plan), "verified": not mismatched, "mismatched": mismatched}
+    return Result("\n".join(lines), data, EXIT_BLOCKERS if mismatched else EXIT_OK)
 
 
 def sync(settings: Settings) -> Result:
@@ -172,11 +329,67 @@ def sync(settings: Settings) -> Result:
 
 
 def rollback(settings: Settings, run_id: str) -> Result:
-    raise NotImplementedYet("rollback")
+    """Put back the values a run journaled before it wrote, in Kafka and ZooKeeper; dry run unless --execute."""
+    from migrate.checkpoint import DONE, INCOMPLETE, RUNNING, VERIFIED, Journal
+    from migrate.dual_commit import DualCommit, run_groups
+    from migrate.progress import Progress
+
+    with Journal.open(settings.state_dir) as journal:
+        original = journal.run(run_id)
+        if original is None or original.kind != "migrate":
+            raise MigrateError(f"no migrate run {run_id} in {journal.path}; `zk2kafka status` lists them")
+        touched = [g.name for g in journal.groups(run_id) if g.before_recorded]
+        offsets = sum(len(journal.partitions(run_id, g)) for g in touched)
+        if not settings.execute:
+            text = (f"rollback of {run_id} would restore {offsets:,} offsets in {len(touched):,} groups "
+                    "(Kafka and ZooKeeper) to the values journaled before it wrote\n"
+                    "dry run: nothing was written; add --execute to roll back")
+            return Result(text, {"run": run_id, "groups": len(touched), "offsets": offsets, "dry_run": True})
+
+        # Both stores are reachable before anything is journaled.
+        with _writers(settings, zk=not original.settings.get("no_zk_write")) as (kafka, zk_writer):
+            previous = journal.rollback_of(run_id)
+            if previous is not None and previous.state != DONE:
+                rollback_id = previous.run_id  # an interrupted rollback goes on
+            else:
+                rollback_id = new_run_id()
+                journal.create_run(rollback_id, "rollback", original.plan_hash, original.settings,
+                                   {g: [] for g in touched}, rolls_back=run_id, report=original.report)
+            todo = [g.name for g in journal.groups(rollback_id) if g.state != VERIFIED]
+            journal.set_run(rollback_id, RUNNING)
+            writer = DualCommit(journal, rollback_id, kafka, zk_writer, "", settings.offset_semantics)
+            with Progress("groups rolled back", total=len(todo)) as progress:
+                outcomes, interrupted = run_groups(todo, lambda g: writer.rollback(g, run_id),
+                                                   settings.parallelism, progress)
+        run = journal.run(rollback_id)
+        journal.set_run(rollback_id, DONE if not interrupted and run.groups[VERIFIED] == len(touched) else INCOMPLETE)
+        return _run_result(journal.run(rollback_id), outcomes, interrupted, 0)
 
 
 def status(settings: Settings, run_id: str | None = None) -> Result:
-    raise NotImplementedYet("status")
+    """Runs in the journal, or one run's groups by state with the reasons of those that failed."""
+    from migrate.checkpoint import FAILED, Journal
+
+    if not (Path(settings.state_dir) / "journal.sqlite").exists():
+        return Result(f"no runs yet: {settings.state_dir}/journal.sqlite does not exist", {"runs": []})
+    with Journal.open(settings.state_dir) as journal:
+        if run_id is None:
+            runs = journal.runs()
+            lines = [f"{'run':<24} {'kind':<9} {'state':<11} {'offsets':>9}  groups"]
+            lines += [f"{r.run_id:<24} {r.kind:<9} {r.state:<11} {r.offsets:>9,}  "
+                      + ", ".join(f"{s} {n:,}" for s, n in r.groups.items() if n)
+                      + (f"  (rolls back {r.rolls_back})" if r.rolls_back else "") for r in runs]
+            return Result("\n".join(lines), {"runs": [r.to_json() for r in runs]})
+        run = journal.run(run_id)
+        if run is None:
+            raise MigrateError(f"no run {run_id} in {journal.path}; `zk2kafka status` lists them")
+        failed = [g for g in journal.groups(run_id) if g.state == FAILED]
+        lines = [f"{run.kind} {run.run_id}: {run.state}; created {run.to_json()['created']}, "
+                 f"updated {run.to_json()['updated']}",
+                 "groups: " + ", ".join(f"{s} {n:,}" for s, n in run.groups.items() if n),
+                 f"offsets: {run.offsets:,}; report: {run.report}"]
+        lines += [f"  failed: {g.name}: {g.reason}" for g in failed]
+        return Result("\n".join(lines), {**run.to_json(), "failed": {g.name: g.reason for g in failed}})
 
 
 def sandbox_up(settings: Settings, kraft: bool = False) -> Result:

@@ -10,45 +10,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from kazoo.security import make_digest_acl
 
 from migrate import cli
 from migrate.diff import schema as s
+from seeding import make_topic, put, zk_tree
 
 OWNER = ("owner", "owner-pw")
-
-
-def put(zk, path: str, value: bytes, acl=None) -> None:
-    zk.ensure_path(path.rsplit("/", 1)[0])
-    zk.create(path, value, acl=acl)
-
-
-def make_topic(admin, bootstrap: str, name: str, partitions: int, messages: int) -> None:
-    admin.create_topics({name: {"num_partitions": partitions, "replication_factor": 1}}, wait_for_metadata=True)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-    for p in range(partitions):
-        for i in range(messages):
-            producer.send(name, value=f"{p}-{i}".encode(), partition=p)
-    producer.flush()
-    producer.close()
-
-
-def zk_tree(zk) -> dict[str, bytes]:
-    """Every znode's value under the chroot, to show diff wrote nothing."""
-    out = {}
-
-    def walk(path):
-        for child in zk.get_children(path):
-            sub = f"{path.rstrip('/')}/{child}"
-            try:
-                out[sub] = zk.get(sub)[0]
-            except Exception as exc:  # noqa: BLE001 - an ACL-protected node: record that it could not be read
-                out[sub] = type(exc).__name__.encode()
-            walk(sub) if out[sub] != b"NoAuthError" else None
-    walk("/")
-    return out
 
 
 @pytest.fixture

@@ -1,0 +1,46 @@
+"""Helpers that put legacy offsets into a real ZooKeeper and messages into a real Kafka, and read both back."""
+
+from __future__ import annotations
+
+from kafka import KafkaProducer, TopicPartition
+
+
+def put(zk, path: str, value: bytes, acl=None) -> None:
+    zk.ensure_path(path.rsplit("/", 1)[0])
+    zk.create(path, value, acl=acl)
+
+
+def make_topic(admin, bootstrap: str, name: str, partitions: int, messages: int) -> None:
+    admin.create_topics({name: {"num_partitions": partitions, "replication_factor": 1}}, wait_for_metadata=True)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    for p in range(partitions):
+        for i in range(messages):
+            producer.send(name, value=f"{p}-{i}".encode(), partition=p)
+    producer.flush()
+    producer.close()
+
+
+def zk_tree(zk) -> dict[str, bytes]:
+    """Every znode's value under the client's chroot (NoAuthError for one it may not read)."""
+    out = {}
+
+    def walk(path):
+        for child in zk.get_children(path):
+            sub = f"{path.rstrip('/')}/{child}"
+            try:
+                out[sub] = zk.get(sub)[0]
+            except Exception as exc:  # noqa: BLE001 - an ACL-protected node: record that it could not be read
+                out[sub] = type(exc).__name__.encode()
+            walk(sub) if out[sub] != b"NoAuthError" else None
+    walk("/")
+    return out
+
+
+def kafka_offsets(admin, groups) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
+    """{group: {(topic, partition): (offset, metadata)}} as Kafka holds them."""
+    answer = admin.list_group_offsets({g: None for g in groups})
+    return {g: {(tp.topic, tp.partition): (om.offset, om.metadata) for tp, om in answer.get(g, {}).items()}
+            for g in groups}
+
+
+__all__ = ["put", "make_topic", "zk_tree", "kafka_offsets", "TopicPartition"]
