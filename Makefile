@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 # The migration steps built so far, run in order against the seeded sandbox.
-DEMO_STEPS ?= scan diff
+DEMO_STEPS ?= scan diff "migrate --execute" verify status
 
 # A fresh sandbox, seeded, then every step in DEMO_STEPS; the sandbox goes down at the end, also on Ctrl-C.
 # Exit 3 (blockers found) is expected of a step: the seed plants odd cases on purpose.
