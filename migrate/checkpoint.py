@@ -58,27 +58,20 @@ class Planned:
     layout: str
     kafka_offset: int | None = None  # what Kafka held when the plan was made
 
-
-@dataclass(frozen=True)
-class Partition:
-    """A journaled offset: the plan, and the values before and after the run touched it."""
-
-    topic: str
-    partition: int
-    offset: int
-    zk_path: str
-    zk_version: int | None
-    layout: str
-    plan_kafka_offset: int | None
-    before_kafka_offset: int | None
-    before_kafka_metadata: str | None
-    before_zk_value: bytes | None
-    before_zk_version: int | None
-    after_zk_version: int | None
-
     @property
     def key(self) -> tuple[str, int]:
         return self.topic, self.partition
+
+
+@dataclass(frozen=True)
+class Partition(Planned):
+    """A journaled offset: the plan, and the values before and after the run touched it."""
+
+    before_kafka_offset: int | None = None
+    before_kafka_metadata: str | None = None
+    before_zk_value: bytes | None = None
+    before_zk_version: int | None = None
+    after_zk_version: int | None = None
 
 
 @dataclass(frozen=True)

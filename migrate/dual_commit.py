@@ -75,8 +75,8 @@ class DualCommit:
 
         if not state.before_recorded:
             # Untouched so far: both stores must still be as the diff saw them.
-            moved = [f"{p.topic}-{p.partition} {p.plan_kafka_offset} -> {_offset(kafka_now.get(p.key))}"
-                     for p in parts if _offset(kafka_now.get(p.key)) != p.plan_kafka_offset]
+            moved = [f"{p.topic}-{p.partition} {p.kafka_offset} -> {_offset(kafka_now.get(p.key))}"
+                     for p in parts if _offset(kafka_now.get(p.key)) != p.kafka_offset]
             if moved:
                 raise GroupFailed(group, f"Kafka offsets changed since the plan: {', '.join(moved[:3])}")
             changed = [p.zk_path for p in parts if self.zk and zk_now[p.zk_path].version != p.zk_version]
