@@ -6,9 +6,12 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 import bench_diff  # noqa: E402
+import bench_migrate  # noqa: E402
 import bench_scan  # noqa: E402
 
 from migrate.diff import schema as s  # noqa: E402
@@ -33,3 +36,27 @@ def test_diff_benchmark_runs_and_plans_every_status(tmp_path, capsys):
     assert figures["jvm_peak_rss_mib"] > 0 and figures["driver_peak_rss_mib"] > 0
     assert json.loads(out.read_text()) == figures
     assert "| peak RSS, Spark JVM |" in capsys.readouterr().out
+
+
+def test_migrate_benchmark_commits_and_verifies(cluster, zk_chroot, kafka_admin, tmp_path, capsys):
+    out = tmp_path / "migrate.json"
+    figures = bench_migrate.main(["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server,
+                                  "--groups", "4", "--partitions", "2", "--topics", "2", "--tool-sample", "1",
+                                  "--naive-sample", "2", "--skip-zk2kafka", "--json", str(out)])
+    assert figures["offsets"] == 8
+    tool, naive = figures["methods"]
+    assert (tool["key"], naive["key"]) == ("tool", "naive")
+    for method, timed in ((tool, 1), (naive, 2)):
+        assert method["error"] is None and method["ok"] and method["extrapolated"]
+        assert method["timed_groups"] == method["verified_groups"] == method["verified_ok"] == timed
+        assert 0 < method["per_group_s"] < 60 and method["offsets_per_s"] > 0
+        assert abs(method["all_groups_s"] - 4 * method["per_group_s"]) < 1e-9
+    assert tool["vs_tool"] == naive["vs_naive"] == 1.0 and tool["vs_naive"] * naive["vs_tool"] == pytest.approx(1)
+    # Read back independently: the tool's group and the naive loop's second group hold the planned offsets.
+    layout = bench_migrate.Layout(figures["run"], 2, 2, 5)
+    for prefix, i in ((f"{figures['run']}-tool-", 0), (f"{figures['run']}-naive-", 1)):
+        group = layout.group(prefix, i)
+        committed = kafka_admin.list_group_offsets({group: None})[group]
+        assert {tp: om.offset for tp, om in committed.items()} == layout.offsets(i)
+    assert json.loads(out.read_text()) == figures
+    assert "| vs tool | vs naive | verified |" in capsys.readouterr().out

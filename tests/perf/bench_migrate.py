@@ -1,0 +1,362 @@
+"""Benchmark: committing consumer offsets to Kafka, offsets/s, Kafka's own tool vs kafka-python vs zk2kafka.
+
+    python tests/perf/bench_migrate.py                                   # 10,000 groups x 10 partitions
+    python tests/perf/bench_migrate.py --parallelism 1 8 32 --json migrate.json
+    python tests/perf/bench_migrate.py --skip-zk2kafka --tool-sample 20 --naive-sample 500
+    python tests/perf/bench_migrate.py --zookeeper HOST:2181/kafka --bootstrap-server HOST:9092
+
+Starts its own sandbox (ZooKeeper + a ZooKeeper-mode Kafka 3.9 broker) unless --bootstrap-server
+(and, for zk2kafka, --zookeeper with the chroot where /consumers lives) is given. Every group has
+`--partitions` offsets on one of `--topics` topics (group i reads topic i mod --topics, all its
+partitions); each partition holds `--messages` messages, and the offsets lie between 1 and the log end.
+Each method commits into fresh groups of its own (distinct name prefixes), then a sample of them is
+read back with KafkaAdminClient.list_group_offsets and must hold exactly the offsets written.
+
+- Kafka's tool: one JVM per group, as a shell loop over kafka-consumer-groups.sh would run it
+  (`ConsumerGroupCommand --reset-offsets --from-file <group's csv> --group G --execute`, with the
+  JVM options of kafka-run-class.sh). Timed on --tool-sample groups, extrapolated to all.
+- naive kafka-python: per group a KafkaConsumer, one commit(), close(). Timed on --naive-sample
+  groups, extrapolated to all.
+- zk2kafka: `zk2kafka migrate --execute` as a child process over every group, once per --parallelism
+  value, wall time of the whole command: ZooKeeper scan, Kafka snapshot, Spark diff, report, and the
+  journaled dual commit (Kafka commit + read-back, conditional ZooKeeper write + read-back). Its groups
+  are seeded into ZooKeeper first (not timed). A failing command is reported in its row.
+
+Prints a Markdown table; exits 1 when a method failed or its offsets did not land. Groups, topics
+and znodes are left behind on a cluster given with --bootstrap-server / --zookeeper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from kafka.admin import KafkaAdminClient  # noqa: E402
+from kafka.structs import OffsetAndMetadata  # noqa: E402
+from kazoo.client import KazooClient  # noqa: E402
+
+CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
+TOOL_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+# What bin/kafka-run-class.sh (Kafka 3.9) gives every tool: KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS.
+TOOL_JVM_OPTS = ["-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                 "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                 "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true"]
+# config/tools-log4j.properties of the Kafka distribution.
+TOOLS_LOG4J = """log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.stderr.Target=System.err
+"""
+
+
+class Layout:
+    """Names and offsets: group i of a method reads topic i mod topics, partitions 0..partitions-1."""
+
+    def __init__(self, run: str, topics: int, partitions: int, messages: int):
+        self.run, self.topics, self.partitions, self.messages = run, topics, partitions, messages
+
+    def topic(self, t: int) -> str:
+        return f"{self.run}-topic-{t:03d}"
+
+    def group(self, prefix: str, i: int) -> str:
+        return f"{prefix}{i:06d}"
+
+    def offsets(self, i: int) -> dict[TopicPartition, int]:
+        topic = self.topic(i % self.topics)
+        return {TopicPartition(topic, p): 1 + (7 * i + p) % self.messages for p in range(self.partitions)}
+
+
+def make_topics(bootstrap: str, layout: Layout) -> None:
+    """Create the topics and put `messages` messages into every partition, so the offsets are in range."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-bench")
+    try:
+        admin.create_topics({layout.topic(t): {"num_partitions": layout.partitions, "replication_factor": 1}
+                             for t in range(layout.topics)}, wait_for_metadata=True)
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, client_id="zk2kafka-bench")
+    try:
+        for t in range(layout.topics):
+            for p in range(layout.partitions):
+                for m in range(layout.messages):
+                    producer.send(layout.topic(t), value=f"{p}-{m}".encode(), partition=p)
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def seed_zookeeper(hosts: str, layout: Layout, prefix: str, groups: int, tx_ops: int = 500,
+                   in_flight: int = 32) -> int:
+    """Create /consumers/<group>/offsets/<topic>/<partition> for `groups` groups with pipelined multi-ops.
+
+    Returns the number of offset znodes. A transaction holds whole groups (parents before children).
+    """
+    zk = KazooClient(hosts=hosts, timeout=30)
+    zk.start(timeout=30)
+    try:
+        zk.ensure_path("/consumers")
+        pending, tx, ops = [], zk.transaction(), 0
+
+        def flush(tx):
+            pending.append(tx.commit_async())
+            if len(pending) >= in_flight:
+                drain(pending[: in_flight // 2])
+                del pending[: in_flight // 2]
+
+        for i in range(groups):
+            base = f"/consumers/{layout.group(prefix, i)}"
+            offsets = layout.offsets(i)
+            tx.create(base)
+            tx.create(f"{base}/offsets")
+            for topic in sorted({tp.topic for tp in offsets}):
+                tx.create(f"{base}/offsets/{topic}")
+            for tp, offset in offsets.items():
+                tx.create(f"{base}/offsets/{tp.topic}/{tp.partition}", str(offset).encode())
+            ops += 2 + len(offsets) + len({tp.topic for tp in offsets})
+            if ops >= tx_ops:
+                flush(tx)
+                tx, ops = zk.transaction(), 0
+        if ops:
+            flush(tx)
+        drain(pending)
+    finally:
+        zk.stop()
+        zk.close()
+    return groups * layout.partitions
+
+
+def drain(results) -> None:
+    for r in results:
+        for op in r.get():
+            if isinstance(op, Exception):
+                raise op
+
+
+def verify(bootstrap: str, layout: Layout, prefix: str, indices: list[int], sample: int) -> dict:
+    """Read back a spread-out sample of `indices`' groups; each must hold exactly its offsets."""
+    step = max(1, len(indices) // max(1, sample))
+    chosen = indices[::step][:sample]
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-bench-verify")
+    bad = []
+    try:
+        for k in range(0, len(chosen), 200):
+            chunk = {layout.group(prefix, i): i for i in chosen[k:k + 200]}
+            answer = admin.list_group_offsets({g: None for g in chunk})
+            for g, i in chunk.items():
+                got = {tp: om.offset for tp, om in answer.get(g, {}).items()}
+                if got != layout.offsets(i):
+                    bad.append(g)
+    finally:
+        admin.close()
+    return {"verified_groups": len(chosen), "verified_ok": len(chosen) - len(bad), "mismatched": bad[:10]}
+
+
+def bench_tool(bootstrap: str, layout: Layout, prefix: str, sample: int, jars: list[Path], work: Path) -> dict:
+    """Kafka's ConsumerGroupCommand, one JVM per group; returns the timing of `sample` groups."""
+    (work / "tools-log4j.properties").write_text(TOOLS_LOG4J)
+    java = ["java", *TOOL_JVM_OPTS, f"-Dlog4j.configuration=file:{work / 'tools-log4j.properties'}",
+            "-cp", os.pathsep.join(map(str, jars)), TOOL_MAIN]
+    # The CSV files are written before the clock starts: a migration script would have them already.
+    files = []
+    for i in range(sample):
+        g = layout.group(prefix, i)
+        f = work / f"{g}.csv"
+        f.write_text("".join(f"{g},{tp.topic},{tp.partition},{o}\n" for tp, o in layout.offsets(i).items()))
+        files.append((g, f))
+    each, error = [], None
+    start = time.perf_counter()
+    for g, f in files:
+        t0 = time.perf_counter()
+        done = subprocess.run([*java, "--bootstrap-server", bootstrap, "--reset-offsets", "--from-file", str(f),
+                               "--group", g, "--execute"], capture_output=True, text=True, timeout=300)
+        each.append(time.perf_counter() - t0)
+        if done.returncode != 0:
+            error = f"exit {done.returncode} on {g}: {_tail(done.stderr or done.stdout)}"
+            break
+    return {"seconds": time.perf_counter() - start, "timed_groups": len(each), "per_group_min_s": min(each, default=None),
+            "per_group_max_s": max(each, default=None), "error": error}
+
+
+def bench_naive(bootstrap: str, layout: Layout, prefix: str, sample: int) -> dict:
+    """kafka-python: per group a consumer, one commit of all its offsets, close."""
+    start = time.perf_counter()
+    for i in range(sample):
+        consumer = KafkaConsumer(group_id=layout.group(prefix, i), bootstrap_servers=bootstrap,
+                                 enable_auto_commit=False)
+        consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in layout.offsets(i).items()})
+        consumer.close()
+    return {"seconds": time.perf_counter() - start, "timed_groups": sample, "error": None}
+
+
+def bench_zk2kafka(zookeeper: str, bootstrap: str, prefix: str, groups: int, parallelism: int,
+                   state: Path) -> dict:
+    """`zk2kafka migrate --execute` over the groups named `prefix*`, timed whole; failures are reported."""
+    cmd = [sys.executable, "-m", "migrate", "migrate", "--execute", "--zookeeper", zookeeper,
+           "--bootstrap-server", bootstrap, "--state-dir", str(state), "--parallelism", str(parallelism),
+           "--group", f"^{prefix}", "--json", "-q"]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    out = {"seconds": seconds, "timed_groups": groups, "exit_code": done.returncode, "error": None}
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        result = None
+    if done.returncode != 0:
+        out["error"] = f"exit {done.returncode}: {_tail(done.stderr or done.stdout)}"
+    elif not isinstance(result, dict) or result.get("state") != "done":
+        out["error"] = f"unexpected output: {_tail(done.stdout)}"
+    if isinstance(result, dict):
+        out["written"] = result.get("written")
+        out["run"] = result.get("run")
+    return out
+
+
+def _tail(text: str, lines: int = 5) -> str:
+    return " / ".join(line.strip() for line in text.strip().splitlines()[-lines:]) or "(no output)"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zookeeper", help="an existing ZooKeeper, with the chroot holding /consumers (zk2kafka only)")
+    ap.add_argument("--bootstrap-server", help="an existing Kafka instead of a fresh sandbox")
+    ap.add_argument("--groups", type=int, default=10_000)
+    ap.add_argument("--partitions", type=int, default=10, help="offsets per group (partitions of each topic)")
+    ap.add_argument("--topics", type=int, default=10)
+    ap.add_argument("--messages", type=int, default=5, help="messages per partition; offsets lie in 1..messages")
+    ap.add_argument("--tool-sample", type=int, default=20, help="groups timed with Kafka's tool")
+    ap.add_argument("--naive-sample", type=int, default=500, help="groups timed with the kafka-python loop")
+    ap.add_argument("--parallelism", type=int, nargs="+", default=[8], help="zk2kafka --parallelism values")
+    ap.add_argument("--skip-zk2kafka", action="store_true", help="time the two baselines only")
+    ap.add_argument("--verify-sample", type=int, default=200, help="groups read back per method")
+    ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    if (args.zookeeper is None) != (args.bootstrap_server is None) and not (args.skip_zk2kafka
+                                                                             and args.bootstrap_server):
+        ap.error("give both --zookeeper and --bootstrap-server, or neither (a sandbox is started)")
+    tool_sample, naive_sample = min(args.tool_sample, args.groups), min(args.naive_sample, args.groups)
+
+    from migrate.sandbox.artifacts import ensure_bundle
+
+    run = f"bench{uuid.uuid4().hex[:6]}"
+    layout = Layout(run, args.topics, args.partitions, args.messages)
+    total = args.groups * args.partitions
+    work = Path(tempfile.mkdtemp(prefix="zk2kafka-bench-migrate-"))
+    cluster = None
+    rows: list[dict] = []
+    setup: dict = {}
+    try:
+        t0 = time.perf_counter()
+        jars = ensure_bundle("kafka-3.9", CACHE_DIR)
+        if args.bootstrap_server is None:
+            from migrate.sandbox.cluster import LocalCluster
+
+            cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, zk_heap="1g")
+            endpoints = cluster.start()
+            zookeeper, bootstrap = endpoints.zookeeper, endpoints.bootstrap_server
+            setup["cluster_start_s"] = round(time.perf_counter() - t0, 1)
+        else:
+            zookeeper, bootstrap = args.zookeeper, args.bootstrap_server
+        t0 = time.perf_counter()
+        make_topics(bootstrap, layout)
+        setup["topics_s"] = round(time.perf_counter() - t0, 1)
+        _say(f"run {run}: {args.topics} topics x {args.partitions} partitions x {args.messages} messages "
+             f"in {setup['topics_s']}s; Kafka {bootstrap}, ZooKeeper {zookeeper}")
+
+        prefix = f"{run}-tool-"
+        _say(f"Kafka's tool: {tool_sample} groups, one JVM each")
+        rows.append({"method": "Kafka tool (ConsumerGroupCommand --reset-offsets, one JVM per group)",
+                     "key": "tool", "extrapolated": tool_sample < args.groups,
+                     **bench_tool(bootstrap, layout, prefix, tool_sample, jars, work)})
+        rows[-1].update(verify(bootstrap, layout, prefix, list(range(rows[-1]["timed_groups"])),
+                               args.verify_sample))
+
+        prefix = f"{run}-naive-"
+        _say(f"naive kafka-python: {naive_sample} groups")
+        rows.append({"method": "naive kafka-python (consumer + commit + close per group)", "key": "naive",
+                     "extrapolated": naive_sample < args.groups,
+                     **bench_naive(bootstrap, layout, prefix, naive_sample)})
+        rows[-1].update(verify(bootstrap, layout, prefix, list(range(naive_sample)), args.verify_sample))
+
+        if not args.skip_zk2kafka:
+            for n in args.parallelism:
+                prefix = f"{run}-zk2k-p{n}-"
+                t0 = time.perf_counter()
+                znodes = seed_zookeeper(zookeeper, layout, prefix, args.groups)
+                seeded = time.perf_counter() - t0
+                setup[f"zk_seed_p{n}_s"] = round(seeded, 1)
+                _say(f"zk2kafka --parallelism {n}: seeded {znodes:,} offset znodes in {seeded:.1f}s; migrating")
+                row = {"method": f"zk2kafka migrate --execute --parallelism {n} (whole command)",
+                       "key": f"zk2kafka-p{n}", "extrapolated": False,
+                       **bench_zk2kafka(zookeeper, bootstrap, prefix, args.groups, n, work / f"state-p{n}")}
+                if row["error"] is None and row.get("written") != total:
+                    row["error"] = f"wrote {row.get('written')} of {total:,} offsets"
+                if row["error"] is None:
+                    row.update(verify(bootstrap, layout, prefix, list(range(args.groups)), args.verify_sample))
+                rows.append(row)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    for r in rows:
+        ok = r["error"] is None and r.get("verified_ok") == r.get("verified_groups")
+        r["ok"] = ok
+        if r["error"] is None and r["timed_groups"]:
+            r["per_group_s"] = r["seconds"] / r["timed_groups"]
+            r["offsets_per_s"] = r["timed_groups"] * args.partitions / r["seconds"]
+            r["all_groups_s"] = r["per_group_s"] * args.groups
+        else:
+            r["per_group_s"] = r["offsets_per_s"] = r["all_groups_s"] = None
+    base = {r["key"]: r["offsets_per_s"] for r in rows if r["key"] in ("tool", "naive")}
+    for r in rows:
+        for k in ("tool", "naive"):
+            mine, theirs = r["offsets_per_s"], base.get(k)
+            r[f"vs_{k}"] = mine / theirs if mine and theirs else None
+
+    figures = {"groups": args.groups, "partitions_per_group": args.partitions, "topics": args.topics,
+               "messages_per_partition": args.messages, "offsets": total, "cores": os.cpu_count(), "run": run,
+               "setup": setup, "methods": rows}
+    print(f"\n{total:,} offsets ({args.groups:,} groups x {args.partitions} partitions over {args.topics} topics), "
+          f"{os.cpu_count()} cores\n")
+    print(f"| method | groups timed | wall time | per group | offsets/s | all {args.groups:,} groups | vs tool "
+          "| vs naive | verified |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in rows:
+        verified = f"{r['verified_ok']}/{r['verified_groups']} groups" if "verified_groups" in r else "-"
+        if r["error"] is not None:
+            print(f"| {r['method']} | {r['timed_groups']:,} | {r['seconds']:.1f} s | - | - | - | - | - "
+                  f"| FAILED: {r['error'][:300].replace('|', '/')} |")
+            continue
+        guess = " (extrapolated)" if r["extrapolated"] else ""
+        ratios = " | ".join(_ratio(r[f"vs_{k}"]) for k in ("tool", "naive"))
+        print(f"| {r['method']} | {r['timed_groups']:,} | {r['seconds']:.1f} s | {r['per_group_s'] * 1000:,.1f} ms "
+              f"| {r['offsets_per_s']:,.0f}{guess} | {r['all_groups_s']:,.0f} s{guess} | {ratios} "
+              f"| {verified}{'' if r['ok'] else ' MISMATCH'} |")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    return figures
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.1f}x" if x >= 1 else f"{x:.2g}x"
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if all(r["ok"] for r in main()["methods"]) else 1)
