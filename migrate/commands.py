@@ -346,10 +346,13 @@ def rollback(settings: Settings, run_id: str) -> Result:
                     "dry run: nothing was written; add --execute to roll back")
             return Result(text, {"run": run_id, "groups": len(touched), "offsets": offsets, "dry_run": True})
 
+        previous = journal.rollback_of(run_id)
+        if previous is not None and previous.state == DONE:
+            # Its znodes now carry the rollback's versions: a second pass would only fail every group.
+            raise MigrateError(f"run {run_id} was already rolled back by {previous.run_id}; nothing to do")
         # Both stores are reachable before anything is journaled.
         with _writers(settings, zk=not original.settings.get("no_zk_write")) as (kafka, zk_writer):
-            previous = journal.rollback_of(run_id)
-            if previous is not None and previous.state != DONE:
+            if previous is not None:
                 rollback_id = previous.run_id  # an interrupted rollback goes on
             else:
                 rollback_id = new_run_id()
@@ -357,7 +360,8 @@ def rollback(settings: Settings, run_id: str) -> Result:
                                    {g: [] for g in touched}, rolls_back=run_id, report=original.report)
             todo = [g.name for g in journal.groups(rollback_id) if g.state != VERIFIED]
             journal.set_run(rollback_id, RUNNING)
-            writer = DualCommit(journal, rollback_id, kafka, zk_writer, "", settings.offset_semantics)
+            # The run's own semantics: they decide which znode bytes are the ones it wrote.
+            writer = DualCommit(journal, rollback_id, kafka, zk_writer, "", original.settings["offset_semantics"])
             with Progress("groups rolled back", total=len(todo)) as progress:
                 outcomes, interrupted = run_groups(todo, lambda g: writer.rollback(g, run_id),
                                                    settings.parallelism, progress)

@@ -196,6 +196,8 @@ def test_rollback_restores_both_stores_exactly(cluster, zk, zk_chroot, kafka_adm
     assert (zk_tree(zk), kafka_offsets(kafka_admin, everyone)) == before   # values and metadata, byte for byte
     code, status = zk2kafka("status", "--state-dir", str(tmp_path), capsys=capsys)
     assert [r["kind"] for r in status["runs"]] == ["migrate", "rollback"]
+    assert cli.main(["rollback", done["run"], *conn, "--execute", "-q"]) == 1   # once is enough
+    assert f"already rolled back by {rolled['run']}" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(test_backend() != "local", reason="restarts a broker JVM of its own")
