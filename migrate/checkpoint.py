@@ -163,25 +163,42 @@ class Journal:
     def record_before(self, run_id: str, group: str, kafka: Mapping[tuple[str, int], tuple[int, str] | None],
                       zk: Mapping[str, tuple[bytes | None, int | None]]) -> None:
         """The values both stores hold before this run writes the group: what rollback restores."""
-        rows = self.partitions(run_id, group)
+        self.record_before_many(run_id, {group: (kafka, zk)})
+
+    def record_before_many(self, run_id: str, before: Mapping[str, tuple[Mapping, Mapping]]) -> None:
+        """record_before() of many groups, {group: (kafka, zk)}, in one transaction."""
+        if not before:
+            return
+        parts = self.partitions_of(run_id, list(before))
+        now = time.time()
         with self._transaction() as db:
             db.executemany(
                 "UPDATE partitions SET before_kafka_offset=?, before_kafka_metadata=?, before_zk_value=?,"
                 " before_zk_version=? WHERE run_id=? AND grp=? AND topic=? AND part=?",
                 ((*(kafka.get(p.key) or (None, None)), *zk[p.zk_path], run_id, group, p.topic, p.partition)
-                 for p in rows))
-            db.execute("UPDATE groups SET before_recorded=1, attempts=attempts+1, updated=? WHERE run_id=? AND grp=?",
-                       (time.time(), run_id, group))
+                 for group, (kafka, zk) in before.items() for p in parts[group]))
+            db.executemany("UPDATE groups SET before_recorded=1, attempts=attempts+1, updated=? WHERE run_id=? AND grp=?",
+                           ((now, run_id, group) for group in before))
 
     def set_group(self, run_id: str, group: str, state: str, reason: str | None = None,
                   zk_after: Mapping[str, int] | None = None) -> None:
-        assert state in GROUP_STATES, state
+        self.set_groups(run_id, {group: (state, reason, zk_after)})
+
+    def set_groups(self, run_id: str, changes: Mapping[str, tuple[str, str | None, Mapping[str, int] | None]]) -> None:
+        """Move many groups, {group: (state, reason, zk_after)}, in one transaction."""
+        if not changes:
+            return
+        assert all(state in GROUP_STATES for state, _, _ in changes.values()), changes
+        now = time.time()
         with self._transaction() as db:
-            db.execute("UPDATE groups SET state=?, reason=?, updated=? WHERE run_id=? AND grp=?",
-                       (state, reason, time.time(), run_id, group))
-            if zk_after:
-                db.executemany("UPDATE partitions SET after_zk_version=? WHERE run_id=? AND grp=? AND zk_path=?",
-                               ((v, run_id, group, path) for path, v in zk_after.items()))
+            # An upsert: a sync run meets its groups as it goes.
+            db.executemany("INSERT INTO groups (run_id, grp, state, reason, updated) VALUES (?,?,?,?,?)"
+                           " ON CONFLICT (run_id, grp) DO UPDATE SET state=excluded.state, reason=excluded.reason,"
+                           " updated=excluded.updated",
+                           ((run_id, group, state, reason, now) for group, (state, reason, _) in changes.items()))
+            db.executemany("UPDATE partitions SET after_zk_version=? WHERE run_id=? AND grp=? AND zk_path=?",
+                           ((v, run_id, group, path) for group, (_, _, after) in changes.items()
+                            for path, v in (after or {}).items()))
 
     def set_run(self, run_id: str, state: str) -> None:
         with self._transaction() as db:
@@ -206,14 +223,30 @@ class Journal:
             "SELECT grp, state, reason, attempts, before_recorded FROM groups WHERE run_id=? ORDER BY grp", run_id)]
 
     def group(self, run_id: str, group: str) -> Group:
-        return Group(*self._select("SELECT grp, state, reason, attempts, before_recorded FROM groups"
-                                   " WHERE run_id=? AND grp=?", run_id, group)[0])
+        return self.groups_of(run_id, [group])[group]
+
+    def groups_of(self, run_id: str, names: list[str]) -> dict[str, Group]:
+        out = {}
+        for chunk in _chunks(names):
+            out.update((row[0], Group(*row)) for row in self._select(
+                "SELECT grp, state, reason, attempts, before_recorded FROM groups WHERE run_id=? AND grp IN"
+                f" ({','.join('?' * len(chunk))})", run_id, *chunk))
+        return out
 
     def partitions(self, run_id: str, group: str) -> list[Partition]:
-        return [Partition(*row) for row in self._select(
-            "SELECT topic, part, planned_offset, zk_path, zk_version, layout, plan_kafka_offset,"
-            " before_kafka_offset, before_kafka_metadata, before_zk_value, before_zk_version, after_zk_version"
-            " FROM partitions WHERE run_id=? AND grp=? ORDER BY topic, part", run_id, group)]
+        return self.partitions_of(run_id, [group])[group]
+
+    def partitions_of(self, run_id: str, names: list[str]) -> dict[str, list[Partition]]:
+        """Each group's journaled offsets, ordered by topic and partition."""
+        out: dict[str, list[Partition]] = {name: [] for name in names}
+        for chunk in _chunks(names):
+            for row in self._select(
+                    "SELECT grp, topic, part, planned_offset, zk_path, zk_version, layout, plan_kafka_offset,"
+                    " before_kafka_offset, before_kafka_metadata, before_zk_value, before_zk_version, after_zk_version"
+                    f" FROM partitions WHERE run_id=? AND grp IN ({','.join('?' * len(chunk))})"
+                    " ORDER BY grp, topic, part", run_id, *chunk):
+                out[row[0]].append(Partition(*row[1:]))
+        return out
 
     def _run(self, row: tuple) -> Run:
         run_id = row[0]
@@ -246,6 +279,10 @@ class _Transaction:
             self.db.execute("ROLLBACK" if exc_type else "COMMIT")
         finally:
             self.lock.release()
+
+
+def _chunks(names: list[str], size: int = 500) -> list[list[str]]:
+    return [names[i:i + size] for i in range(0, len(names), size)]
 
 
 def _iso(ts: float) -> str:

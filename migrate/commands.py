@@ -101,7 +101,7 @@ def _plan(settings: Settings, command: str) -> Plan:
     import pyarrow.parquet as pq
 
     from migrate.diff.offset_diff import Policy
-    from migrate.diff.run import run_diff
+    from migrate.diff.run import SparkStarter, run_diff
     from migrate.diff.summary import build_summary
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import KafkaSnapshot
@@ -111,21 +111,26 @@ def _plan(settings: Settings, command: str) -> Plan:
     settings.require("zookeeper")
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)
-    scanned = _scan(settings, state, run)
-    zk_snapshot = Path(scanned["snapshot"])
-
-    columns = pq.read_table(zk_snapshot, columns=["group", "topic"])
-    groups = sorted(pc.unique(columns.column("group")).to_pylist())
-    topics = sorted(t for t in pc.unique(columns.column("topic")).to_pylist() if t is not None)
-    selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
-    admin = open_admin(settings)
+    spark = SparkStarter(settings.spark_master)   # the JVM boots while both stores are read
     try:
-        kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), groups, topics, selection.topic)
-    finally:
-        admin.close()
+        scanned = _scan(settings, state, run)
+        zk_snapshot = Path(scanned["snapshot"])
+
+        columns = pq.read_table(zk_snapshot, columns=["group", "topic"])
+        groups = sorted(pc.unique(columns.column("group")).to_pylist())
+        topics = sorted(t for t in pc.unique(columns.column("topic")).to_pylist() if t is not None)
+        selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
+        admin = open_admin(settings)
+        try:
+            kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), groups, topics, selection.topic)
+        finally:
+            admin.close()
+    except BaseException:
+        spark.stop()
+        raise
 
     policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers)
-    result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master)
+    result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master, spark)
     report = state.reports(run)
     inputs = {"zookeeper": settings.zookeeper, "zk_root": settings.path_template or settings.zk_root,
               "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
@@ -166,7 +171,8 @@ def migrate(settings: Settings) -> Result:
         return _resume(settings)
     plan = _plan(settings, "migrate")
     if not settings.execute:
-        text = _plan_text(plan.summary, plan.files) + "\ndry run: nothing was written; add --execute to commit the plan"
+        *lines, run_line = _plan_text(plan.summary, plan.files).split("\n")
+        text = "\n".join([*lines, "dry run: nothing was written; add --execute to commit the plan", run_line])
         return Result(text, {**_plan_data(plan), "dry_run": True}, plan.exit_code)
     if settings.on_conflict == "fail" and plan.summary["counts"]["CONFLICT"]:
         raise MigrateError(f"--on-conflict fail: {plan.summary['counts']['CONFLICT']} CONFLICT row(s) "
@@ -206,7 +212,7 @@ def _resume(settings: Settings) -> Result:
 def _execute(settings: Settings, journal, run_id: str, groups: list[str], blockers: int) -> Result:
     """The dual commit over `groups` of a journaled run, then the run's state and the exit code."""
     from migrate.checkpoint import DONE, INCOMPLETE, RUNNING
-    from migrate.dual_commit import DualCommit, run_groups
+    from migrate.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
 
     journal.set_run(run_id, RUNNING)
@@ -214,7 +220,8 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     with _writers(settings, zk=not settings.no_zk_write) as (kafka, zk):
         writer = DualCommit(journal, run_id, kafka, zk, metadata, settings.offset_semantics)
         with Progress("groups written", total=len(groups)) as progress:
-            outcomes, interrupted = run_groups(groups, writer.migrate, settings.parallelism, progress)
+            # Two batches in flight: one's reads and journal writes overlap the other's commits.
+            outcomes, interrupted = run_batches(groups, writer.migrate, WRITE_BATCH, 2, progress)
     run = journal.run(run_id)
     finished = not interrupted and run.groups["pending"] == run.groups["committed"] == run.groups["failed"] == 0
     journal.set_run(run_id, DONE if finished else INCOMPLETE)
@@ -234,7 +241,7 @@ def _run_result(run, outcomes: list, interrupted: bool, blockers: int) -> Result
                      + f": `zk2kafka {'migrate --execute --resume' if run.kind == 'migrate' else 'rollback --execute'}"
                      f" {run.run_id if run.kind == 'migrate' else run.rolls_back}` goes on from here")
     elif blockers:
-        lines.append(f"{blockers:,} blocker row(s) were left alone (see the report); exit 3")
+        lines.append(f"the plan has {blockers:,} blocker row(s) (see the report); exit 3")
     lines.append(f"run={run.run_id} report={run.report}")
     code = EXIT_ERROR if unfinished else (EXIT_BLOCKERS if blockers else EXIT_OK)
     data = {**run.to_json(), "written": written, "interrupted": interrupted,
@@ -242,17 +249,22 @@ def _run_result(run, outcomes: list, interrupted: bool, blockers: int) -> Result
     return Result("\n".join(lines), data, code)
 
 
+WRITE_BATCH = 250   # groups per batch of the dual commit
+
+
 @contextmanager
 def _writers(settings: Settings, zk: bool):
+    """The two stores' writers, `--parallelism` commits in flight (plus room for the batches' reads)."""
     from migrate.kafka.client import open_admin
     from migrate.kafka.writer import KafkaOffsetWriter
     from migrate.zk.client import close, connect
     from migrate.zk.writer import ZkOffsetWriter
 
-    admin = open_admin(settings)
+    admin = open_admin(settings, in_flight=2 * settings.parallelism + 8)   # two batches, and their reads
     client = connect(settings) if zk else None
+    kafka = KafkaOffsetWriter(admin, in_flight=settings.parallelism)
     try:
-        yield KafkaOffsetWriter(admin), ZkOffsetWriter(client) if client else None
+        yield kafka, ZkOffsetWriter(client) if client else None
     finally:
         admin.close()
         if client is not None:
@@ -302,9 +314,9 @@ def _settings_record(settings: Settings) -> dict[str, Any]:
     return {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v for name in _RECORDED}
 
 
-def _changes(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+def _changes(before: dict[str, Any], now: dict[str, Any], keys: tuple[str, ...] = _RECORDED) -> list[str]:
     return [f"--{k.replace('_', '-')}: {before.get(k)!r} then, {now.get(k)!r} now"
-            for k in _RECORDED if before.get(k) != now.get(k)]
+            for k in keys if before.get(k) != now.get(k)]
 
 
 def verify(settings: Settings) -> Result:
@@ -331,27 +343,34 @@ def sync(settings: Settings) -> Result:
 def rollback(settings: Settings, run_id: str) -> Result:
     """Put back the values a run journaled before it wrote, in Kafka and ZooKeeper; dry run unless --execute."""
     from migrate.checkpoint import DONE, INCOMPLETE, RUNNING, VERIFIED, Journal
-    from migrate.dual_commit import DualCommit, run_groups
+    from migrate.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
 
     with Journal.open(settings.state_dir) as journal:
         original = journal.run(run_id)
         if original is None or original.kind != "migrate":
             raise MigrateError(f"no migrate run {run_id} in {journal.path}; `zk2kafka status` lists them")
+        wrote_zk = not original.settings.get("no_zk_write")
         touched = [g.name for g in journal.groups(run_id) if g.before_recorded]
-        offsets = sum(len(journal.partitions(run_id, g)) for g in touched)
+        offsets = sum(map(len, journal.partitions_of(run_id, touched).values()))
         if not settings.execute:
             text = (f"rollback of {run_id} would restore {offsets:,} offsets in {len(touched):,} groups "
-                    "(Kafka and ZooKeeper) to the values journaled before it wrote\n"
+                    f"({'Kafka and ZooKeeper' if wrote_zk else 'Kafka'}) to the values journaled before it wrote\n"
                     "dry run: nothing was written; add --execute to roll back")
             return Result(text, {"run": run_id, "groups": len(touched), "offsets": offsets, "dry_run": True})
 
+        # The stores given now must be the ones the run wrote: restoring elsewhere would "succeed" at nothing.
+        where = ("bootstrap_server", "zookeeper", "zk_root", "path_template") if wrote_zk else ("bootstrap_server",)
+        elsewhere = _changes(original.settings, _settings_record(settings), where)
+        if elsewhere:
+            raise MigrateError(f"cannot roll back {run_id}: it wrote to other stores than these "
+                               f"({'; '.join(elsewhere)}); point the connection options at the ones it wrote")
         previous = journal.rollback_of(run_id)
         if previous is not None and previous.state == DONE:
             # Its znodes now carry the rollback's versions: a second pass would only fail every group.
             raise MigrateError(f"run {run_id} was already rolled back by {previous.run_id}; nothing to do")
         # Both stores are reachable before anything is journaled.
-        with _writers(settings, zk=not original.settings.get("no_zk_write")) as (kafka, zk_writer):
+        with _writers(settings, zk=wrote_zk) as (kafka, zk_writer):
             if previous is not None:
                 rollback_id = previous.run_id  # an interrupted rollback goes on
             else:
@@ -363,8 +382,8 @@ def rollback(settings: Settings, run_id: str) -> Result:
             # The run's own semantics: they decide which znode bytes are the ones it wrote.
             writer = DualCommit(journal, rollback_id, kafka, zk_writer, "", original.settings["offset_semantics"])
             with Progress("groups rolled back", total=len(todo)) as progress:
-                outcomes, interrupted = run_groups(todo, lambda g: writer.rollback(g, run_id),
-                                                   settings.parallelism, progress)
+                outcomes, interrupted = run_batches(todo, lambda gs: [writer.rollback(g, run_id) for g in gs],
+                                                    1, settings.parallelism, progress)
         run = journal.run(rollback_id)
         journal.set_run(rollback_id, DONE if not interrupted and run.groups[VERIFIED] == len(touched) else INCOMPLETE)
         return _run_result(journal.run(rollback_id), outcomes, interrupted, 0)

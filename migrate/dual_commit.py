@@ -2,8 +2,10 @@
 
 Per group: check both stores still hold what the plan saw (or, resuming, what this run
 wrote), journal the before-values, commit to Kafka and read it back (-> committed), write
-ZooKeeper conditioned on the scanned versions and read it back (-> verified). A group
-that fails does not stop the others. Rollback walks the same steps backwards.
+ZooKeeper conditioned on the scanned versions and read it back (-> verified). Groups go
+through these steps in batches, so each step is a few pipelined requests and one journal
+transaction for hundreds of groups. A group that fails does not stop the others.
+Rollback walks the same steps backwards, group by group.
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ import os
 import signal
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kafka.errors import KafkaError
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, ZookeeperError
 
 from migrate import checkpoint as j
-from migrate.errors import MigrateError
+from migrate.errors import MigrateError, ZkUnavailable
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.progress import Progress
+from migrate.zk.walk import RETRIABLE
 from migrate.zk.writer import ZkChanged, ZkOffsetWriter, encode
 
 log = logging.getLogger(__name__)
@@ -53,7 +56,7 @@ class Outcome:
 
 
 class DualCommit:
-    """Writes (or, for a rollback run, restores) one group at a time; safe to call from many threads."""
+    """Writes a run's groups batch by batch (or, for a rollback run, restores them one by one); thread-safe."""
 
     def __init__(self, journal: j.Journal, run_id: str, kafka: KafkaOffsetWriter, zk: ZkOffsetWriter | None,
                  metadata: str, semantics: str = "next"):
@@ -63,84 +66,142 @@ class DualCommit:
 
     # -- migrate -----------------------------------------------------------------------------------------------
 
-    def migrate(self, group: str) -> Outcome:
-        return self._guarded(group, self.run_id, lambda: self._migrate(group))
+    def migrate(self, groups: list[str]) -> list[Outcome]:
+        """Take a batch of groups through the dual commit; one outcome per group, in order.
 
-    def _migrate(self, group: str) -> int:
-        state = self._state(self.run_id, group)
-        parts = self.journal.partitions(self.run_id, group)
-        planned = {p.key: p.offset for p in parts}
-        kafka_now = self.kafka.committed(group)
-        zk_now = self.zk.read([p.zk_path for p in parts]) if self.zk else {}
-
-        if not state.before_recorded:
-            # Untouched so far: both stores must still be as the diff saw them.
-            moved = [f"{p.topic}-{p.partition} {p.kafka_offset} -> {_offset(kafka_now.get(p.key))}"
-                     for p in parts if _offset(kafka_now.get(p.key)) != p.kafka_offset]
-            if moved:
-                raise GroupFailed(group, f"Kafka offsets changed since the plan: {', '.join(moved[:3])}")
-            changed = [p.zk_path for p in parts if self.zk and zk_now[p.zk_path].version != p.zk_version]
-            if changed:
-                raise ZkChanged(group, changed)
-            self.journal.record_before(self.run_id, group, {p.key: kafka_now.get(p.key) for p in parts},
-                                       {p.zk_path: (zk_now[p.zk_path].value, zk_now[p.zk_path].version) if self.zk
-                                        else (None, None) for p in parts})
-            parts = self.journal.partitions(self.run_id, group)
-        else:
-            # Caught in flight by a crash: each partition holds either its before-value or this run's value.
-            strays = [f"{p.topic}-{p.partition}" for p in parts
-                      if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset)]
-            if strays:
-                raise GroupFailed(group, f"Kafka offsets moved by someone else since this run began: "
-                                         f"{', '.join(strays[:3])}")
-
-        if state.state in (j.PENDING, j.FAILED):   # a failed group is tried again on resume
-            crash_point("before-kafka-commit")
-            if any(_offset(kafka_now.get(k)) != o for k, o in planned.items()):
-                self.kafka.commit(group, planned, self.metadata)
-            crash_point("after-kafka-commit")
-            back = self.kafka.committed(group)
-            wrong = [f"{t}-{p}" for (t, p), o in planned.items() if _offset(back.get((t, p))) != o]
-            if wrong:
-                raise GroupFailed(group, f"Kafka read-back differs from the commit: {', '.join(wrong[:3])}")
-            self.journal.set_group(self.run_id, group, j.COMMITTED)
-
-        after = self._write_zk(group, parts, zk_now) if self.zk else {}
-        crash_point("after-zk-write")
-        self.journal.set_group(self.run_id, group, j.VERIFIED, zk_after=after)
-        return len(parts)
-
-    def _write_zk(self, group: str, parts: list[j.Partition], zk_now: dict) -> dict[str, int]:
-        """ZooKeeper half, conditioned on the before-versions; on a conflict Kafka is put back as it was."""
-        targets = {p.zk_path: encode(p.before_zk_value, p.offset, p.layout, self.semantics) for p in parts}
-        done = {p.zk_path for p in parts if zk_now[p.zk_path].version == (p.before_zk_version or 0) + 1
-                and zk_now[p.zk_path].value == targets[p.zk_path]}   # written before a crash
-        writes = {p.zk_path: (targets[p.zk_path], p.before_zk_version) for p in parts if p.zk_path not in done}
+        Each store is read, written and read back for the whole batch at once (one OffsetFetch
+        per coordinator, commits and ZooKeeper transactions pipelined, one journal transaction
+        per step), but every check and every outcome is the group's own.
+        """
+        settled: dict[str, Outcome] = {}
         try:
-            self.zk.write(group, writes)
-        except ZkChanged:
-            self._restore_kafka(group, parts, self.kafka.committed(group))  # never leave half a group
-            raise
-        back = self.zk.read(list(targets))
-        wrong = [path for path, value in targets.items() if back[path].value != value]
-        if wrong:
-            raise GroupFailed(group, f"ZooKeeper read-back differs from the write: {', '.join(wrong[:3])}")
-        return {path: node.version for path, node in back.items()}
+            self._migrate(groups, settled)
+        except OUTAGES as exc:
+            self._interrupt(settled, [g for g in groups if g not in settled], exc)
+        return [settled[g] for g in groups]
+
+    def _migrate(self, groups: list[str], settled: dict[str, Outcome]) -> None:
+        states = self.journal.groups_of(self.run_id, groups)
+        parts = self.journal.partitions_of(self.run_id, groups)
+        kafka_now = self.kafka.committed_many(groups)
+        zk_now = self.zk.read([p.zk_path for g in groups for p in parts[g]]) if self.zk else {}
+
+        # Untouched groups: both stores must still be as the diff saw them. Groups caught in flight by a
+        # crash: each partition holds either its before-value or this run's value.
+        failures, before = {}, {}
+        for g in groups:
+            try:
+                now = _answer(kafka_now[g])
+                if states[g].before_recorded:
+                    self._check_strays(g, parts[g], now, "since this run began")
+                else:
+                    self._check_unchanged(g, parts[g], now, zk_now)
+                    before[g] = ({p.key: now.get(p.key) for p in parts[g]},
+                                 {p.zk_path: (zk_now[p.zk_path].value, zk_now[p.zk_path].version) if self.zk
+                                  else (None, None) for p in parts[g]})
+            except REFUSALS as exc:
+                failures[g] = _reason(exc)
+        self._fail(settled, failures)
+        self.journal.record_before_many(self.run_id, before)
+        for g, (kafka, zk) in before.items():   # what the journal now holds, without reading it back
+            parts[g] = [replace(p, before_kafka_offset=_offset(kafka.get(p.key)),
+                                before_kafka_metadata=(kafka.get(p.key) or (None, None))[1],
+                                before_zk_value=zk[p.zk_path][0], before_zk_version=zk[p.zk_path][1])
+                        for p in parts[g]]
+
+        # Kafka half: commit what differs, read everything back, then journal `committed`.
+        to_commit = [g for g in groups if g not in settled and states[g].state in (j.PENDING, j.FAILED)]
+        crash_point("before-kafka-commit")
+        sent = self.kafka.commit_many({g: {p.key: p.offset for p in parts[g]} for g in to_commit
+                                       if any(_offset(kafka_now[g].get(p.key)) != p.offset for p in parts[g])},
+                                      self.metadata)
+        crash_point("after-kafka-commit")
+        failures = self._errors(settled, sent)
+        back = self.kafka.committed_many([g for g in to_commit if g not in failures and g not in settled])
+        for g, answer in back.items():
+            if isinstance(answer, Exception):
+                failures[g] = _reason(answer)
+                continue
+            wrong = [f"{p.topic}-{p.partition}" for p in parts[g] if _offset(answer.get(p.key)) != p.offset]
+            if wrong:
+                failures[g] = f"Kafka read-back differs from the commit: {', '.join(wrong[:3])}"
+        self._fail(settled, failures)
+        self.journal.set_groups(self.run_id, {g: (j.COMMITTED, None, None) for g in back if g not in settled})
+
+        live = [g for g in groups if g not in settled]
+        after = self._write_zk(live, parts, zk_now, settled) if self.zk else {g: {} for g in live}
+        crash_point("after-zk-write")
+        self.journal.set_groups(self.run_id, {g: (j.VERIFIED, None, versions) for g, versions in after.items()})
+        settled.update((g, Outcome(g, j.VERIFIED, None, len(parts[g]))) for g in after)
+
+    def _check_unchanged(self, group: str, parts: list[j.Partition], kafka_now: dict, zk_now: dict) -> None:
+        moved = [f"{p.topic}-{p.partition} {p.kafka_offset} -> {_offset(kafka_now.get(p.key))}"
+                 for p in parts if _offset(kafka_now.get(p.key)) != p.kafka_offset]
+        if moved:
+            raise GroupFailed(group, f"Kafka offsets changed since the plan: {', '.join(moved[:3])}")
+        changed = [p.zk_path for p in parts if self.zk and zk_now[p.zk_path].version != p.zk_version]
+        if changed:
+            raise ZkChanged(group, changed)
+
+    def _check_strays(self, group: str, parts: list[j.Partition], kafka_now: dict, since: str) -> None:
+        strays = [f"{p.topic}-{p.partition}" for p in parts
+                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset)]
+        if strays:
+            raise GroupFailed(group, f"Kafka offsets moved by someone else {since}: {', '.join(strays[:3])}")
+
+    def _write_zk(self, groups: list[str], parts: dict[str, list[j.Partition]], zk_now: dict,
+                  settled: dict[str, Outcome]) -> dict[str, dict[str, int]]:
+        """ZooKeeper half, conditioned on the before-versions; a group in conflict gets Kafka put back.
+
+        Returns the new znode versions of the groups verified.
+        """
+        targets = {g: {p.zk_path: encode(p.before_zk_value, p.offset, p.layout, self.semantics) for p in parts[g]}
+                   for g in groups}
+        writes = {}
+        for g in groups:
+            written = {p.zk_path for p in parts[g] if zk_now[p.zk_path].version == (p.before_zk_version or 0) + 1
+                       and zk_now[p.zk_path].value == targets[g][p.zk_path]}   # before a crash
+            writes[g] = {p.zk_path: (targets[g][p.zk_path], p.before_zk_version) for p in parts[g]
+                         if p.zk_path not in written}
+        results = self.zk.write_many({g: w for g, w in writes.items() if w})
+        for g, exc in results.items():
+            if isinstance(exc, ZkChanged):   # never leave half a group: Kafka goes back to its before-values
+                try:
+                    self._restore_kafka(g, parts[g], self.kafka.committed(g))
+                except REFUSALS as refused:
+                    results[g] = GroupFailed(g, f"{_reason(exc)}; Kafka could not be put back: {_reason(refused)}")
+        failures = self._errors(settled, results)
+        live = [g for g in groups if g not in failures and g not in settled]
+        back = self.zk.read([path for g in live for path in targets[g]])
+        verified = {}
+        for g in live:
+            wrong = [path for path, value in targets[g].items() if back[path].value != value]
+            if wrong:
+                failures[g] = f"ZooKeeper read-back differs from the write: {', '.join(wrong[:3])}"
+            else:
+                verified[g] = {path: back[path].version for path in targets[g]}
+        self._fail(settled, failures)
+        return verified
 
     # -- rollback ----------------------------------------------------------------------------------------------
 
     def rollback(self, group: str, of_run: str) -> Outcome:
         """Put back what `of_run` journaled before writing `group`, in Kafka and in ZooKeeper."""
-        return self._guarded(group, self.run_id, lambda: self._rollback(group, of_run))
+        try:
+            return Outcome(group, j.VERIFIED, None, self._rollback(group, of_run))
+        except REFUSALS as exc:
+            settled: dict[str, Outcome] = {}
+            self._fail(settled, {group: _reason(exc)})
+            return settled[group]
+        except OUTAGES as exc:
+            settled = {}
+            self._interrupt(settled, [group], exc)
+            return settled[group]
 
     def _rollback(self, group: str, of_run: str) -> int:
         parts = self.journal.partitions(of_run, group)
         kafka_now = self.kafka.committed(group)
-        strays = [f"{p.topic}-{p.partition}" for p in parts
-                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset)]
-        if strays:
-            raise GroupFailed(group, f"Kafka offsets moved since run {of_run} (a consumer joined?): "
-                                     f"{', '.join(strays[:3])}; not rolled back")
+        self._check_strays(group, parts, kafka_now, f"since run {of_run} (a consumer joined?); not rolled back")
         zk_writes = {}
         if self.zk:
             zk_now = self.zk.read([p.zk_path for p in parts])
@@ -172,60 +233,88 @@ class DualCommit:
             self.kafka.commit(group, offsets, metadata)
         self.kafka.delete(group, [p.key for p in parts if p.before_kafka_offset is None and p.key in kafka_now])
 
-    # -- shared ------------------------------------------------------------------------------------------------
+    # -- outcomes ----------------------------------------------------------------------------------------------
 
-    def _state(self, run_id: str, group: str) -> j.Group:
-        return self.journal.group(run_id, group)
+    def _errors(self, settled: dict[str, Outcome], results: dict[str, Exception | None]) -> dict[str, str]:
+        """Per-group errors of a pipelined step: refusals to fail, outages to leave for resume."""
+        failures = {}
+        for g, exc in results.items():
+            if _refused(exc):
+                failures[g] = _reason(exc)
+            elif exc is not None:
+                self._interrupt(settled, [g], exc)
+        return failures
 
-    def _guarded(self, group: str, run_id: str, work: Callable[[], int]) -> Outcome:
-        """Run one group's work; a failure is journaled for that group, an outage leaves it for resume."""
-        try:
-            return Outcome(group, j.VERIFIED, None, work())
-        except (GroupFailed, GroupRejected, ZkChanged) as exc:
-            reason = getattr(exc, "reason", None) or str(exc).split(": ", 1)[-1]
-            self.journal.set_group(run_id, group, j.FAILED, reason)
-            log.error("group %s failed: %s", group, reason)
-            return Outcome(group, j.FAILED, reason, 0)
-        except (KafkaError, KazooException, OSError) as exc:
-            # Kafka or ZooKeeper stayed away past the retry deadline: nothing is known to be half-done
-            # that the journal does not say, so a resume finishes the group.
-            reason = f"interrupted: {type(exc).__name__}: {exc}"
-            log.error("group %s: %s", group, reason)
-            return Outcome(group, self._state(run_id, group).state, reason, 0)
+    def _fail(self, settled: dict[str, Outcome], failures: dict[str, str]) -> None:
+        """Journal `failed` with the reason for these groups, in one transaction; the run goes on without them."""
+        self.journal.set_groups(self.run_id, {g: (j.FAILED, reason, None) for g, reason in failures.items()})
+        for g, reason in failures.items():
+            log.error("group %s failed: %s", g, reason)
+            settled[g] = Outcome(g, j.FAILED, reason, 0)
+
+    def _interrupt(self, settled: dict[str, Outcome], groups: list[str], exc: BaseException) -> None:
+        # Kafka or ZooKeeper stayed away past the retry deadline: nothing is half-done that the
+        # journal does not say, so a resume finishes these groups.
+        reason = f"interrupted: {type(exc).__name__}: {exc}"
+        log.error("%d group(s) left for resume: %s", len(groups), reason)
+        for g, state in self.journal.groups_of(self.run_id, groups).items():
+            settled[g] = Outcome(g, state.state, reason, 0)
 
 
-def run_groups(groups: list[str], work: Callable[[str], Outcome], parallelism: int,
-               progress: Progress) -> tuple[list[Outcome], bool]:
-    """Run `work` over groups on a bounded pool; on Ctrl-C finish the groups in flight, start no more.
+# A group's own refusal (fails it) and a store's outage past the retry deadline (leaves it for resume).
+REFUSALS = (GroupFailed, GroupRejected, ZkChanged)
+OUTAGES = (KafkaError, KazooException, OSError, ZkUnavailable)
+
+
+def _refused(exc: BaseException | None) -> bool:
+    """A group's own refusal; ZooKeeper errors count unless they are a lost connection (e.g. NoAuth does)."""
+    return isinstance(exc, REFUSALS) or (isinstance(exc, ZookeeperError) and not isinstance(exc, RETRIABLE))
+
+
+def run_batches(groups: list[str], work: Callable[[list[str]], list[Outcome]], batch: int, workers: int,
+                progress: Progress) -> tuple[list[Outcome], bool]:
+    """Run `work` over batches of groups, `workers` batches at a time; on Ctrl-C finish those in flight, start no more.
 
     Returns the outcomes and whether the run was interrupted.
     """
     outcomes: list[Outcome] = []
-    pool = ThreadPoolExecutor(max_workers=max(1, parallelism), thread_name_prefix="zk2kafka-writer")
-    pending = iter(groups)
-    running = set()
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="zk2kafka-writer")
+    pending = iter([groups[i:i + batch] for i in range(0, len(groups), max(1, batch))])
+    running: set = set()
     interrupted = False
+
+    def take(done) -> None:
+        for future in done:
+            results = future.result()
+            outcomes.extend(results)
+            progress.advance(len(results), sum(o.offsets for o in results))
+
     try:
         while True:
-            while len(running) < parallelism:
-                group = next(pending, None)
-                if group is None:
-                    break
-                running.add(pool.submit(work, group))
+            while len(running) < workers and (chunk := next(pending, None)) is not None:
+                running.add(pool.submit(work, chunk))
             if not running:
                 break
             done, running = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                outcomes.append(future.result())
-                progress.advance()
+            take(done)
     except KeyboardInterrupt:
         interrupted = True
-        log.warning("interrupted: finishing %d group(s) in flight, starting no more", len(running))
-        for future in running:
-            outcomes.append(future.result())
+        log.warning("interrupted: finishing %d batch(es) in flight, starting no more", len(running))
+        take(running)
     finally:
         pool.shutdown(wait=True)
     return outcomes, interrupted
+
+
+def _answer(answer):
+    """A batched read's answer for one group: its value, or the group's own error raised."""
+    if isinstance(answer, Exception):
+        raise answer
+    return answer
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "reason", None) or str(exc).split(": ", 1)[-1] or type(exc).__name__
 
 
 def _offset(committed: tuple[int, str] | None) -> int | None:

@@ -20,6 +20,7 @@ class Snapshot:
     done: int
     total: int | None
     elapsed: float
+    offsets: int = 0   # offsets within the units done (groups), when the caller counts them
 
     @property
     def rate(self) -> float:
@@ -27,7 +28,8 @@ class Snapshot:
 
     def line(self) -> str:
         of = f"/{self.total:,}" if self.total is not None else ""
-        return f"{self.what}: {self.done:,}{of} in {self.elapsed:.1f}s ({self.rate:,.0f}/s)"
+        offsets = f", {self.offsets:,} offsets" if self.offsets else ""
+        return f"{self.what}: {self.done:,}{of}{offsets} in {self.elapsed:.1f}s ({self.rate:,.0f}/s)"
 
 
 class Progress:
@@ -38,6 +40,7 @@ class Progress:
         self.total = total
         self.interval = interval
         self.done = 0
+        self.offsets = 0
         self.started = time.monotonic()
         self._last_line = self.started
         self._bar = None
@@ -45,18 +48,21 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
             self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), transient=True)
-            self._task = self._bar.add_task(what, total=total, rate="")
+                            TextColumn("{task.fields[offsets]}"), TextColumn("{task.fields[rate]}"),
+                            TimeElapsedColumn(), transient=True)
+            self._task = self._bar.add_task(what, total=total, rate="", offsets="")
             self._bar.start()
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.what, self.done, self.total, time.monotonic() - self.started)
+        return Snapshot(self.what, self.done, self.total, time.monotonic() - self.started, self.offsets)
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, offsets: int = 0) -> None:
         self.done += n
+        self.offsets += offsets
         now = time.monotonic()
         if self._bar is not None:
-            self._bar.update(self._task, completed=self.done, rate=f"{self.snapshot().rate:,.0f}/s")
+            self._bar.update(self._task, completed=self.done, rate=f"{self.snapshot().rate:,.0f}/s",
+                             offsets=f"{self.offsets:,} offsets" if self.offsets else "")
         elif now - self._last_line >= self.interval:
             self._last_line = now
             log.info(self.snapshot().line())

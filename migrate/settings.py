@@ -106,7 +106,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("metadata", "str", None, "commit metadata (default names the run)", commands=WRITE_COMMANDS, metavar="TEXT"),
     Option("no_zk_write", "bool", False, "commit to Kafka only; do not keep ZooKeeper in agreement", commands=WRITE_COMMANDS),
     Option("zk_write_via", "choice", "zk", "how the ZooKeeper half is written: zk (kazoo, conditioned on the scanned znode versions) or broker (OffsetCommit v0; not available, see README)", choices=("zk", "broker"), commands=WRITE_COMMANDS),
-    Option("parallelism", "int", 8, "groups written at the same time", commands=WRITE_COMMANDS, metavar="N"),
+    Option("parallelism", "int", 32, "Kafka commits in flight at once (groups are read and journaled in batches)",
+           commands=WRITE_COMMANDS, metavar="N"),
     Option("allow_live_zk_consumers", "bool", False, "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS),
 )
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
@@ -140,7 +141,7 @@ class Settings:
     metadata: str | None = None
     no_zk_write: bool = False
     zk_write_via: str = "zk"
-    parallelism: int = 8
+    parallelism: int = 32
     allow_live_zk_consumers: bool = False
     zk_sasl_mechanism: str | None = None
     zk_sasl_username: str | None = None

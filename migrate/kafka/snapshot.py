@@ -26,6 +26,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, Of
 from kafka.errors import KafkaError
 
 from migrate.errors import KafkaUnavailable
+from migrate.kafka.client import fetch_committed
 from migrate.kafka.retry import RetryPolicy, is_retriable
 
 log = logging.getLogger(__name__)
@@ -126,23 +127,13 @@ class KafkaSnapshot:
         """Committed offsets per group; a group Kafka refuses to show (e.g. not authorized) gets an error instead."""
         committed: dict = {}
         errors: dict[str, str] = {}
-
-        def fetch(chunk: list[str]) -> None:
-            try:
-                committed.update(self.policy.call("fetch committed offsets",
-                                                  lambda: self.admin.list_group_offsets({g: None for g in chunk})))
-            except KafkaError as exc:
-                if is_retriable(exc):
-                    raise KafkaUnavailable(f"fetch committed offsets: {exc}") from exc
-                if len(chunk) == 1:  # one group's own error: record it, keep the others
-                    errors[chunk[0]] = f"{type(exc).__name__}: {exc}"
-                    return
-                half = len(chunk) // 2  # one bad group fails the whole request: find it by halving
-                fetch(chunk[:half])
-                fetch(chunk[half:])
-
         for chunk in _chunks(groups, GROUP_CHUNK):
-            fetch(chunk)
+            try:
+                found, refused = fetch_committed(self.admin, self.policy, chunk)
+            except KafkaError as exc:
+                raise KafkaUnavailable(f"fetch committed offsets: {exc}") from exc
+            committed.update(found)
+            errors.update({g: f"{type(exc).__name__}: {exc}" for g, exc in refused.items()})
         return committed, errors
 
     def _partitions(self, topics: list[str]) -> tuple[list[dict], int]:

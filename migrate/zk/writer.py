@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NoNodeError, RolledBackError, ZookeeperError
+from kazoo.exceptions import BadVersionError, ConnectionLoss, NoNodeError, RolledBackError, ZookeeperError
 
 from migrate.errors import MigrateError
 from migrate.zk.walk import RETRIABLE, AsyncBatch, Request, await_connection
@@ -52,14 +52,15 @@ def encode(current: bytes | None, offset: int, layout: str, semantics: str) -> b
 class ZkOffsetWriter:
     """Reads and conditionally writes offset znodes for one group at a time; safe to share across threads."""
 
-    def __init__(self, client: KazooClient, retry_deadline: float = 120.0):
+    def __init__(self, client: KazooClient, retry_deadline: float = 120.0, in_flight: int = 64):
         self.client = client
         self.retry_deadline = retry_deadline
+        self.in_flight = max(1, in_flight)
+        self._reads = AsyncBatch(client, deadline=retry_deadline)  # probes for multiRead once, not per call
 
     def read(self, paths: list[str]) -> dict[str, Znode]:
         """Current value and version of each path (pipelined; multiRead where the server has it)."""
-        answers = AsyncBatch(self.client, deadline=self.retry_deadline).run(
-            Request(path, "get", path) for path in paths)
+        answers = self._reads.run(Request(path, "get", path) for path in paths)
         out = {}
         for path, answer in answers.items():
             if isinstance(answer, NoNodeError):
@@ -82,22 +83,72 @@ class ZkOffsetWriter:
             self._transaction(group, items[i:i + TRANSACTION_OPS])
         return {path: version + 1 for path, (_, version) in items}
 
-    def _transaction(self, group: str, items: list[tuple[str, tuple[bytes, int]]]) -> None:
+    def write_many(self, writes: Mapping[str, Mapping[str, tuple[bytes, int]]]) -> dict[str, Exception | None]:
+        """write() of many groups, their transactions pipelined `in_flight` at a time; per group None or its error."""
+        out: dict[str, Exception | None] = {}
+        in_flight: list = []
+
+        def collect(group: str, items: list, pending) -> None:
+            try:
+                self._check(group, items, self._answer(group, items, pending))
+                out[group] = None
+            except (ZkChanged, ZookeeperError, *RETRIABLE) as exc:
+                out[group] = exc
+
+        for group, group_writes in writes.items():
+            items = sorted(group_writes.items())
+            if len(items) > TRANSACTION_OPS:   # a huge group keeps its chunked, one-at-a-time path
+                try:
+                    self.write(group, group_writes)
+                    out[group] = None
+                except (ZkChanged, ZookeeperError, *RETRIABLE) as exc:
+                    out[group] = exc
+                continue
+            try:
+                in_flight.append((group, items, self._begin(items).commit_async()))
+            except RETRIABLE:
+                in_flight.append((group, items, None))   # sent again below, once reconnected
+            if len(in_flight) >= self.in_flight:
+                collect(*in_flight.pop(0))
+        for entry in in_flight:
+            collect(*entry)
+        return out
+
+    def _begin(self, items: list[tuple[str, tuple[bytes, int]]]):
         tx = self.client.transaction()
         for path, (value, version) in items:
             tx.set_data(path, value, version=version)
+        return tx
+
+    def _answer(self, group: str, items: list, pending) -> list | None:
+        """The transaction's results; None when the answer was lost and a re-check found it applied."""
         try:
-            results = tx.commit()
+            if pending is None:
+                raise ConnectionLoss()
+            return pending.get(timeout=30)
         except RETRIABLE:
-            # The answer was lost with the connection: the transaction may or may not have applied.
-            # Look: if every node holds our value at version+1, it did.
-            await_connection(self.client, 30.0)
-            now = self.read([path for path, _ in items])
-            if all(now[p].value == v and now[p].version == ver + 1 for p, (v, ver) in items):
-                return
-            if all(now[p].version == ver for p, (_, ver) in items):
-                return self._transaction(group, items)
-            raise ZkChanged(group, [p for p, (_, ver) in items if now[p].version not in (ver, ver + 1)]) from None
+            return self._recover(group, items)
+
+    def _transaction(self, group: str, items: list[tuple[str, tuple[bytes, int]]]) -> None:
+        try:
+            results = self._begin(items).commit()
+        except RETRIABLE:
+            results = self._recover(group, items)
+        self._check(group, items, results)
+
+    def _recover(self, group: str, items: list) -> list | None:
+        """The answer was lost with the connection: the transaction may or may not have applied. Look."""
+        await_connection(self.client, 30.0)
+        now = self.read([path for path, _ in items])
+        if all(now[p].value == v and now[p].version == ver + 1 for p, (v, ver) in items):
+            return None   # it did
+        if all(now[p].version == ver for p, (_, ver) in items):
+            return self._begin(items).commit()   # it did not: send it again
+        raise ZkChanged(group, [p for p, (_, ver) in items if now[p].version not in (ver, ver + 1)])
+
+    def _check(self, group: str, items: list, results: list | None) -> None:
+        if results is None:
+            return
         failed = [path for (path, _), result in zip(items, results)
                   if isinstance(result, Exception) and not isinstance(result, RolledBackError)]
         if failed:

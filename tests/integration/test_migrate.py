@@ -42,7 +42,10 @@ def legacy(cluster, zk, kafka_admin, prefix):
 
 def zk2kafka(*argv, capsys=None) -> tuple[int, dict]:
     code = cli.main([*argv, "--json", "-q"])
-    out = capsys.readouterr().out if capsys else ""
+    captured = capsys.readouterr() if capsys else None
+    out = captured.out if captured else ""
+    if code == 1 and captured and not out.strip():
+        raise AssertionError(f"zk2kafka {' '.join(argv)} failed: {captured.err}")
     return code, (json.loads(out) if out.strip() else {})
 
 
@@ -130,19 +133,19 @@ def test_a_group_that_turns_active_mid_run_fails_alone(cluster, zk, zk_chroot, k
                                                        tmp_path, capsys, monkeypatch):
     victim = legacy["groups"][1]
     consumers = []
-    real_commit = KafkaOffsetWriter.commit
+    real_commit = KafkaOffsetWriter.commit_many
 
-    def commit_after_a_consumer_joins(self, group, offsets, metadata):
-        if group == victim and not consumers:
-            consumer = KafkaConsumer(legacy["topic"], group_id=group, bootstrap_servers=cluster.bootstrap_server,
+    def commit_after_a_consumer_joins(self, commits, metadata):
+        if victim in commits and not consumers:
+            consumer = KafkaConsumer(legacy["topic"], group_id=victim, bootstrap_servers=cluster.bootstrap_server,
                                      enable_auto_commit=False)
             consumers.append(consumer)
             deadline = time.monotonic() + 60
             while not consumer.assignment() and time.monotonic() < deadline:
                 consumer.poll(timeout_ms=200)
-        return real_commit(self, group, offsets, metadata)
+        return real_commit(self, commits, metadata)
 
-    monkeypatch.setattr(KafkaOffsetWriter, "commit", commit_after_a_consumer_joins)
+    monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_after_a_consumer_joins)
     args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", "conflict$"]
     try:
         code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)
@@ -161,14 +164,14 @@ def test_a_group_that_turns_active_mid_run_fails_alone(cluster, zk, zk_chroot, k
 def test_a_znode_moved_by_a_live_old_consumer_is_never_overwritten(cluster, zk, zk_chroot, kafka_admin, prefix,
                                                                    legacy, tmp_path, capsys, monkeypatch):
     victim, topic = legacy["groups"][0], legacy["topic"]
-    real_commit = KafkaOffsetWriter.commit
+    real_commit = KafkaOffsetWriter.commit_many
 
-    def commit_while_an_old_consumer_moves_on(self, group, offsets, metadata):
-        if group == victim:
+    def commit_while_an_old_consumer_moves_on(self, commits, metadata):
+        if victim in commits:
             zk.set(f"/consumers/{victim}/offsets/{topic}/2", b"45")   # after the precheck, before the ZK write
-        return real_commit(self, group, offsets, metadata)
+        return real_commit(self, commits, metadata)
 
-    monkeypatch.setattr(KafkaOffsetWriter, "commit", commit_while_an_old_consumer_moves_on)
+    monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_while_an_old_consumer_moves_on)
     args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", "conflict$"]
     code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)
     assert code == 1 and set(done["failed"]) == {victim}
@@ -190,6 +193,9 @@ def test_rollback_restores_both_stores_exactly(cluster, zk, zk_chroot, kafka_adm
     assert code == 0 and dry["dry_run"] and dry["offsets"] == 10
     assert (zk_tree(zk), kafka_offsets(kafka_admin, everyone)) != before
 
+    elsewhere = ["--zookeeper", zk_chroot, "--bootstrap-server", "127.0.0.1:1", "--state-dir", str(tmp_path)]
+    assert cli.main(["rollback", done["run"], *elsewhere, "--execute", "-q"]) == 1   # not the cluster it wrote
+    assert f"cannot roll back {done['run']}: it wrote to other stores" in capsys.readouterr().err
     conn = ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server, "--state-dir", str(tmp_path)]
     code, rolled = zk2kafka("rollback", done["run"], *conn, "--execute", capsys=capsys)
     assert code == 0 and rolled["state"] == "done" and rolled["rolls_back"] == done["run"]
@@ -218,11 +224,11 @@ def test_a_broker_restart_mid_run_is_survived(tmp_path_factory, tmp_path, capsys
             for p in range(4):
                 put(zk, f"/consumers/{group}/offsets/orders/{p}", str(i + p).encode())
 
-        real_commit = KafkaOffsetWriter.commit
+        real_commit = KafkaOffsetWriter.commit_many
         restarts = []
 
-        def restart_in_the_middle(self, group, offsets, metadata):
-            if group == groups[3] and not restarts:
+        def restart_in_the_middle(self, commits, metadata):
+            if groups[3] in commits and not restarts:
                 def bounce():
                     broker.stop()
                     time.sleep(2)
@@ -230,10 +236,10 @@ def test_a_broker_restart_mid_run_is_survived(tmp_path_factory, tmp_path, capsys
                     broker.start(attached=False)
                 restarts.append(threading.Thread(target=bounce))
                 restarts[0].start()
-                time.sleep(1)   # the commit below goes to a broker on its way down
-            return real_commit(self, group, offsets, metadata)
+                time.sleep(1)   # the commits below go to a broker on its way down
+            return real_commit(self, commits, metadata)
 
-        monkeypatch.setattr(KafkaOffsetWriter, "commit", restart_in_the_middle)
+        monkeypatch.setattr(KafkaOffsetWriter, "commit_many", restart_in_the_middle)
         args = ["--zookeeper", endpoints.zookeeper, "--bootstrap-server", endpoints.bootstrap_server,
                 "--state-dir", str(tmp_path), "--parallelism", "2"]
         code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)

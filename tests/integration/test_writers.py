@@ -80,7 +80,7 @@ def test_coordinator_is_looked_up_again_after_a_retry(kafka_admin, topic, prefix
     writer.commit(group, {(topic, 0): 1}, "")
     cluster_meta = kafka_admin._manager.cluster
     assert any(k[1] == group for k in cluster_meta._coordinators)
-    writer._forget_coordinator(group, RuntimeError("moved"))
+    writer._forget([group])
     assert not any(k[1] == group for k in cluster_meta._coordinators)
     writer.commit(group, {(topic, 0): 2}, "")  # found again
     assert writer.committed(group)[(topic, 0)][0] == 2
