@@ -200,6 +200,25 @@ class Journal:
                            ((v, run_id, group, path) for group, (_, _, after) in changes.items()
                             for path, v in (after or {}).items()))
 
+    def record_mirrored(self, run_id: str, group: str, mirrored: Iterable[tuple[Planned, tuple[int, str] | None]]) -> None:
+        """A sync run committed `mirrored` to Kafka for `group`: each offset with what Kafka held before.
+
+        The group's row appears at its first commit; a partition's before-value is the one from
+        its first commit, its planned offset the latest one, which is what rollback restores from.
+        """
+        now = time.time()
+        with self._transaction() as db:
+            db.execute("INSERT INTO groups (run_id, grp, state, before_recorded, updated) VALUES (?,?,?,1,?)"
+                       " ON CONFLICT (run_id, grp) DO UPDATE SET attempts=attempts+1, updated=excluded.updated",
+                       (run_id, group, VERIFIED, now))
+            db.executemany(
+                "INSERT INTO partitions (run_id, grp, topic, part, planned_offset, zk_path, zk_version, layout,"
+                " plan_kafka_offset, before_kafka_offset, before_kafka_metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT (run_id, grp, topic, part) DO UPDATE SET planned_offset=excluded.planned_offset,"
+                " zk_version=excluded.zk_version",
+                ((run_id, group, p.topic, p.partition, p.offset, p.zk_path, p.zk_version, p.layout, p.kafka_offset,
+                  *(before or (None, None))) for p, before in mirrored))
+
     def set_run(self, run_id: str, state: str) -> None:
         with self._transaction() as db:
             db.execute("UPDATE runs SET state=?, updated=? WHERE run_id=?", (state, time.time(), run_id))

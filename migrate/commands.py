@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, NotImplementedYet, SandboxError
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, SandboxError
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 
@@ -337,7 +337,71 @@ def verify(settings: Settings) -> Result:
 
 
 def sync(settings: Settings) -> Result:
-    raise NotImplementedYet("sync")
+    """Follow ZooKeeper and mirror each offset change into Kafka until SIGINT/SIGTERM or --stop-after.
+
+    Without --execute it only says what it would commit. With it, the run is journaled
+    (kind sync) like migrate, so `status` shows it and `rollback` can undo it in Kafka.
+    """
+    import signal
+    import threading
+
+    from migrate.checkpoint import DONE, Journal
+    from migrate.kafka.client import open_admin
+    from migrate.kafka.retry import RetryPolicy
+    from migrate.kafka.writer import KafkaOffsetWriter
+    from migrate.sync import Follower
+    from migrate.zk.client import close, connect
+    from migrate.zk.scan import make_reader
+
+    settings.require("zookeeper")
+    settings.require("bootstrap_server")
+    run_id, state = new_run_id(), StateDir(settings.state_dir)
+    report = state.reports(run_id)
+    admin = open_admin(settings, in_flight=settings.parallelism + 4)
+    client = connect(settings)
+    journal = Journal.open(settings.state_dir) if settings.execute else None
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        if journal is not None:
+            record = {**_settings_record(settings), "no_zk_write": True}   # sync only reads ZooKeeper
+            journal.create_run(run_id, "sync", "", record, {}, report=str(report))
+        policy = RetryPolicy()
+
+        def kafka_groups() -> dict[str, str | None]:
+            return {g["group_id"]: g.get("group_state") for g in policy.call("list groups", admin.list_groups)}
+
+        follower = Follower(client, make_reader(client, settings), KafkaOffsetWriter(admin, policy, settings.parallelism),
+                            kafka_groups, journal, run_id, settings.metadata or f"zk2kafka sync {run_id}",
+                            settings.rescan_every, settings.renew_every, report / "sync-status.json")
+        if settings.stop_after:
+            timer = threading.Timer(settings.stop_after, stop.set)
+            timer.daemon = True   # never what keeps the process alive
+            timer.start()
+        log.info("sync %s: following %s%s into %s%s; stop with Ctrl-C or SIGTERM", run_id, settings.zookeeper,
+                 settings.zk_root, settings.bootstrap_server, "" if settings.execute else " (dry run: nothing is written)")
+        try:
+            status = follower.run(stop)
+        except KeyboardInterrupt:
+            status = follower.status
+        if journal is not None:
+            journal.set_run(run_id, DONE)
+    finally:
+        stop.set()
+        signal.signal(signal.SIGTERM, previous)
+        admin.close()
+        close(client)
+    data = {"run": run_id, "kind": "sync", "dry_run": not settings.execute, "report": str(report),
+            **status.to_json(follower.groups)}
+    stopped = data["groups_stopped"]
+    lines = [f"sync {run_id}: stopped after {time.time() - status.started:.0f}s; {status.offsets:,} offset change(s) "
+             f"mirrored in {status.commits:,} commit(s), {status.renewals:,} renewal(s)"
+             + ("" if settings.execute else " (dry run: nothing was written)"),
+             f"groups synced: {len(data['groups_synced'])}; ready to switch: {len(data['groups_ready'])}; "
+             f"stopped: {len(stopped)}"]
+    lines += [f"  stopped: {g}: {why}" for g, why in stopped.items()][:20]
+    lines.append(f"run={run_id} report={report}")
+    return Result("\n".join(lines), data)
 
 
 def rollback(settings: Settings, run_id: str) -> Result:
@@ -348,8 +412,8 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
     with Journal.open(settings.state_dir) as journal:
         original = journal.run(run_id)
-        if original is None or original.kind != "migrate":
-            raise MigrateError(f"no migrate run {run_id} in {journal.path}; `zk2kafka status` lists them")
+        if original is None or original.kind not in ("migrate", "sync"):
+            raise MigrateError(f"no migrate or sync run {run_id} in {journal.path}; `zk2kafka status` lists them")
         wrote_zk = not original.settings.get("no_zk_write")
         touched = [g.name for g in journal.groups(run_id) if g.before_recorded]
         offsets = sum(map(len, journal.partitions_of(run_id, touched).values()))

@@ -30,14 +30,6 @@ class ConfigError(MigrateError):
         self.line = line
 
 
-class NotImplementedYet(MigrateError):
-    """A command that is registered but not built yet; nothing pretends to work."""
-
-    def __init__(self, command: str):
-        super().__init__(f"not implemented yet: {command}")
-        self.command = command
-
-
 class SandboxError(MigrateError):
     """The local ZooKeeper + Kafka sandbox could not be fetched, started or reached."""
 

@@ -51,7 +51,7 @@ class Option:
     """One setting: its flag, environment variable, TOML key, type and help."""
 
     name: str
-    kind: str  # str | path | bool | int | regexes | choice | secret
+    kind: str  # str | path | bool | int | regexes | choice | secret | duration
     default: Any = None
     help: str = ""
     choices: tuple[str, ...] = ()
@@ -99,7 +99,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("layout", "choice", "standard", "offset layout in ZooKeeper: standard (/consumers/<g>/offsets/<t>/<p>, also Kafka 1.1.0's /offset/), storm (storm-kafka spout JSON under --zk-root), template (--path-template)", choices=("standard", "storm", "template"), commands=("scan",) + PLAN_COMMANDS),
     Option("path_template", "str", None, "a path template such as /myapp/{group}/{topic}/{partition} (implies --layout template)", commands=("scan",) + PLAN_COMMANDS, metavar="TEMPLATE"),
     Option("zk_readers", "int", 1, "ZooKeeper reader processes, each with its own session; groups are sharded over them", commands=("scan",) + PLAN_COMMANDS, metavar="N"),
-    Option("execute", "bool", False, "really write; without it the command is a dry run", commands=("migrate", "rollback")),
+    Option("execute", "bool", False, "really write; without it the command is a dry run", commands=("migrate", "rollback", "sync")),
     Option("resume", "str", None, "continue the interrupted run RUN_ID", commands=("migrate",), env=False, metavar="RUN_ID"),
     Option("on_conflict", "choice", "skip", "when Kafka already has a different offset", choices=("skip", "zk", "kafka", "max", "fail"), commands=PLAN_COMMANDS),
     Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log", choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS),
@@ -108,6 +108,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("zk_write_via", "choice", "zk", "how the ZooKeeper half is written: zk (kazoo, conditioned on the scanned znode versions) or broker (OffsetCommit v0; not available, see README)", choices=("zk", "broker"), commands=WRITE_COMMANDS),
     Option("parallelism", "int", 32, "Kafka commits in flight at once (groups are read and journaled in batches)",
            commands=WRITE_COMMANDS, metavar="N"),
+    Option("rescan_every", "duration", 30.0, "sync: full re-scan of ZooKeeper this often, catching what a watch "
+           "missed (e.g. 30s, 5m)", commands=("sync",), metavar="DURATION"),
+    Option("renew_every", "duration", None, "sync: re-commit unchanged offsets of groups with no Kafka members this "
+           "often, so they do not expire before consumers join (e.g. 6h)", commands=("sync",), metavar="DURATION"),
+    Option("stop_after", "duration", None, "sync: stop by itself after this long (default: until SIGINT or SIGTERM)",
+           commands=("sync",), metavar="DURATION"),
     Option("allow_live_zk_consumers", "bool", False, "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS),
 )
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
@@ -153,6 +159,9 @@ class Settings:
     layout: str = "standard"
     path_template: str | None = None
     zk_readers: int = 1
+    rescan_every: float = 30.0
+    renew_every: float | None = None
+    stop_after: float | None = None
     # Parsed from --command-config; secrets inside stay out of repr.
     kafka_client: ClientConfig | None = field(default=None, compare=False)
 
@@ -246,7 +255,7 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
             except re.error as e:
                 raise ConfigError(f"{where}: bad regular expression {pattern!r}: {e}") from None
         return tuple(items)
-    if opt.kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+    if opt.kind in ("int", "duration") and isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, (str, Path)):
         raise ConfigError(f"{where}: expected a string, got {type(value).__name__}")
@@ -257,11 +266,25 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
         return int(text)
     if opt.kind == "path":
         return Path(text).expanduser()
+    if opt.kind == "duration":
+        return parse_duration(text, where)
     if opt.kind == "secret":
         return Secret(text)
     if opt.kind == "choice" and text not in opt.choices:
         raise ConfigError(f"{where}: expected one of {', '.join(opt.choices)}, got {text!r}")
     return text
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, where: str = "duration") -> float:
+    """Seconds from `500ms`, `30s`, `5m`, `6h`, `1d` or a bare number of seconds; raises ConfigError."""
+    m = _DURATION.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise ConfigError(f"{where}: expected a duration like 30s, 5m, 6h or 1d, got {text!r}")
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
 _HOSTPORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9._-]+):\d{1,5}$")

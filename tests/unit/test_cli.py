@@ -11,7 +11,6 @@ from migrate import cli, commands
 from migrate.errors import BlockersFound, ConfigError
 
 DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "rollback", "status", "sandbox"}
-NOT_BUILT = [["sync"]]
 
 
 def test_every_command_of_the_design_is_registered():
@@ -27,13 +26,18 @@ def test_help_of_each_command_lists_its_options(command, capsys):
     if command == "migrate":
         for flag in ("--execute", "--resume", "--on-conflict", "--out-of-range", "--metadata", "--no-zk-write"):
             assert flag in out
+    if command == "sync":
+        for flag in ("--execute", "--rescan-every", "--renew-every", "--stop-after"):
+            assert flag in out
     assert "ZK2KAFKA_ZOOKEEPER" in out
 
 
-@pytest.mark.parametrize("argv", NOT_BUILT, ids=lambda a: a[0])
-def test_commands_not_built_say_so_and_exit_1(argv, capsys, tmp_path):
-    assert cli.main([*argv, "--state-dir", str(tmp_path)]) == 1
-    assert capsys.readouterr().err.strip() == f"zk2kafka: error: not implemented yet: {argv[0]}"
+def test_sync_needs_both_stores_and_takes_durations(capsys, tmp_path):
+    assert cli.main(["sync", "--state-dir", str(tmp_path)]) == 2
+    assert "--zookeeper is required" in capsys.readouterr().err
+    assert cli.main(["sync", "--zookeeper", "127.0.0.1:1", "--bootstrap-server", "127.0.0.1:1",
+                     "--renew-every", "soon", "--state-dir", str(tmp_path)]) == 2
+    assert "expected a duration like 30s, 5m, 6h or 1d, got 'soon'" in capsys.readouterr().err
 
 
 def test_missing_required_option_names_flag_and_variable(capsys, tmp_path):

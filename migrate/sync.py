@@ -1,0 +1,297 @@
+"""Follow mode for a rolling cutover: mirror each ZooKeeper offset change into Kafka while old consumers run.
+
+Every offset znode of the selected groups carries a kazoo watch (one-shot, re-armed
+each time the group is read again), as does each group's `ids/`. A watch marks its
+group dirty; dirty groups are read again, batched, within `tick` seconds and their
+changed offsets committed to Kafka, one OffsetCommit per group. A full re-scan every
+`--rescan-every` catches what a watch missed (new partitions, new groups, a lost
+session) and notices groups that gained live Kafka members; `--renew-every`
+re-commits the unchanged offsets of groups nobody consumes in Kafka yet, so they do
+not expire. A group whose Kafka group gained members is left alone from then on; a
+group whose old consumers all left `ids/` is reported ready to switch. Both are said
+once. ZooKeeper is only read: it is the source.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka.errors import KafkaError
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+
+from migrate import checkpoint as j
+from migrate.errors import ZkUnavailable
+from migrate.kafka.snapshot import IDLE_STATES
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
+from migrate.zk.reader import ZkOffsetReader
+
+log = logging.getLogger(__name__)
+Key = tuple[str, int]
+
+
+@dataclass
+class GroupState:
+    """What sync knows of one group."""
+
+    offsets: dict[Key, tuple[int, str, int | None, str]] = field(default_factory=dict)  # offset, path, version, layout
+    mirrored: dict[Key, int] = field(default_factory=dict)   # what this run last committed
+    old_consumers: int | None = None
+    stopped: str | None = None            # why it is no longer synced
+    ready: bool = False                   # old consumers gone and every offset mirrored: reported once
+    last_commit: float = 0.0
+
+
+@dataclass
+class SyncStatus:
+    """The live figures, logged every interval and written to sync-status.json."""
+
+    started: float = field(default_factory=time.time)
+    commits: int = 0                      # OffsetCommits sent (changes and renewals)
+    offsets: int = 0                      # offsets changed and mirrored
+    renewals: int = 0
+    rescans: int = 0
+    last_change: str | None = None
+    last_change_at: float | None = None
+    errors: int = 0
+
+    def line(self, groups: dict[str, GroupState]) -> str:
+        synced = sum(1 for g in groups.values() if g.stopped is None)
+        stopped = {name: g.stopped for name, g in groups.items() if g.stopped}
+        ago = f"{time.time() - self.last_change_at:.0f}s ago ({self.last_change})" if self.last_change_at else "none yet"
+        text = (f"sync: {synced} group(s) synced, {self.offsets:,} offset change(s) mirrored in {self.commits:,} "
+                f"commit(s), {self.renewals:,} renewal(s); last change {ago}; stopped {len(stopped)}")
+        return text + (": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:5]) if stopped else "")
+
+    def to_json(self, groups: dict[str, GroupState]) -> dict[str, Any]:
+        return {"started": _iso(self.started), "updated": _iso(time.time()), "commits": self.commits,
+                "offsets_mirrored": self.offsets, "renewals": self.renewals, "rescans": self.rescans,
+                "errors": self.errors, "last_change": self.last_change,
+                "last_change_at": _iso(self.last_change_at) if self.last_change_at else None,
+                "groups_synced": sorted(g for g, s in groups.items() if s.stopped is None),
+                "groups_ready": sorted(g for g, s in groups.items() if s.ready),
+                "groups_stopped": {g: s.stopped for g, s in sorted(groups.items()) if s.stopped}}
+
+
+class Follower:
+    """Mirrors the selected groups' ZooKeeper offsets into Kafka until `stop` is set."""
+
+    def __init__(self, client: KazooClient, reader: ZkOffsetReader, kafka: KafkaOffsetWriter, list_groups: Callable,
+                 journal: j.Journal | None, run_id: str, metadata: str, rescan_every: float,
+                 renew_every: float | None, status_file: Path | None = None, status_every: float = 10.0,
+                 tick: float = 0.5):
+        self.client, self.reader, self.kafka = client, reader, kafka
+        self.list_groups = list_groups          # () -> {group: Kafka group state}
+        self.journal, self.run_id, self.metadata = journal, run_id, metadata
+        self.rescan_every, self.renew_every = rescan_every, renew_every
+        self.status_file, self.status_every, self.tick = status_file, status_every, tick
+        self.groups: dict[str, GroupState] = {}
+        self.status = SyncStatus()
+        self._dirty: set[str] = set()
+        self._watchers: dict[str, Callable] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+
+    @property
+    def execute(self) -> bool:
+        return self.journal is not None   # a dry run journals nothing and commits nothing
+
+    def run(self, stop: threading.Event) -> SyncStatus:
+        next_rescan = next_status = 0.0
+        while not stop.is_set():
+            now = time.monotonic()
+            try:
+                if now >= next_rescan:
+                    self.rescan()
+                    next_rescan = now + self.rescan_every
+                with self._lock:
+                    dirty, self._dirty = self._dirty, set()
+                if dirty:
+                    self.sync(sorted(dirty))
+                if self.renew_every:
+                    self.renew()
+            except (KafkaError, KazooException, OSError, ZkUnavailable) as exc:
+                # A store away for longer than the retries: say so and go on; the next re-scan catches up.
+                self.status.errors += 1
+                log.warning("sync: %s: %s; trying again at the next re-scan", type(exc).__name__, exc)
+                next_rescan = min(next_rescan, now + 5.0)
+            if now >= next_status:
+                self.report()
+                next_status = now + self.status_every
+            self._wake.wait(self.tick)
+            self._wake.clear()
+        self.report()
+        return self.status
+
+    # -- reading and watching ----------------------------------------------------------------------------------
+
+    def rescan(self) -> None:
+        """Every selected group read again, watches re-armed, Kafka membership checked."""
+        names = self.reader.groups()
+        for name in names:
+            self.groups.setdefault(name, GroupState())
+        states = self.list_groups()
+        for name in names:
+            state = states.get(name)
+            if state is not None and state not in IDLE_STATES:
+                self._stop(name, f"Kafka group is {state}: consumers joined in Kafka")
+        self.status.rescans += 1
+        self.sync([n for n in names if self.groups[n].stopped is None])
+
+    def sync(self, names: list[str], renew: frozenset[str] = frozenset()) -> None:
+        """Read `names` from ZooKeeper (re-arming their watches) and commit what changed; renew those in `renew`."""
+        names = [n for n in names if self.groups.setdefault(n, GroupState()).stopped is None]
+        if not names:
+            return
+        seen: dict[str, dict] = {n: {} for n in names}
+        consumers: dict[str, int] = {}
+        for batch in self.reader.batches(names):
+            for row in batch.to_pylist():
+                consumers[row["group"]] = row["zk_consumers"] or 0
+                if row["status"] == "OK" and row["partition"] is not None:
+                    seen[row["group"]][(row["topic"], row["partition"])] = (
+                        row["offset"], row["path"], row["version"], row["layout"])
+        self._watch(names, seen)
+        committed = self.kafka.committed_many(names)
+        changes: dict[str, dict[Key, int]] = {}
+        renewals: dict[str, dict[Key, int]] = {}
+        for name in names:
+            group = self.groups[name]
+            group.offsets = seen[name]
+            group.old_consumers = consumers.get(name, 0)
+            now = committed[name]
+            if isinstance(now, Exception):
+                self._stop(name, f"Kafka refused to show its offsets: {now.reason}")
+                continue
+            held = {k: v[0] for k, v in now.items()}
+            # Kafka moved away from what sync wrote: another committer (a new consumer) took over.
+            # Writing ZooKeeper's older value back would rewind it, so the group is left alone.
+            moved = [f"{t}-{p}" for (t, p), o in group.mirrored.items() if held.get((t, p)) != o]
+            if moved:
+                self._stop(name, f"Kafka offsets moved since sync wrote them ({', '.join(moved[:3])}): "
+                                 "another committer, e.g. a new consumer, took over")
+                continue
+            changed = {k: o for k, (o, *_) in group.offsets.items() if held.get(k) != o}
+            if changed:
+                changes[name] = changed
+            elif name in renew and group.offsets:
+                renewals[name] = {k: o for k, (o, *_) in group.offsets.items()}
+            else:
+                group.mirrored.update({k: o for k, (o, *_) in group.offsets.items()})
+        self._commit(changes, committed, renewal=False)
+        self._commit(renewals, committed, renewal=True)
+        for name in names:
+            group = self.groups[name]
+            if group.stopped is None and not group.ready and group.old_consumers == 0 and name not in changes \
+                    and group.offsets:
+                group.ready = True
+                log.warning("sync: group %s: no old consumer left in ZooKeeper ids/ and every offset is in Kafka; "
+                            "ready to start its new consumers", name)
+
+    def _watch(self, names: list[str], seen: dict[str, dict]) -> None:
+        """One-shot watches on every offset znode and on ids/; a znode that moved since the read is dirty at once."""
+        pending = []
+        for name in names:
+            for offset, path, version, _ in seen[name].values():
+                pending.append((name, version, self.client.exists_async(path, watch=self._watcher(name))))
+            ids = f"{self.reader.root}/{name}/ids"
+            pending.append((name, None, self.client.exists_async(ids, watch=self._watcher(name))))
+            pending.append((name, None, self.client.get_children_async(ids, watch=self._watcher(name))))
+        for name, version, answer in pending:
+            try:
+                stat = answer.get(timeout=30)
+            except KazooException:
+                continue   # ids/ absent (the exists watch covers its creation) or the session is gone (re-scan)
+            if version is not None and (stat is None or stat.version != version):
+                self._mark(name)
+
+    def _watcher(self, name: str) -> Callable:
+        # One function per group: kazoo keeps a path's watchers in a set, so re-arming adds none.
+        if name not in self._watchers:
+            self._watchers[name] = lambda event: self._mark(name)
+        return self._watchers[name]
+
+    def _mark(self, name: str) -> None:
+        with self._lock:
+            self._dirty.add(name)
+        self._wake.set()
+
+    # -- writing -----------------------------------------------------------------------------------------------
+
+    def renew(self) -> None:
+        """Re-commit the unchanged offsets of groups whose last commit is older than --renew-every."""
+        due = time.time() - self.renew_every
+        todo = [n for n, g in self.groups.items() if g.stopped is None and g.offsets and g.last_commit < due]
+        if todo:
+            self.sync(todo, renew=frozenset(todo))
+
+    def _commit(self, commits: dict[str, dict[Key, int]], before: dict, renewal: bool) -> None:
+        if not commits:
+            return
+        if not self.execute:
+            for name, offsets in commits.items():
+                log.warning("sync (dry run): would commit %s for group %s", _show(offsets), name)
+                self.groups[name].mirrored.update(offsets)
+            return
+        results = self.kafka.commit_many(commits, self.metadata)
+        now = time.time()
+        for name, error in results.items():
+            group = self.groups[name]
+            if isinstance(error, GroupRejected):
+                self._stop(name, f"Kafka refused the commit: {error.reason}")
+                continue
+            if error is not None:
+                self.status.errors += 1
+                log.warning("sync: group %s: %s: %s; trying again", name, type(error).__name__, error)
+                self._mark(name)
+                continue
+            offsets = commits[name]
+            group.mirrored.update(offsets)
+            group.last_commit = now
+            self.status.commits += 1
+            held = before.get(name) if isinstance(before.get(name), dict) else {}
+            self.journal.record_mirrored(self.run_id, name, [
+                (self._planned(group, key, offset, held.get(key)), held.get(key)) for key, offset in offsets.items()])
+            if renewal:
+                self.status.renewals += 1
+                continue
+            self.status.offsets += len(offsets)
+            self.status.last_change, self.status.last_change_at = f"{name} {_show(offsets)}", now
+            log.info("sync: group %s: committed %s", name, _show(offsets))
+
+    @staticmethod
+    def _planned(group: GroupState, key: Key, offset: int, before: tuple[int, str] | None) -> j.Planned:
+        _, path, version, layout = group.offsets.get(key, (None, "", None, "standard"))
+        return j.Planned(key[0], key[1], offset, path, version, layout, before[0] if before else None)
+
+    def _stop(self, name: str, why: str) -> None:
+        group = self.groups.setdefault(name, GroupState())
+        if group.stopped is not None:
+            return
+        group.stopped = why
+        log.warning("sync: group %s is no longer synced: %s", name, why)
+        if self.execute:
+            self.journal.set_groups(self.run_id, {name: (j.SKIPPED, why, None)})
+
+    def report(self) -> None:
+        log.info(self.status.line(self.groups))
+        if self.status_file is not None:
+            tmp = self.status_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.status.to_json(self.groups), indent=2) + "\n")
+            tmp.replace(self.status_file)
+
+
+def _show(offsets: dict[Key, int], most: int = 3) -> str:
+    shown = ", ".join(f"{t}-{p} -> {o}" for (t, p), o in sorted(offsets.items())[:most])
+    return shown + (f" (+{len(offsets) - most} more)" if len(offsets) > most else "")
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

@@ -1,0 +1,190 @@
+"""`zk2kafka sync` under running old-style consumers, switched one group at a time to kafka-python consumers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from migrate.checkpoint import Journal
+from seeding import kafka_offsets, make_topic, put
+
+HERE = Path(__file__).parent
+COMMIT_INTERVAL = 1.0   # the old consumers' auto-commit interval, seconds
+
+
+def wait_for(what: str, check, timeout: float = 30.0, every: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+class Producer(threading.Thread):
+    """Keeps real messages flowing into every partition until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        super().__init__(daemon=True)
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+        self.topic, self.partitions = topic, partitions
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        n = 0
+        while not self.halt.is_set():
+            for p in range(self.partitions):
+                self.producer.send(self.topic, f"m{n}".encode(), partition=p)
+            n += 1
+            time.sleep(0.02)
+        self.producer.flush()
+        self.producer.close()
+
+
+class NewConsumer(threading.Thread):
+    """The replacement: a kafka-python group member with auto-commit, logging what it processed."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str):
+        super().__init__(daemon=True)
+        self.consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=True,
+                                      auto_commit_interval_ms=int(COMMIT_INTERVAL * 1000),
+                                      auto_offset_reset="earliest")   # a missing offset would show as reprocessing
+        self.seen: list[tuple[int, int]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            for tp, records in self.consumer.poll(timeout_ms=200).items():
+                self.seen.extend((tp.partition, r.offset) for r in records)
+        self.consumer.close()   # commits what it processed
+
+
+def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, zk, zk_chroot, kafka_admin,
+                                                                       prefix, tmp_path):
+    topic, partitions = f"{prefix}events", 2
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, partitions, 100)
+    groups = [f"{prefix}app{i}" for i in range(2)]
+    idle = f"{prefix}idle"   # no consumer at all: only --renew-every touches it
+    put(zk, f"/consumers/{idle}/offsets/{topic}/0", b"7")
+    producer = Producer(cluster.bootstrap_server, topic, partitions)
+    producer.start()
+
+    logs = {g: tmp_path / f"{g}.log" for g in groups}
+    old = {g: subprocess.Popen([sys.executable, str(HERE / "old_consumer.py"), "--zookeeper", zk_chroot,
+                                "--bootstrap-server", cluster.bootstrap_server, "--group", g, "--topic", topic,
+                                "--log", str(logs[g]), "--commit-interval", str(COMMIT_INTERVAL)])
+           for g in groups}
+    state = tmp_path / "state"
+    sync_log = open(tmp_path / "sync.log", "w")
+    sync = subprocess.Popen([sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot,
+                             "--bootstrap-server", cluster.bootstrap_server, "--group", f"^{prefix}",
+                             "--state-dir", str(state), "--rescan-every", "2s", "--renew-every", "3s",
+                             "--stop-after", "300s", "--json"],
+                            stdout=subprocess.PIPE, stderr=sync_log, text=True, cwd=HERE.parents[1],
+                            env={**os.environ, "PYTHONPATH": str(HERE.parents[1])})
+    new: dict[str, NewConsumer] = {}
+    try:
+        # While the old consumers run, Kafka follows their ZooKeeper commits within seconds.
+        def zk_offsets(group):
+            return {(topic, p): int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0]) for p in range(partitions)}
+
+        for g in groups:
+            wait_for(f"old consumer of {g} to commit", lambda g=g: zk.exists(f"/consumers/{g}/offsets/{topic}/1"))
+        time.sleep(2 * COMMIT_INTERVAL)
+        target = zk_offsets(groups[0])
+        mirrored_at = wait_for("sync to mirror a change", lambda: all(
+            kafka_offsets(kafka_admin, [groups[0]])[groups[0]].get(k, (-1,))[0] >= o for k, o in target.items())
+            and time.monotonic(), timeout=10)
+        assert mirrored_at
+
+        status_file = wait_for("sync's live status", lambda: next(state.glob("reports/*/sync-status.json"), None))
+        for g in groups:
+            # The runbook's switch: stop the old consumer (a last commit), wait until sync says the group
+            # is ready (ids/ empty, every offset in Kafka), then start the new consumer.
+            old[g].send_signal(signal.SIGTERM)
+            assert old[g].wait(timeout=30) == 0
+            final = zk_offsets(g)
+            wait_for(f"{g} ready in sync's status", lambda g=g: g in json.loads(status_file.read_text())["groups_ready"],
+                     timeout=20)
+            assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [g])[g].items()} == final
+            new[g] = NewConsumer(cluster.bootstrap_server, topic, g)
+            new[g].start()
+
+        # Each group that gained Kafka members is left alone from then on, and said so.
+        wait_for("sync to stop both switched groups", lambda: set(groups) <= set(
+            json.loads(status_file.read_text())["groups_stopped"]), timeout=30)
+        producer.halt.set()
+        producer.join(timeout=30)
+        end = KafkaConsumer(bootstrap_servers=cluster.bootstrap_server).end_offsets(
+            [TopicPartition(topic, p) for p in range(partitions)])
+        for g in groups:
+            wait_for(f"{g}'s new consumer to reach the log end", lambda g=g: all(
+                (tp.partition, o - 1) in set(new[g].seen) for tp, o in end.items()), timeout=60)
+    finally:
+        for c in new.values():
+            c.halt.set()
+            c.join(timeout=30)
+        producer.halt.set()
+        for p in old.values():
+            if p.poll() is None:
+                p.kill()
+        sync.send_signal(signal.SIGTERM)
+        out, _ = sync.communicate(timeout=60)
+        sync_log.close()
+
+    # SIGTERM stops sync cleanly, and the run is in the journal.
+    assert sync.returncode == 0, (tmp_path / "sync.log").read_text()[-3000:]
+    result = json.loads(out)
+    assert set(groups) <= set(result["groups_stopped"]) and result["offsets_mirrored"] > 0
+    assert all("Kafka" in result["groups_stopped"][g] for g in groups)
+    assert result["renewals"] > 0 and idle in result["groups_synced"]   # the idle group was kept alive
+    with Journal.open(state) as journal:
+        (run,) = journal.runs()
+        assert run.kind == "sync" and run.state == "done" and run.groups["skipped"] == 2
+
+    # Rollback of a sync run puts back what Kafka held before sync committed, where nobody moved on since:
+    # the idle group had nothing; the switched groups belong to their new consumers now.
+    rollback = subprocess.run([sys.executable, "-m", "migrate", "rollback", run.run_id, "--execute", "--bootstrap-server",
+                               cluster.bootstrap_server, "--state-dir", str(state), "--json", "-q"],
+                              capture_output=True, text=True, cwd=HERE.parents[1], timeout=120)
+    rolled = json.loads(rollback.stdout)
+    assert rollback.returncode == 1 and set(rolled["failed"]) == set(groups), rollback.stderr
+    assert all("moved" in why for why in rolled["failed"].values())
+    assert kafka_offsets(kafka_admin, [idle])[idle] == {}
+
+    # No message skipped; reprocessing at most one commit interval per partition.
+    for g in groups:
+        lines = [line.split() for line in logs[g].read_text().splitlines()]
+        by_old = Counter((int(p), int(o)) for kind, p, o in lines if kind == "msg")
+        by_new = Counter(new[g].seen)
+        for tp, o in end.items():
+            p = tp.partition
+            done = {off for (q, off) in list(by_old) + list(by_new) if q == p}
+            assert done >= set(range(0, o)), f"{g} partition {p}: skipped {sorted(set(range(o)) - done)[:10]}"
+            again = sum(1 for (q, off) in by_new if q == p and (q, off) in by_old)
+            bound = _most_per_commit_interval(lines, p)
+            print(f"{g} partition {p}: {o} messages, {again} processed twice (bound {bound})")
+            assert again <= bound, (g, p, again)
+
+
+def _most_per_commit_interval(lines: list[list[str]], partition: int) -> int:
+    """The most messages of `partition` the old consumer processed between two of its commits."""
+    most = run = 0
+    for kind, p, _ in lines:
+        if int(p) != partition:
+            continue
+        if kind == "msg":
+            run += 1
+        else:
+            most, run = max(most, run), 0
+    return max(most, run)
