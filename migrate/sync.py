@@ -96,6 +96,7 @@ class Follower:
         self.status = SyncStatus()
         self._dirty: set[str] = set()
         self._watchers: dict[str, Callable] = {}
+        self._changed = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
 
@@ -121,10 +122,12 @@ class Follower:
                 # A store away for longer than the retries: say so and go on; the next re-scan catches up.
                 self.status.errors += 1
                 log.warning("sync: %s: %s; trying again at the next re-scan", type(exc).__name__, exc)
-                next_rescan = min(next_rescan, now + 5.0)
+                next_rescan = now + 5.0 if next_rescan <= now else min(next_rescan, now + 5.0)
             if now >= next_status:
                 self.report()
                 next_status = now + self.status_every
+            elif self._changed:
+                self._write_status()   # a group ready or stopped shows in the file at once
             self._wake.wait(self.tick)
             self._wake.clear()
         self.report()
@@ -192,6 +195,7 @@ class Follower:
             if group.stopped is None and not group.ready and group.old_consumers == 0 and name not in changes \
                     and group.offsets:
                 group.ready = True
+                self._changed = True
                 log.warning("sync: group %s: no old consumer left in ZooKeeper ids/ and every offset is in Kafka; "
                             "ready to start its new consumers", name)
 
@@ -276,12 +280,17 @@ class Follower:
         if group.stopped is not None:
             return
         group.stopped = why
+        self._changed = True
         log.warning("sync: group %s is no longer synced: %s", name, why)
         if self.execute:
             self.journal.set_groups(self.run_id, {name: (j.SKIPPED, why, None)})
 
     def report(self) -> None:
         log.info(self.status.line(self.groups))
+        self._write_status()
+
+    def _write_status(self) -> None:
+        self._changed = False
         if self.status_file is not None:
             tmp = self.status_file.with_suffix(".tmp")
             tmp.write_text(json.dumps(self.status.to_json(self.groups), indent=2) + "\n")
