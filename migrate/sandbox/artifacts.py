@@ -38,6 +38,12 @@ BUNDLE_ROOTS: dict[str, list[str]] = {
         "org.apache.kafka:kafka-tools:3.9.2",
         "org.slf4j:slf4j-reload4j:1.7.36",  # reload4j is compile-only in Kafka 3.x
     ],
+    # The old high-level consumer (ZookeeperConsumerConnector, offsets in ZooKeeper) and its console
+    # tool, for the rolling-cutover test: the real thing the migration moves away from.
+    "old-consumer-0.10": [
+        "org.apache.kafka:kafka_2.11:0.10.2.2",
+        "org.slf4j:slf4j-log4j12:1.7.21",
+    ],
     # A KRaft-only 4.x broker, the target of a move to a new cluster.
     "kafka-4": [
         "org.apache.kafka:kafka_2.13:4.1.2",
