@@ -11,6 +11,7 @@ import time
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import NodeNotReadyError
 from kafka.structs import OffsetAndMetadata
 
 from migrate import cli
@@ -247,7 +248,16 @@ def test_a_broker_restart_mid_run_is_survived(tmp_path_factory, tmp_path, capsys
         assert code == 0, (done.get("failed"), done.get("state"))
         assert done["groups"]["verified"] == 8 and not done["failed"]
         assert "kafka" in {s.name for s in own.servers} and broker.alive()
-        in_kafka = kafka_offsets(admin, groups)
+        # The test's own client lived through the restart too: let it reconnect before reading back.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                in_kafka = kafka_offsets(admin, groups)
+                break
+            except NodeNotReadyError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
         assert all(in_kafka[g][("orders", p)][0] == i + p for i, g in enumerate(groups) for p in range(4))
     finally:
         zk.stop()
