@@ -270,7 +270,11 @@ class Journal:
     def _run(self, row: tuple) -> Run:
         run_id = row[0]
         counts = dict(self._select("SELECT state, count(*) FROM groups WHERE run_id=? GROUP BY state", run_id))
-        offsets = self._select("SELECT count(*) FROM partitions WHERE run_id=?", run_id)[0][0]
+        if row[6]:   # a rollback journals no offsets of its own: it restores those of the run it undoes
+            offsets = self._select("SELECT count(*) FROM partitions p JOIN groups g ON g.run_id=? AND g.grp=p.grp"
+                                   " WHERE p.run_id=?", run_id, row[6])[0][0]
+        else:
+            offsets = self._select("SELECT count(*) FROM partitions WHERE run_id=?", run_id)[0][0]
         return Run(run_id, row[1], row[2], row[3], json.loads(row[4]), row[5], row[6], row[7], row[8], row[9],
                    {s: counts.get(s, 0) for s in GROUP_STATES}, offsets)
 

@@ -202,7 +202,7 @@ def test_rollback_restores_both_stores_exactly(cluster, zk, zk_chroot, kafka_adm
     assert code == 0 and rolled["state"] == "done" and rolled["rolls_back"] == done["run"]
     assert (zk_tree(zk), kafka_offsets(kafka_admin, everyone)) == before   # values and metadata, byte for byte
     code, status = zk2kafka("status", "--state-dir", str(tmp_path), capsys=capsys)
-    assert [r["kind"] for r in status["runs"]] == ["migrate", "rollback"]
+    assert [(r["kind"], r["offsets"]) for r in status["runs"]] == [("migrate", 10), ("rollback", 10)]
     assert cli.main(["rollback", done["run"], *conn, "--execute", "-q"]) == 1   # once is enough
     assert f"already rolled back by {rolled['run']}" in capsys.readouterr().err
 
