@@ -43,7 +43,10 @@ def parse_decimal(raw: bytes, semantics: str = "next") -> Parsed:
     if not value:
         return Parsed(None, MALFORMED, "empty value")
     if _DECIMAL.fullmatch(value):
-        return _checked(int(value), semantics)
+        digits = value.lstrip(b"0") or b"0"
+        if len(digits) > 19:   # past int64 for sure, and int() refuses over 4,300 digits
+            return Parsed(None, MALFORMED, "offset past 2^63-1")
+        return _checked(int(digits), semantics)
     if _SIGNED.fullmatch(value):
         kind = "negative offset" if value.startswith(b"-") else "explicitly signed value"
         return Parsed(None, MALFORMED, f"{kind} {value.decode()}")

@@ -69,3 +69,8 @@ def test_raw_values_are_shown_safely():
     assert show_raw(b"\x1b[31mred") == "\\x1b[31mred"
     long = show_raw(b"9" * 1000)
     assert len(long) < 250 and long.endswith("(1000 bytes)")
+
+
+def test_a_huge_decimal_is_malformed_not_a_crash():
+    assert parse_decimal(b"7" * 5000) == Parsed(None, MALFORMED, "offset past 2^63-1")
+    assert parse_decimal(b"0" * 5000 + b"42").offset == 42
