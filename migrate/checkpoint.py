@@ -101,7 +101,7 @@ class Run:
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run_id, "kind": self.kind, "state": self.state, "plan_hash": self.plan_hash,
                 "settings_digest": self.settings_digest, "rolls_back": self.rolls_back, "report": self.report,
-                "created": _iso(self.created), "updated": _iso(self.updated), "groups": self.groups,
+                "created": iso(self.created), "updated": iso(self.updated), "groups": self.groups,
                 "offsets": self.offsets}
 
 
@@ -308,5 +308,6 @@ def _chunks(names: list[str], size: int = 500) -> list[list[str]]:
     return [names[i:i + size] for i in range(0, len(names), size)]
 
 
-def _iso(ts: float) -> str:
+def iso(ts: float) -> str:
+    """A Unix time as the UTC timestamp every file and JSON output of zk2kafka uses."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

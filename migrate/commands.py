@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from migrate.checkpoint import iso
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, SandboxError
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
@@ -62,17 +63,13 @@ def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
     snapshot = state.zk_snapshot(run)
     stats = scan_to_parquet(settings, snapshot, {
         "run": run, "source": source, "layout": settings.layout, "semantics": settings.offset_semantics,
-        "started": _iso(started)})
+        "started": iso(started)})
     return {
         "run": run, "command": "scan", "source": source, "snapshot": str(snapshot),
         "groups": len(stats.groups), "offsets": stats.offsets, "counts": dict(sorted(stats.statuses.items())),
         "layouts": dict(sorted(stats.layouts.items())), "groups_with_live_zk_consumers": sorted(stats.live_groups),
-        "started": _iso(started), "seconds": round(time.time() - started, 3), "retried_reads": stats.retries,
+        "started": iso(started), "seconds": round(time.time() - started, 3), "retried_reads": stats.retries,
     }
-
-
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def diff(settings: Settings) -> Result:
@@ -391,6 +388,8 @@ def sync(settings: Settings) -> Result:
         signal.signal(signal.SIGTERM, previous)
         admin.close()
         close(client)
+        if journal is not None:
+            journal.close()
     data = {"run": run_id, "kind": "sync", "dry_run": not settings.execute, "report": str(report),
             **status.to_json(follower.groups)}
     stopped = data["groups_stopped"]

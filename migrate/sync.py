@@ -71,10 +71,10 @@ class SyncStatus:
         return text + (": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:5]) if stopped else "")
 
     def to_json(self, groups: dict[str, GroupState]) -> dict[str, Any]:
-        return {"started": _iso(self.started), "updated": _iso(time.time()), "commits": self.commits,
+        return {"started": j.iso(self.started), "updated": j.iso(time.time()), "commits": self.commits,
                 "offsets_mirrored": self.offsets, "renewals": self.renewals, "rescans": self.rescans,
                 "errors": self.errors, "last_change": self.last_change,
-                "last_change_at": _iso(self.last_change_at) if self.last_change_at else None,
+                "last_change_at": j.iso(self.last_change_at) if self.last_change_at else None,
                 "groups_synced": sorted(g for g, s in groups.items() if s.stopped is None),
                 "groups_ready": sorted(g for g, s in groups.items() if s.ready),
                 "groups_stopped": {g: s.stopped for g, s in sorted(groups.items()) if s.stopped}}
@@ -300,7 +300,3 @@ class Follower:
 def _show(offsets: dict[Key, int], most: int = 3) -> str:
     shown = ", ".join(f"{t}-{p} -> {o}" for (t, p), o in sorted(offsets.items())[:most])
     return shown + (f" (+{len(offsets) - most} more)" if len(offsets) > most else "")
-
-
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
