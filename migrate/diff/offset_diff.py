@@ -49,7 +49,8 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
         "group", "topic", "partition", F.col("committed_offset").alias("kafka_offset"),
         F.col("metadata").alias("kafka_metadata"))
     # KAFKA_ONLY is about groups found in ZooKeeper only: Kafka's other groups are not ours to report.
-    committed = committed.join(zk_rows.select("group").distinct(), "group", "left_semi")
+    # zk's groups are zk_rows' groups; taken from zk, the dedupe window is not computed twice.
+    committed = committed.join(zk.select("group").distinct(), "group", "left_semi")
     partitions = kafka.filter(F.col("kind") == PARTITION).select(
         "topic", "partition", "log_start", "log_end", F.col("error").alias("partition_error"),
         F.lit(True).alias("_in_kafka"))
