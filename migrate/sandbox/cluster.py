@@ -229,8 +229,8 @@ class LocalCluster:
     """ZooKeeper + a ZooKeeper-mode Kafka 3.9 broker (+ optional KRaft Kafka 4) as local JVMs under `home`."""
 
     def __init__(self, home: Path, cache_dir: Path, *, kraft: bool = False, attached: bool = True,
-                 offsets_partitions: int = 10, zk_heap: str = "512m"):
-        self.zk_heap = zk_heap
+                 offsets_partitions: int = 10, zk_heap: str = "512m", broker_heap: str = "512m"):
+        self.zk_heap, self.broker_heap = zk_heap, broker_heap  # brokers hold every committed offset in heap
         self.home = Path(home).resolve()  # the JVMs run in their own directories: relative paths would break
         self.cache_dir = Path(cache_dir).resolve()
         self.kraft = kraft
@@ -276,7 +276,7 @@ class LocalCluster:
         broker = self._server("kafka", jars39, "kafka.Kafka", "server.properties", {
             "broker.id": 0, "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
             "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common("kafka"),
-        })
+        }, heap=self.broker_heap)
         kraft_bootstrap = self._start_kraft(timeout) if self.kraft else None
         bootstrap = f"127.0.0.1:{broker_port}"
         _wait("Kafka (ZooKeeper mode)", broker, lambda: kafka_ready(bootstrap), timeout)

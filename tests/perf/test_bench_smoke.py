@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import bench_diff  # noqa: E402
 import bench_migrate  # noqa: E402
+import bench_scale  # noqa: E402
 import bench_scan  # noqa: E402
 
 from migrate.diff import schema as s  # noqa: E402
@@ -60,3 +61,30 @@ def test_migrate_benchmark_commits_and_verifies(cluster, zk_chroot, kafka_admin,
         assert {tp: om.offset for tp, om in committed.items()} == layout.offsets(i)
     assert json.loads(out.read_text()) == figures
     assert "| vs tool | vs naive | verified |" in capsys.readouterr().out
+
+
+def _scale_checks(figures: dict, offsets: int) -> None:
+    scan, diff, migrate, verify = figures["steps"]
+    assert figures["ok"] and figures["offsets"] == offsets
+    assert [r["exit_code"] for r in figures["steps"]] == [0, 0, 0, 0]
+    assert migrate["written"] == offsets and migrate["state"] == "done" and verify["verified"]
+    assert diff["jvm_peak_mib"] > 0 and migrate["python_peak_mib"] > 0
+
+
+def test_scale_benchmark_runs_every_step(cluster, zk_chroot, tmp_path, capsys):
+    out = tmp_path / "scale.json"
+    figures = bench_scale.main(["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server,
+                                "--groups", "30", "--partitions", "4", "--topics", "2", "--json", str(out)])
+    _scale_checks(figures, 120)
+    assert json.loads(out.read_text()) == figures
+    assert "| `zk2kafka verify` |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_million_offsets_end_to_end_in_flat_memory():
+    """The README's scale figures: `make test-long` (or `python tests/perf/bench_scale.py`) on its own sandbox."""
+    figures = bench_scale.main([])
+    _scale_checks(figures, 1_000_000)
+    migrate = figures["steps"][2]
+    # The writer holds a batch of groups at a time, not the run: its memory must not grow with the offsets.
+    assert migrate["python_write_peak_mib"] - migrate["python_at_write_start_mib"] < 200, migrate
