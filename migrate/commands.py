@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -270,35 +272,87 @@ def _writers(settings: Settings, zk: bool):
 
 def _journal_plan(plan: Plan):
     """The plan's commit rows per group for the journal, and the groups left with nothing to commit (and why)."""
-    import pyarrow.compute as pc
-
-    from migrate.checkpoint import Planned
-    from migrate.diff.schema import COMMIT
-
-    commits = plan.table.filter(pc.equal(plan.table.column("action"), COMMIT))
-    groups: dict[str, list] = {}
-    for r in commits.select(["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout",
-                             "kafka_offset"]).to_pylist():
-        groups.setdefault(r["group"], []).append(
-            Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"], r["zk_version"], r["layout"],
-                    r["kafka_offset"]))
-    skipped = {}
-    for g in plan.summary["per_group"]:
-        if g["group"] not in groups:
-            skipped[g["group"]] = "nothing to commit: " + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
+    groups = _PlannedByGroup(_commits(plan.table))
+    planned = set(groups)
+    skipped = {g["group"]: "nothing to commit: " + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
+               for g in plan.summary["per_group"] if g["group"] not in planned}
     return groups, skipped
 
 
-def _plan_hash(table) -> str:
-    """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on."""
+_COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout", "kafka_offset"]
+_BATCH_ROWS = 65_536   # rows turned into Python objects at a time: a million offsets never are at once
+
+
+def _commits(table):
+    """The plan's commit rows sorted by group, topic and partition (Arrow orders strings as Python does)."""
     import pyarrow.compute as pc
 
-    from migrate.checkpoint import digest
     from migrate.diff.schema import COMMIT
 
-    commits = table.filter(pc.equal(table.column("action"), COMMIT)).select(
-        ["group", "topic", "partition", "planned_offset", "zk_version"])
-    return digest(sorted(tuple(r.values()) for r in commits.to_pylist()))
+    commits = table.filter(pc.equal(table.column("action"), COMMIT)).select(_COMMIT_COLUMNS)
+    return commits.sort_by([("group", "ascending"), ("topic", "ascending"), ("partition", "ascending")])
+
+
+class _PlannedByGroup(Mapping):
+    """Sorted commit rows as Planned offsets per group, made a batch of rows at a time while they are read."""
+
+    def __init__(self, commits):
+        import pyarrow.compute as pc
+
+        self._commits = commits
+        self._groups = pc.unique(commits.column("group")).to_pylist()   # in order of appearance: sorted
+
+    def __iter__(self):
+        return iter(self._groups)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def __getitem__(self, group: str):
+        import pyarrow.compute as pc
+
+        rows = [p for _, p in self._planned(self._commits.filter(pc.equal(self._commits.column("group"), group)))]
+        if not rows:
+            raise KeyError(group)
+        return rows
+
+    def items(self):
+        """(group, its Planned offsets) in order, streamed."""
+        group, rows = None, []
+        for name, planned in self._planned(self._commits):
+            if name != group and rows:
+                yield group, rows
+                rows = []
+            group = name
+            rows.append(planned)
+        if rows:
+            yield group, rows
+
+    @staticmethod
+    def _planned(commits):
+        from migrate.checkpoint import Planned
+
+        for batch in commits.to_batches(max_chunksize=_BATCH_ROWS):
+            for r in batch.to_pylist():
+                yield r["group"], Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"],
+                                          r["zk_version"], r["layout"], r["kafka_offset"])
+
+
+def _plan_hash(table) -> str:
+    """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on.
+
+    checkpoint.digest() of the sorted (group, topic, partition, offset, version) rows, fed a batch at a time.
+    """
+    hashed = hashlib.sha256(b"[")
+    separator = b""
+    columns = ["group", "topic", "partition", "planned_offset", "zk_version"]
+    for batch in _commits(table).select(columns).to_batches(max_chunksize=_BATCH_ROWS):
+        rows = list(zip(*(column.to_pylist() for column in batch.columns)))
+        if rows:
+            hashed.update(separator + json.dumps(rows, separators=(",", ":"))[1:-1].encode())   # no [ ]
+            separator = b","
+    hashed.update(b"]")
+    return hashed.hexdigest()
 
 
 # The options that shape what a writing run does (never secrets): resume and rollback compare them.

@@ -1,0 +1,64 @@
+"""The plan as the journal and the plan hash read it: streamed in batches, the same as all at once."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from migrate import commands
+from migrate.checkpoint import Planned, digest
+from migrate.diff import schema as s
+
+NAMES = ["a", "B", "é", "Z", "日本", "a-1", "\U0001F600", "a b", "ä"]
+
+
+def plan_table(groups: int = 40, partitions: int = 7, seed: int = 7) -> pa.Table:
+    rng = random.Random(seed)
+    rows = []
+    for g in range(groups):
+        group = f"{rng.choice(NAMES)}{g}"
+        for p in range(partitions):
+            topic = rng.choice(NAMES)
+            commit = (g + p) % 5 != 0
+            rows.append({"group": group, "topic": topic, "partition": p, "status": s.MIGRATE if commit else s.IN_SYNC,
+                         "action": s.COMMIT if commit else s.NOTHING, "planned_offset": g * 100 + p if commit else None,
+                         "zk_path": f"/consumers/{group}/offsets/{topic}/{p}", "zk_version": p % 3 or None,
+                         "layout": "standard", "kafka_offset": None if commit else g})
+    rng.shuffle(rows)
+    return pa.Table.from_pylist(rows, schema=s.PLAN_SCHEMA)
+
+
+def all_at_once(table: pa.Table) -> dict[str, list[Planned]]:
+    groups: dict[str, list[Planned]] = {}
+    for r in sorted(table.to_pylist(), key=lambda r: (r["group"], r["topic"], r["partition"])):
+        if r["action"] == s.COMMIT:
+            groups.setdefault(r["group"], []).append(Planned(r["topic"], r["partition"], r["planned_offset"],
+                                                             r["zk_path"], r["zk_version"], r["layout"],
+                                                             r["kafka_offset"]))
+    return groups
+
+
+@pytest.mark.parametrize("batch", [1, 3, 65_536])
+def test_the_plan_hash_is_the_digest_of_the_sorted_commit_rows(monkeypatch, batch):
+    monkeypatch.setattr(commands, "_BATCH_ROWS", batch)
+    table = plan_table()
+    rows = [(r["group"], r["topic"], r["partition"], r["planned_offset"], r["zk_version"])
+            for r in table.to_pylist() if r["action"] == s.COMMIT]
+    assert commands._plan_hash(table) == digest(sorted(rows))
+    assert commands._plan_hash(table.slice(0, 0)) == digest([])
+
+
+@pytest.mark.parametrize("batch", [1, 4, 65_536])
+def test_planned_rows_stream_per_group_in_order(monkeypatch, batch):
+    monkeypatch.setattr(commands, "_BATCH_ROWS", batch)
+    table = plan_table()
+    expected = all_at_once(table)
+    streamed = commands._PlannedByGroup(commands._commits(table))
+    assert list(streamed) == sorted(expected) and len(streamed) == len(expected)
+    assert list(streamed.items()) == list(expected.items())
+    some = next(iter(expected))
+    assert streamed[some] == expected[some]
+    with pytest.raises(KeyError):
+        streamed["no such group"]
