@@ -16,6 +16,7 @@ from pathlib import Path
 
 from migrate.errors import ConfigError
 
+_LONG_MAX = 2**63 - 1
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _SECRET_OPTIONS = {"sasl_plain_password", "ssl_password"}
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -29,10 +30,16 @@ _INT_OPTIONS = {
 }
 _STR_OPTIONS = {"client.id": "client_id", "sasl.kerberos.service.name": "sasl_kerberos_service_name",
                 "sasl.kerberos.domain.name": "sasl_kerberos_domain_name"}
+# Where the free-text options come from (the others are checked enums, numbers or private temporary files).
+_TEXT_ORIGINS = {**{option: (key,) for key, option in _STR_OPTIONS.items()},
+                 "sasl_plain_username": ("sasl.jaas.config",),
+                 "sasl_kerberos_service_name": ("sasl.kerberos.service.name", "sasl.jaas.config"),
+                 "bootstrap_servers": ("bootstrap.servers",), "ssl_cafile": ("ssl.truststore.location",),
+                 "ssl_certfile": ("ssl.keystore.location",), "ssl_keyfile": ("ssl.keystore.location",)}
 
 
 def _logical_lines(text: str):
-    """(line number, logical line): comments and blanks dropped, backslash continuations joined."""
+    """(line number, logical line, continued): comments and blanks dropped, backslash continuations joined."""
     lines = re.split(r"\r\n|\r|\n", text)  # Java's line ends only; str.splitlines() also splits on \x1c-\x1e
     i = 0
     while i < len(lines):
@@ -40,10 +47,12 @@ def _logical_lines(text: str):
         i += 1
         if not line or line[0] in "#!":
             continue
+        continued = False
         while (len(line) - len(line.rstrip("\\"))) % 2 == 1:  # an odd number of trailing backslashes
             line = line[:-1] + (lines[i].lstrip(" \t\f") if i < len(lines) else "")
             i += 1
-        yield start, line
+            continued = True
+        yield start, line, continued
 
 
 def _unescape(text: str, source: str, line: int) -> str:
@@ -64,18 +73,34 @@ def _unescape(text: str, source: str, line: int) -> str:
         else:
             out.append(_ESCAPES.get(nxt, nxt))
             i += 2
-    return "".join(out)
+    text = "".join(out)
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        try:  # Java strings are UTF-16: \\uD83D\\uDE00 is one character, a lone half is none
+            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        except UnicodeDecodeError:
+            raise ConfigError("a \\uXXXX escape is half of a surrogate pair", source=source, line=line) from None
+    return text
 
 
 def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
     """Parse Java .properties text (java.util.Properties.load semantics); raises ConfigError with the line."""
+    return _parse(text, source)[0]
+
+
+def _parse(text: str, source: str) -> tuple[dict[str, str], set[str]]:
+    """The properties, and the keys whose value was continued over several lines."""
     props: dict[str, str] = {}
-    for number, line in _logical_lines(text):
+    continued: set[str] = set()
+    for number, line, joined in _logical_lines(text):
         # The key ends at the first unescaped '=', ':' or whitespace.
         m = re.match(r"((?:\\.|[^\\=: \t\f])*)[ \t\f]*(?:[=:][ \t\f]*)?(.*)", line, re.S)
-        key, value = m.group(1), m.group(2)
-        props[_unescape(key, source, number)] = _unescape(value, source, number)
-    return props
+        key = _unescape(m.group(1), source, number)
+        props[key] = _unescape(m.group(2), source, number)
+        if joined:
+            continued.add(key)
+        else:
+            continued.discard(key)
+    return props, continued
 
 
 @dataclass(frozen=True)
@@ -86,16 +111,24 @@ class ClientConfig:
     ignored: tuple[str, ...]
     source: str
     _temp_files: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    _hidden: frozenset[str] = field(default=frozenset(), repr=False, compare=False)  # from continued lines
 
     def redacted(self) -> dict[str, object]:
-        return {k: ("***" if k in _SECRET_OPTIONS else v) for k, v in self.options.items()}
+        """The options with secrets, and values that ran on over several lines (they may hold one), as ***."""
+        return {k: ("***" if k in _SECRET_OPTIONS or k in self._hidden else v) for k, v in self.options.items()}
 
     def __repr__(self) -> str:
-        return f"ClientConfig(source={self.source!r}, options={self.redacted()!r}, ignored={self.ignored!r})"
+        # A line that is no property name is most likely a value that lost its key, e.g. PEM key material
+        # pasted without continuation backslashes: it is counted, never shown.
+        names = tuple(k for k in self.ignored if _PROPERTY_NAME.fullmatch(k))
+        others = len(self.ignored) - len(names)
+        shown = names + ((f"<{others} line(s) that are no property name>",) if others else ())
+        return f"ClientConfig(source={self.source!r}, options={self.redacted()!r}, ignored={shown!r})"
 
     __str__ = __repr__
 
 
+_PROPERTY_NAME = re.compile(r"[a-z][a-z0-9]*(?:[._-][a-z0-9]+)*")
 _JAAS = re.compile(r"""\s*(\S+)\s+(required|requisite|sufficient|optional)\s*(.*?);?\s*$""", re.S)
 _JAAS_OPTION = re.compile(r"""\s*([\w.]+)\s*=\s*("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|[^\s;]+)""", re.S)
 
@@ -119,10 +152,12 @@ def _parse_jaas(jaas: str, source: str) -> tuple[str, dict[str, str]]:
     return module, options
 
 
-def _pem_or_refuse(key: str, path: str, store_type: str | None, source: str) -> str:
+def _pem_or_refuse(key: str, path: str, store_type: str | None, source: str, hidden: bool) -> str:
     kind = (store_type or "").upper()
     if kind == "PEM" or (not kind and path.lower().endswith((".pem", ".crt", ".cer", ".key"))):
         return path
+    if hidden:
+        raise ConfigError(f"{key} is not a PEM file, and {_CONTINUED}", source=source)
     # kafka-python (Python's ssl module) reads PEM only.
     stem = Path(path).stem
     raise ConfigError(
@@ -131,6 +166,11 @@ def _pem_or_refuse(key: str, path: str, store_type: str | None, source: str) -> 
         f"  openssl pkcs12 -in {stem}.p12 -nokeys -out {stem}.pem          # certificates\n"
         f"  openssl pkcs12 -in {stem}.p12 -nocerts -nodes -out {stem}-key.pem   # private key (keystores)\n"
         f"then set {key}={stem}.pem and {key.rsplit('.', 1)[0]}.type=PEM", source=source)
+
+
+# A value joined from continued lines may hold the next line, a password perhaps: errors never echo one.
+_CONTINUED = ("its value runs on over the next line(s) after a trailing backslash (not shown: it may hold "
+              "a secret from those lines); end the line without a backslash, or write it as \\\\")
 
 
 def _private_file(content: str, temp_files: list[str]) -> str:
@@ -145,7 +185,7 @@ def load_client_config(path: str | os.PathLike) -> ClientConfig:
     """Read a --command-config file and map it onto kafka-python options; raises ConfigError."""
     source = str(path)
     try:
-        props = parse_properties(Path(path).read_text(encoding="utf-8"), source)
+        props, continued = _parse(Path(path).read_text(encoding="utf-8"), source)
     except OSError as e:
         raise ConfigError(f"cannot read the client properties file: {e.strerror}", source=source) from None
     except UnicodeDecodeError:
@@ -160,16 +200,20 @@ def load_client_config(path: str | os.PathLike) -> ClientConfig:
             return props[key]
         return None
 
+    def shown(key: str) -> str:
+        """The value of `key` for an error message, unless it ran on over other lines."""
+        return _CONTINUED if key in continued else f"got {props[key]!r}"
+
     if (protocol := take("security.protocol")) is not None:
         if protocol.upper() not in _PROTOCOLS:
-            raise ConfigError(f"security.protocol must be one of {', '.join(_PROTOCOLS)}, got {protocol!r}",
-                              source=source)
+            raise ConfigError(f"security.protocol must be one of {', '.join(_PROTOCOLS)}; "
+                              f"{shown('security.protocol')}", source=source)
         options["security_protocol"] = protocol.upper()
     mechanism = take("sasl.mechanism")
     if mechanism is not None:
         if mechanism.upper() not in _MECHANISMS:
-            raise ConfigError(f"sasl.mechanism must be one of {', '.join(_MECHANISMS)}, got {mechanism!r}",
-                              source=source)
+            raise ConfigError(f"sasl.mechanism must be one of {', '.join(_MECHANISMS)}; "
+                              f"{shown('sasl.mechanism')}", source=source)
         options["sasl_mechanism"] = mechanism = mechanism.upper()
     if (jaas := take("sasl.jaas.config")) is not None:
         module, jaas_options = _parse_jaas(jaas, source)
@@ -189,18 +233,22 @@ def load_client_config(path: str | os.PathLike) -> ClientConfig:
             options[option] = value
     for key, option in _INT_OPTIONS.items():
         if (value := take(key)) is not None:
-            if not value.strip().isdigit():
-                raise ConfigError(f"{key} must be a whole number of milliseconds, got {value!r}", source=source)
-            options[option] = int(value)
+            digits = value.strip()
+            if not re.fullmatch(r"[0-9]{1,19}", digits) or int(digits) > _LONG_MAX:  # ASCII only, as Java
+                raise ConfigError(f"{key} must be a whole number of milliseconds up to {_LONG_MAX}; {shown(key)}",
+                                  source=source)
+            options[option] = int(digits)
     if (servers := take("bootstrap.servers")) is not None:
         options["bootstrap_servers"] = [s.strip() for s in servers.split(",") if s.strip()]
 
     # TLS: PEM files, or PEM text inline (written to private temporary files).
     if (trust := take("ssl.truststore.location")) is not None:
-        options["ssl_cafile"] = _pem_or_refuse("ssl.truststore.location", trust, take("ssl.truststore.type"), source)
+        options["ssl_cafile"] = _pem_or_refuse("ssl.truststore.location", trust, take("ssl.truststore.type"), source,
+                                               "ssl.truststore.location" in continued)
         take("ssl.truststore.password")  # PEM trust stores have none; Java-only
     if (store := take("ssl.keystore.location")) is not None:
-        pem = _pem_or_refuse("ssl.keystore.location", store, take("ssl.keystore.type"), source)
+        pem = _pem_or_refuse("ssl.keystore.location", store, take("ssl.keystore.type"), source,
+                             "ssl.keystore.location" in continued)
         options["ssl_certfile"] = options["ssl_keyfile"] = pem
     if (certs := take("ssl.truststore.certificates")) is not None:
         options["ssl_cafile"] = _private_file(certs, temp_files)
@@ -217,4 +265,5 @@ def load_client_config(path: str | os.PathLike) -> ClientConfig:
         raise ConfigError("SSL settings given but security.protocol is not SSL or SASL_SSL", source=source)
 
     ignored = tuple(sorted(k for k in props if k not in used))
-    return ClientConfig(options, ignored, source, tuple(temp_files))
+    hidden = frozenset(o for o, keys in _TEXT_ORIGINS.items() if o in options and continued.intersection(keys))
+    return ClientConfig(options, ignored, source, tuple(temp_files), hidden)

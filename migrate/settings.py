@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import threading
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -218,8 +219,12 @@ def _read_toml(path: Path) -> dict[str, Any]:
             data = tomllib.load(f)
     except OSError as e:
         raise ConfigError(f"cannot read config file: {e.strerror}", source=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"not valid TOML: not UTF-8 text (byte {e.start})", source=str(path)) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"not valid TOML: {e}", source=str(path)) from None
+    except ValueError:  # tomllib's int() refuses integers of more than 4,300 digits
+        raise ConfigError("not valid TOML: a number too long to read", source=str(path)) from None
     # Accept the flag spellings too: `bootstrap-server`, `group`, `exclude-group`, `topic`.
     aliases = {o.cli_flag.lstrip("-").replace("-", "_"): o.name for o in OPTIONS}
     out: dict[str, Any] = {}
@@ -254,6 +259,9 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
                 re.compile(pattern)
             except re.error as e:
                 raise ConfigError(f"{where}: bad regular expression {pattern!r}: {e}") from None
+            except (OverflowError, RecursionError):  # a repeat count past 2^32, groups nested thousands deep
+                raise ConfigError(f"{where}: regular expression too large or too deeply nested: "
+                                  f"{pattern!r}") from None
         return tuple(items)
     if opt.kind in ("int", "duration") and isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
@@ -261,11 +269,17 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
         raise ConfigError(f"{where}: expected a string, got {type(value).__name__}")
     text = str(value)
     if opt.kind == "int":
-        if not text.strip().isdigit() or int(text) < 1:
-            raise ConfigError(f"{where}: expected a positive integer, got {value!r}")
+        # ASCII digits only: str.isdigit() also takes '²', which int() refuses; 9 digits are plenty for a count.
+        if not re.fullmatch(r"\s*[0-9]{1,9}\s*", text) or int(text) < 1:
+            raise ConfigError(f"{where}: expected a positive integer below 1,000,000,000, got {value!r}")
         return int(text)
     if opt.kind == "path":
-        return Path(text).expanduser()
+        if "\0" in text:
+            raise ConfigError(f"{where}: a path cannot hold a NUL character, got {value!r}")
+        try:
+            return Path(text).expanduser()
+        except RuntimeError:  # ~name of a user this machine does not know
+            raise ConfigError(f"{where}: cannot expand {text!r}: no such user's home directory") from None
     if opt.kind == "duration":
         return parse_duration(text, where)
     if opt.kind == "secret":
@@ -282,9 +296,11 @@ _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 def parse_duration(text: str, where: str = "duration") -> float:
     """Seconds from `500ms`, `30s`, `5m`, `6h`, `1d` or a bare number of seconds; raises ConfigError."""
     m = _DURATION.match(text)
-    if not m or float(m.group(1)) <= 0:
+    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"] if m else 0.0
+    # Past threading.TIMEOUT_MAX (~292 years) a wait or timer raises OverflowError; 1e400 is inf.
+    if not 0 < seconds <= threading.TIMEOUT_MAX:
         raise ConfigError(f"{where}: expected a duration like 30s, 5m, 6h or 1d, got {text!r}")
-    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    return seconds
 
 
 _HOSTPORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9._-]+):\d{1,5}$")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,10 +185,13 @@ def _retention(minutes: int | None) -> str:
     return "offsets.retention.minutes unknown" if minutes is None else f"offsets.retention.minutes={minutes:,}"
 
 
+# Every line boundary str.splitlines() knows, not only \r and \n: a line-based reader must see a row as one line.
+_LINE_BREAKS = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
 def _md(text: Any) -> str:
     """A value safe inside a Markdown table cell: no pipe, no line break, no raw HTML."""
-    return (html.escape(str(text), quote=False).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-            if text is not None else "")
+    return _LINE_BREAKS.sub(" ", html.escape(str(text), quote=False).replace("|", "\\|")) if text is not None else ""
 
 
 def _num(n: Any) -> str:

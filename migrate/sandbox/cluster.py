@@ -299,7 +299,10 @@ class LocalCluster:
         workdir = self.home / "kraft"
         workdir.mkdir(parents=True, exist_ok=True)
         _write_properties(workdir / "server.properties", props)
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # kafka-storage reads an id starting with "-" (1 in 64) as an option; Kafka's Uuid.randomUuid() redraws too.
+        cluster_id = "-"
+        while cluster_id.startswith("-"):
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         fmt = JavaServer("kraft-format", workdir, jars4, "kafka.tools.StorageTool",
                          ["format", "-t", cluster_id, "-c", str(workdir / "server.properties"), "--ignore-formatted"])
         fmt.start(self.attached)

@@ -31,6 +31,9 @@ SCHEMA = pa.schema([
 ])
 
 
+_PARTITION_NAME = re.compile(r"0|[1-9][0-9]{0,9}")
+
+
 @dataclass(frozen=True)
 class Template:
     """One path shape below the offsets root, e.g. `{group}/offsets/{topic}/{partition}` named `standard`."""
@@ -211,9 +214,10 @@ class ZkOffsetReader:
                     return None
             else:
                 parsed = parse_decimal(raw, self.semantics)
-        partition = int(partition_name) if partition_name is not None and partition_name.isdigit() else None
-        if partition is not None and partition > 2**31 - 1:
-            partition = None
+        # Only the name Kafka writes, str(partition): '²' passes str.isdigit() yet int() refuses it, and '07' or
+        # Arabic-Indic '٧' would become partition 7 and hide the real `7` znode behind one deduplicated row.
+        canonical = partition_name is not None and _PARTITION_NAME.fullmatch(partition_name)
+        partition = int(partition_name) if canonical and int(partition_name) <= 2**31 - 1 else None
         if partition is None and not listing and parsed.status != UNREADABLE:
             parsed = Parsed(None, MALFORMED, f"partition name {partition_name!r} is not a partition number")
         consumers, owned = liveness

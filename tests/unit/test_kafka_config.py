@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from migrate.errors import ConfigError
@@ -129,3 +129,147 @@ def test_bad_values_are_config_errors(tmp_path: Path, text: str, message: str):
 def test_missing_file_is_a_config_error(tmp_path: Path):
     with pytest.raises(ConfigError, match="cannot read the client properties file"):
         load_client_config(tmp_path / "nope.properties")
+
+
+# ---- hostile properties files (hypothesis): a ClientConfig or a ConfigError, and no password ever shown ------
+
+# Characters that trip the properties grammar, mixed with any text.
+TRICKY = st.sampled_from(list("\\=: \t\f#!\"';{}\r\n") + ["\\u", "\\u00", "\\uD800", "\\uDE00", "\\\n", "\u2028",
+                                                          "\u202e", "\x00", "é", "€", "²", "٣"])
+PIECE = st.one_of(TRICKY, st.characters(exclude_categories=("Cs",)))
+TEXT = st.lists(PIECE, max_size=12).map("".join)
+# Every password starts with a marker that nothing else in a generated file holds.
+PASSWORD = st.lists(PIECE, max_size=8).map(lambda pieces: "Pw9!" + "".join(pieces))
+SEPARATOR = st.sampled_from(["=", ":", " ", " = ", "\t: "])
+VALUES = {
+    "security.protocol": st.sampled_from(["PLAINTEXT", "SSL", "sasl_ssl", "SASL_PLAINTEXT", "TLS", "", "ſsl"]) | TEXT,
+    "sasl.mechanism": st.sampled_from(["PLAIN", "SCRAM-SHA-256", "scram-sha-512", "GSSAPI", "MD5", ""]) | TEXT,
+    "request.timeout.ms": st.one_of(st.integers(-10, 2**64).map(str), TEXT, st.sampled_from(
+        ["²", "٣", "1e3", " 30000 ", "", "9" * 5000, "0x10", "30000ms", str(2**63)])),
+    "ssl.truststore.location": st.sampled_from(["/etc/kafka/ca.pem", "/etc/kafka/truststore.jks", "ks.p12",
+                                                "C:\\\\certs\\\\ca.crt", ""]) | TEXT,
+    "ssl.keystore.location": st.sampled_from(["/etc/kafka/client.pem", "/etc/kafka/keystore.jks", "k.key"]) | TEXT,
+    "ssl.truststore.type": st.sampled_from(["JKS", "PKCS12", "PEM", "pem", "BCFKS", ""]) | TEXT,
+    "ssl.keystore.type": st.sampled_from(["JKS", "PKCS12", "PEM"]) | TEXT,
+    "ssl.truststore.certificates": st.sampled_from(["-----BEGIN CERTIFICATE-----\\nMIIB\\n-----END CERTIFICATE-----",
+                                                    "\\uD83D\\uDE00"]) | TEXT,
+    "ssl.endpoint.identification.algorithm": st.sampled_from(["https", "", "HTTPS"]) | TEXT,
+    "client.id": TEXT, "bootstrap.servers": TEXT, "sasl.kerberos.service.name": TEXT,
+}
+SECRET_KEYS = ("ssl.key.password", "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key")
+MODULES = st.sampled_from(["org.apache.kafka.common.security.plain.PlainLoginModule",
+                           "org.apache.kafka.common.security.scram.ScramLoginModule",
+                           "com.sun.security.auth.module.Krb5LoginModule", "x"]) | TEXT
+SUFFIX = st.sampled_from(["", "", "", "\\", "\\u", "\\u12", " \\"])   # "\\": the line runs on into the next one
+
+
+def _jaas_quoted(value: str, quote: str) -> str:
+    return quote + value.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
+
+
+@st.composite
+def jaas_line(draw, password: str) -> str:
+    """A sasl.jaas.config setting holding `password`: well formed, continued over lines, or broken."""
+    quoted = [_jaas_quoted(password, '"'), _jaas_quoted(password, "'"), password]   # the last one bare
+    options = ["username=" + _jaas_quoted(draw(TEXT), '"'), "password=" + draw(st.sampled_from(quoted))]
+    options += draw(st.lists(st.builds("{}={}".format, st.sampled_from(["serviceName", "x.y", "debug"]) | TEXT, TEXT),
+                             max_size=2))
+    options = draw(st.permutations(options))
+    head = f"{draw(MODULES)} {draw(st.sampled_from(['required', 'optional', 'REQUIRED', '', 'requird']))}"
+    end = draw(st.sampled_from([";", "", ";;", " junk", ';"']))
+    form = draw(st.sampled_from(["one line", "continued", "pasted over lines"]))
+    if form == "one line":
+        return "sasl.jaas.config=" + _escape(" ".join([head, *options]) + end, False)
+    if form == "continued":
+        return "sasl.jaas.config=" + " \\\n    ".join(_escape(part, False) for part in [head, *options]) + end
+    return "sasl.jaas.config=" + "\n    ".join([head, *options]) + end   # the JAAS-file habit: lines without \
+
+
+@st.composite
+def properties_file(draw) -> tuple[bytes, list[str]]:
+    """(file bytes, the passwords in it)."""
+    passwords: list[str] = []
+    lines = []
+    for kind in draw(st.lists(st.sampled_from(["known", "secret", "jaas", "garbage", "comment"]), max_size=10)):
+        if kind == "known":
+            key = draw(st.sampled_from(sorted(VALUES)))
+            lines.append(key + draw(SEPARATOR) + draw(VALUES[key]) + draw(SUFFIX))
+        elif kind == "secret":
+            passwords.append(password := draw(PASSWORD))
+            raw = draw(st.booleans()) and "\n" not in password and "\r" not in password
+            written = password if raw else _escape(password, False)
+            lines.append(draw(st.sampled_from(SECRET_KEYS)) + draw(SEPARATOR) + written)
+        elif kind == "jaas":
+            passwords.append(password := draw(PASSWORD))
+            lines.append(draw(jaas_line(password)))
+        elif kind == "comment":
+            lines.append(draw(st.sampled_from(["# ", "! ", "  # "])) + draw(TEXT))
+        else:
+            lines.append(draw(TEXT) + draw(SUFFIX))
+    text = draw(st.sampled_from(["\n", "\r\n", "\r"])).join(lines) + draw(st.sampled_from(["", "\n", "\\", "\\u00"]))
+    data = text.encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 9)) == 0:   # now and then a byte that is not UTF-8
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"])) + data[at:]
+    return data, passwords
+
+
+@settings(max_examples=400, deadline=None)
+@given(properties_file())
+def test_any_properties_file_is_a_client_config_or_a_config_error_and_no_password_shows(tmp_path_factory, generated):
+    data, passwords = generated
+    path = tmp_path_factory.mktemp("props") / "client.properties"
+    path.write_bytes(data)
+    try:
+        config = load_client_config(path)
+    except ConfigError as e:
+        shown = str(e)
+    else:
+        shown = repr(config) + str(config) + repr(config.redacted())
+        for temp in config._temp_files:
+            os.unlink(temp)
+    for password in passwords:
+        assert password not in shown
+
+
+@pytest.mark.parametrize("text", [
+    # A stray trailing backslash runs the line on into the next one: Java joins them too.
+    "security.protocol=TLS \\\nssl.key.password=Pw9!leak\n",
+    "request.timeout.ms=soon\\\nssl.keystore.password=Pw9!leak\n",
+    "security.protocol=SSL\nssl.truststore.location=C:\\\\certs\\\nssl.truststore.password=Pw9!leak\n",
+    "security.protocol=SSL\nclient.id=x\\\nssl.key.password=Pw9!leak\n",
+    "sasl.jaas.config=x.PlainLoginModule required username=\\\nssl.key.password=Pw9!leak\n",
+])
+def test_a_value_that_swallowed_the_next_line_is_never_echoed(tmp_path: Path, text: str):
+    try:
+        shown = repr(load_client_config(write(tmp_path, text)))
+    except ConfigError as e:
+        shown = str(e)
+        assert "trailing backslash" in shown
+    assert "Pw9!leak" not in shown
+
+
+def test_pem_key_pasted_without_continuations_stays_out_of_repr(tmp_path: Path):
+    config = load_client_config(write(tmp_path, (
+        "security.protocol=SSL\nssl.keystore.key=-----BEGIN PRIVATE KEY-----\n"
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\ngroup.id=g\n")))
+    assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in repr(config)
+    assert "'group.id'" in repr(config) and "2 line(s) that are no property name" in repr(config)
+    os.unlink(config.options["ssl_keyfile"])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("request.timeout.ms=²\n", "whole number of milliseconds"),          # str.isdigit() says yes, int() no
+    ("request.timeout.ms=٣\n", "whole number of milliseconds"),          # Java takes ASCII digits only
+    ("request.timeout.ms=" + "9" * 5000 + "\n", "whole number of milliseconds"),   # int() refuses > 4,300 digits
+    (f"retry.backoff.ms={2**63}\n", "whole number of milliseconds"),
+    ("security.protocol=SSL\nssl.keystore.key=\\uD800\n", "half of a surrogate pair"),
+    ("client.id=\\uDE00\\uD83D\n", "half of a surrogate pair"),
+])
+def test_odd_numbers_and_escapes_are_config_errors(tmp_path: Path, text: str, message: str):
+    with pytest.raises(ConfigError, match=message):
+        load_client_config(write(tmp_path, text))
+
+
+def test_surrogate_pair_escapes_make_one_character():
+    assert parse_properties("client.id=\\uD83D\\uDE00\n") == {"client.id": "\U0001F600"}

@@ -102,6 +102,12 @@ def test_markdown_escapes_cells_and_counts_every_status(written):
         assert len({len(re.findall(r"(?<!\\)\|", line)) for line in rows}) <= 1, block
 
 
+def test_markdown_rows_stay_one_line_for_any_line_boundary(tmp_path):
+    rows = [row("g\u2028h\u2029i\x85j", "t\x1ct", 0, s.MALFORMED, reason="bad\u2028value")]
+    md = write_reports(tmp_path, summary(rows), table(rows))["markdown"].read_text()
+    assert "| g h i j | t t |" in md and "bad value" in md   # str.splitlines() breaks at all of these
+
+
 def test_html_is_self_contained_and_escaped(written):
     _, _, files = written
     page = files["html"].read_text()

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import datetime
+import io
+import logging
+import math
+import os
+import tempfile
+import tomllib
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from migrate import cli
 from migrate.errors import ConfigError
-from migrate.settings import OPTIONS, Settings, load_settings
+from migrate.settings import OPTIONS, OPTIONS_BY_NAME, Settings, load_settings
 
 
 def test_defaults_match_the_design():
@@ -111,3 +121,140 @@ def test_every_option_has_help_and_a_settings_field():
     for opt in OPTIONS:
         assert opt.help, opt.name
         assert opt.name in fields, opt.name
+
+
+# ---- hostile TOML files (hypothesis): valid Settings or one ConfigError line, never another exception -------------
+
+def _toml_string(s: str) -> str:
+    return '"' + "".join(c if c >= " " and c not in '"\\\x7f' else f"\\u{ord(c):04x}" for c in s) + '"'
+
+
+def _toml(value) -> str:
+    """`value` as a TOML value (inline tables for dicts)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else {math.inf: "inf", -math.inf: "-inf"}.get(value, repr(value))
+    if isinstance(value, (int, datetime.date, datetime.time)):   # datetime is a date
+        return value.isoformat() if not isinstance(value, int) else str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_toml, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_string(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+    return _toml_string(value)
+
+
+UNICODE = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+OPTION_VALUES = {
+    "str": st.sampled_from(["127.0.0.1:2181", "zk1:2181,zk2:2181/kafka", "h:1", "[::1]:9092", ""]),
+    "path": st.sampled_from(["/tmp/x", "~", "~/s", "~nosuchuser-zk2kafka/x", "a\x00b", "", "."]),
+    "int": st.sampled_from(["4", "²", "٣", " 7 ", "0", "9" * 30, "-1", "1e3"]),
+    "duration": st.sampled_from(["30s", "5m", "0s", "9" * 400, "1e400", "1.5h", "10y", "500ms"]),
+    "regexes": st.sampled_from(["^a", "(", "a{4294967296}", "(" * 5000 + ")" * 5000, "[", "\\"]),
+    "secret": st.sampled_from(["digest:u:p", "digest", ":", "x:"]),
+    "choice": st.sampled_from(["text", "json", "skip", "max", "clamp", "last", "storm", "template", "zk", "broker"]),
+    "bool": st.sampled_from(["yes", "off", "maybe", "1"]),
+}
+SCALAR = st.one_of(
+    UNICODE, st.booleans(), st.integers(-2**63, 2**63 - 1), st.integers(-10**40, 10**40),
+    st.floats(), st.dates(), st.times(), st.datetimes(timezones=st.none() | st.just(datetime.timezone.utc)))
+KEYS = [o.name for o in OPTIONS] + [o.cli_flag.lstrip("-") for o in OPTIONS] + ["config", "verbosity", "Zookeeper"]
+
+
+@st.composite
+def toml_document(draw) -> bytes:
+    """A TOML file: known and unknown keys, right and wrong types, nested tables, now and then broken bytes."""
+    entries = {}
+    for key in draw(st.lists(st.sampled_from(KEYS) | UNICODE, max_size=6, unique=True)):
+        opt = OPTIONS_BY_NAME.get(key.replace("-", "_"))
+        fitting = OPTION_VALUES[opt.kind] if opt else UNICODE
+        entries[key] = draw(st.one_of(
+            fitting, fitting.map(lambda v: [v]), SCALAR,
+            st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(UNICODE, inner,
+                                                                                             max_size=3),
+                         max_leaves=6)))
+    lines = []
+    tables = {k: v for k, v in entries.items() if isinstance(v, dict) and draw(st.booleans())}
+    lines += [f"{_toml_string(k)} = {_toml(v)}" for k, v in entries.items() if k not in tables]
+    for k, v in tables.items():   # [table] sections after the plain keys
+        lines += [f"[{_toml_string(k)}]", *(f"{_toml_string(sub)} = {_toml(x)}" for sub, x in v.items())]
+    data = "\n".join(lines).encode()
+    tomllib.loads(data.decode())   # the generator itself writes valid TOML; the damage below is deliberate
+    damage = draw(st.sampled_from(["none"] * 6 + ["bytes", "truncate", "huge int", "replace"]))
+    if damage == "bytes":
+        at = draw(st.integers(0, len(data)))
+        junk = draw(st.sampled_from([b"\xff", b"\xc3", b"\x00", b"=", b"[", b'"', b"\n[[x]]\n"]))
+        data = data[:at] + junk + data[at:]
+    elif damage == "truncate":
+        data = data[:draw(st.integers(0, len(data)))]
+    elif damage == "huge int":
+        data += b"\nparallelism = " + b"9" * 5000
+    elif damage == "replace":
+        data = draw(st.binary(max_size=64))
+    return data
+
+
+def _config_file(data: bytes) -> Path:
+    fd, name = tempfile.mkstemp(suffix=".toml")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return Path(name)
+
+
+def _settings_or_config_error(flags: dict):
+    try:
+        return load_settings(flags, environ={})
+    except ConfigError as e:
+        assert str(e) and "\n" not in str(e) and e.exit_code == 2, str(e)
+        return e
+
+
+@settings(max_examples=300, deadline=None)
+@given(toml_document())
+def test_any_toml_config_is_settings_or_one_config_error_line(data):
+    path = _config_file(data)
+    try:
+        _settings_or_config_error({"config": str(path)})
+    finally:
+        path.unlink()
+
+
+@settings(max_examples=30, deadline=None)
+@given(toml_document())
+def test_cli_with_any_toml_config_exits_0_or_2_with_one_line_never_a_traceback(data):
+    path = _config_file(data)
+    out, err = io.StringIO(), io.StringIO()
+    handlers = logging.getLogger().handlers[:]
+    try:
+        with tempfile.TemporaryDirectory() as state:
+            expected = _settings_or_config_error({"config": str(path), "state_dir": state})
+            with redirect_stdout(out), redirect_stderr(err):
+                code = cli.main(["status", "--config", str(path), "--state-dir", state])
+    finally:
+        logging.getLogger().handlers[:] = handlers   # cli.main pointed logging at the captured stderr
+        path.unlink()
+    if isinstance(expected, ConfigError):
+        assert (code, err.getvalue()) == (2, f"zk2kafka: error: {expected}\n")
+    else:
+        assert code == 0 and ("no runs yet" in out.getvalue() or '"runs": []' in out.getvalue()), err.getvalue()
+
+
+@pytest.mark.parametrize("toml, message", [
+    (b'zookeeper = "\xff"', "not UTF-8 text"),
+    (b"parallelism = " + b"9" * 5000, "a number too long to read"),      # tomllib's int() refuses it
+    ('parallelism = "\u00b2"'.encode(), "expected a positive integer"),  # '²'.isdigit(), yet int('²') fails
+    (b'zk-readers = "99999999999999999999999"', "expected a positive integer"),
+    (b'state-dir = "~nosuchuser-zk2kafka/x"', "no such user"),
+    (b'command-config = "a\\u0000b"', "NUL"),
+    (b'group = ["a{4294967296}"]', "too large or too deeply nested"),
+    (b'topic = "' + b"(" * 5000 + b")" * 5000 + b'"', "too large or too deeply nested"),
+    (b'stop-after = "' + b"9" * 400 + b's"', "expected a duration"),
+])
+def test_hostile_values_found_by_hypothesis_are_config_errors(toml: bytes, message: str):
+    path = _config_file(toml)
+    try:
+        with pytest.raises(ConfigError, match=message) as info:
+            load_settings({"config": str(path)}, environ={})
+    finally:
+        path.unlink()
+    assert "\n" not in str(info.value)
