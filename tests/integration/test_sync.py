@@ -171,8 +171,11 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
             json.loads(status_file.read_text())["groups_stopped"]), timeout=30)
         producer.halt.set()
         producer.join(timeout=30)
-        end = KafkaConsumer(bootstrap_servers=cluster.bootstrap_server).end_offsets(
-            [TopicPartition(topic, p) for p in range(partitions)])
+        reader = KafkaConsumer(bootstrap_servers=cluster.bootstrap_server)
+        try:
+            end = reader.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+        finally:
+            reader.close()   # else its metadata thread outlives the cluster, logging into a closed stream
         for g in groups:
             wait_for(f"{g}'s new consumer to reach the log end", lambda g=g: all(
                 (tp.partition, o - 1) in set(new[g].seen) for tp, o in end.items()), timeout=60)
