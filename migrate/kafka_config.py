@@ -7,6 +7,7 @@ Secrets (passwords, JAAS lines, private keys) never appear in repr, errors or lo
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import tempfile
@@ -174,11 +175,20 @@ _CONTINUED = ("its value runs on over the next line(s) after a trailing backslas
 
 
 def _private_file(content: str, temp_files: list[str]) -> str:
+    """A 0600 temporary file holding `content` (a private key, perhaps), removed when the process exits."""
     fd, path = tempfile.mkstemp(prefix="zk2kafka-", suffix=".pem")  # mkstemp creates it 0600
+    atexit.register(_remove, path)   # registered first: a failed write leaves nothing behind either
     with os.fdopen(fd, "w") as f:
         f.write(content)
     temp_files.append(path)
     return path
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def load_client_config(path: str | os.PathLike) -> ClientConfig:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,7 +114,17 @@ def test_inline_pem_goes_to_private_files(tmp_path: Path):
         path = Path(config.options[option])
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert path.read_text().startswith("-----BEGIN")
-        path.unlink()
+
+
+def test_inline_pem_files_are_gone_when_the_process_exits(tmp_path: Path):
+    """They may hold a private key: nothing of them stays in the temporary directory."""
+    config = write(tmp_path, "security.protocol=SSL\n"
+                             "ssl.keystore.key=-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\n")
+    code = ("import sys; from migrate.kafka_config import load_client_config; "
+            "print(load_client_config(sys.argv[1]).options['ssl_keyfile'])")
+    done = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True, text=True, check=True)
+    key_file = Path(done.stdout.strip())
+    assert key_file.name.startswith("zk2kafka-") and not key_file.exists()
 
 
 @pytest.mark.parametrize("text, message", [
