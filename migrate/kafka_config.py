@@ -87,6 +87,10 @@ class ClientConfig:
     source: str
     _temp_files: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
+    def secrets(self) -> tuple[str, ...]:
+        """The secret option values (passwords), for redaction."""
+        return tuple(str(v) for k, v in self.options.items() if k in _SECRET_OPTIONS and v)
+
     def redacted(self) -> dict[str, object]:
         return {k: ("***" if k in _SECRET_OPTIONS else v) for k, v in self.options.items()}
 

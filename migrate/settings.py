@@ -180,6 +180,17 @@ class Settings:
         options["bootstrap_servers"] = self.require("bootstrap_server").split(",")
         return options
 
+    def secrets(self) -> list[str]:
+        """Every secret value of these settings, for `migrate.log.redact`: the passwords and credentials."""
+        found = list(self.kafka_client.secrets()) if self.kafka_client else []
+        if self.zk_sasl_password is not None:
+            found.append(self.zk_sasl_password.reveal())
+        if self.zk_auth is not None:
+            scheme, _, credential = self.zk_auth.reveal().partition(":")
+            # digest:user:password: the password, and the credential kazoo logs as one string.
+            found += [credential, credential.partition(":")[2]] if scheme == "digest" else [credential]
+        return [s for s in found if s]
+
     def zk_auth_data(self) -> list[tuple[str, str]]:
         """kazoo `auth_data`: [(scheme, credential)] or []."""
         if self.zk_auth is None:
