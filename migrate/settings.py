@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.errors import ConfigError
-from migrate.kafka_config import ClientConfig, load_client_config
+from migrate.kafka_config import ClientConfig, check_tls, load_client_config
 
 ENV_PREFIX = "ZK2KAFKA_"
 
@@ -219,7 +219,9 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
     settings = Settings(**values)
     _check(settings)
     if settings.command_config is not None:
-        settings = dataclasses.replace(settings, kafka_client=load_client_config(settings.command_config))
+        client = load_client_config(settings.command_config)
+        check_tls(client.options, client.source)  # a wrong key password fails here, before any work
+        settings = dataclasses.replace(settings, kafka_client=client)
     return settings
 
 
