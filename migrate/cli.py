@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from migrate import __version__, commands
 from migrate.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, MigrateError
-from migrate.log import configure_logging
+from migrate.log import configure_logging, redact
 from migrate.settings import OPTIONS, Option, load_settings
 
 log = logging.getLogger("migrate")
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = bool(args.get("debug"))
     try:
         settings = load_settings(args)
-        configure_logging(settings.log_format, settings.verbosity)
+        configure_logging(settings.log_format, settings.verbosity, settings.secrets())
         result = commands.run(command, settings, args)
         if result is not None:
             print(json.dumps(result.to_json(), indent=2) if settings.json else result.render())
@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report(error: BaseException, debug: bool, unexpected: bool = False) -> None:
     if debug:
-        traceback.print_exception(error, file=sys.stderr)
+        print(redact("".join(traceback.format_exception(error))), end="", file=sys.stderr)
     kind = f"unexpected {type(error).__name__}: " if unexpected else ""
     hint = "" if debug or not unexpected else " (run with --debug for the traceback)"
-    print(f"zk2kafka: error: {kind}{error}{hint}", file=sys.stderr)
+    print(redact(f"zk2kafka: error: {kind}{error}{hint}"), file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import ssl
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -114,6 +115,10 @@ class ClientConfig:
     _temp_files: tuple[str, ...] = field(default=(), repr=False, compare=False)
     _hidden: frozenset[str] = field(default=frozenset(), repr=False, compare=False)  # from continued lines
 
+    def secrets(self) -> tuple[str, ...]:
+        """The secret option values (passwords), for redaction."""
+        return tuple(str(v) for k, v in self.options.items() if k in _SECRET_OPTIONS and v)
+
     def redacted(self) -> dict[str, object]:
         """The options with secrets, and values that ran on over several lines (they may hold one), as ***."""
         return {k: ("***" if k in _SECRET_OPTIONS or k in self._hidden else v) for k, v in self.options.items()}
@@ -173,22 +178,65 @@ def _pem_or_refuse(key: str, path: str, store_type: str | None, source: str, hid
 _CONTINUED = ("its value runs on over the next line(s) after a trailing backslash (not shown: it may hold "
               "a secret from those lines); end the line without a backslash, or write it as \\\\")
 
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
+
+
+def _pem_lines(text: str) -> str:
+    """PEM blocks with one base64 line per 64 characters, as OpenSSL needs them.
+
+    Kafka's documented inline form continues the value over lines with backslashes, which
+    `Properties` joins into one line ("-----BEGIN ...----- MIIE... -----END ...-----").
+    """
+    def rewrap(m: re.Match) -> str:
+        body = m.group(2)
+        if ":" in body:  # RFC 1421 headers (Proc-Type, DEK-Info): leave the block as it is
+            return m.group(0)
+        body = re.sub(r"\s+", "", body)
+        lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+        return "\n".join([f"-----BEGIN {m.group(1)}-----", *lines, f"-----END {m.group(1)}-----"])
+
+    return "\n".join(rewrap(m) for m in _PEM_BLOCK.finditer(text)) + "\n" if _PEM_BLOCK.search(text) else text
+
 
 def _private_file(content: str, temp_files: list[str]) -> str:
     """A 0600 temporary file holding `content` (a private key, perhaps), removed when the process exits."""
     fd, path = tempfile.mkstemp(prefix="zk2kafka-", suffix=".pem")  # mkstemp creates it 0600
-    atexit.register(_remove, path)   # registered first: a failed write leaves nothing behind either
+    # A private key must not outlive the run (forked workers leave by os._exit and skip this). Registered
+    # before writing: a failed write leaves nothing behind either.
+    atexit.register(Path(path).unlink, missing_ok=True)
     with os.fdopen(fd, "w") as f:
-        f.write(content)
+        f.write(_pem_lines(content))
     temp_files.append(path)
     return path
 
 
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+def check_tls(options: Mapping[str, object], source: str) -> None:
+    """Load the PEM files as kafka-python will, so a wrong path or key password is a ConfigError at once.
+
+    Later, kafka-python would retry the same failure until its bootstrap timeout, and with an
+    encrypted key and no password OpenSSL would prompt for a pass phrase on the terminal.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if cafile := options.get("ssl_cafile"):
+        try:
+            context.load_verify_locations(cafile)
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"cannot load the CA certificates of ssl.truststore.* from {cafile}: "
+                              f"{getattr(e, 'strerror', None) or e.reason or 'no PEM certificate in it'}",
+                              source=source) from None
+    if certfile := options.get("ssl_certfile"):
+        if not os.access(str(certfile), os.R_OK) or not os.access(str(options["ssl_keyfile"]), os.R_OK):
+            raise ConfigError(f"cannot read the ssl.keystore.* files {certfile}, {options['ssl_keyfile']}",
+                              source=source)
+        password = options.get("ssl_password")
+        try:
+            # A callable, never None: None lets OpenSSL ask for the pass phrase on the terminal.
+            context.load_cert_chain(certfile, options["ssl_keyfile"], password=lambda: str(password or ""))
+        except ssl.SSLError:
+            given = "is wrong" if password else "is not set and the key is encrypted"
+            raise ConfigError(f"cannot load the client key and certificate of ssl.keystore.*: ssl.key.password "
+                              f"{given}, or the PEM does not hold a private key and its certificate",
+                              source=source) from None
 
 
 def load_client_config(path: str | os.PathLike) -> ClientConfig:

@@ -1,4 +1,9 @@
-"""Logging to stderr, as text for people or JSON lines for machines; results go to stdout."""
+"""Logging to stderr, as text for people or JSON lines for machines; results go to stdout.
+
+Every line is scrubbed of the run's secrets first: at debug level the client
+libraries log what they send (kazoo its digest Auth packet, kafka-python its
+whole configuration and SASL PLAIN token), and an error may quote a value.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,39 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Iterable
 
 _RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+_SECRETS: tuple[str, ...] = ()  # every spelling of every secret of this run, longest first
+
+
+def set_secrets(secrets: Iterable[str]) -> None:
+    """The values `redact` hides from now on: each as typed, as it shows inside a repr of a str or of bytes,
+    and each of those again inside a JSON string (a JSON log line quoting a repr)."""
+    global _SECRETS
+    forms = set()
+    for secret in filter(None, secrets):
+        for form in (secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]):
+            forms |= {form, json.dumps(form)[1:-1], json.dumps(form, ensure_ascii=False)[1:-1]}
+    _SECRETS = tuple(sorted(forms, key=len, reverse=True))
+
+
+def redact(text: str) -> str:
+    """`text` with every known secret replaced by ***."""
+    for secret in _SECRETS:
+        text = text.replace(secret, "***")
+    return text
+
+
+class _Redacting(logging.Formatter):
+    """Formats with `inner`, then redacts: message, arguments, traceback and extra fields alike."""
+
+    def __init__(self, inner: logging.Formatter):
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(self.inner.format(record))
 
 
 class JsonFormatter(logging.Formatter):
@@ -26,11 +62,26 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, default=str)
 
 
-def configure_logging(fmt: str = "text", verbosity: int = 0) -> None:
-    """Send the `migrate` logs to stderr; verbosity -1 warnings only, 0 info, 1 debug, 2 also client libraries."""
+class _NoLibraryTracebacks(logging.Filter):
+    """A client library's error stays one line (kafka-python logs some with a traceback); -vv shows them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and not record.name.startswith("migrate"):
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def configure_logging(fmt: str = "text", verbosity: int = 0, secrets: Iterable[str] = ()) -> None:
+    """Send the `migrate` logs to stderr; verbosity -1 warnings only, 0 info, 1 debug, 2 also client libraries.
+
+    `secrets` never reach stderr: they are replaced by *** in every line (see `redact`).
+    """
+    set_secrets(secrets)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else
-                         logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S"))
+    handler.setFormatter(_Redacting(JsonFormatter() if fmt == "json" else
+                                    logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S")))
+    if verbosity < 2:
+        handler.addFilter(_NoLibraryTracebacks())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbosity >= 2 else logging.WARNING)

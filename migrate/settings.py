@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.errors import ConfigError
-from migrate.kafka_config import ClientConfig, load_client_config
+from migrate.kafka_config import ClientConfig, check_tls, load_client_config
 
 ENV_PREFIX = "ZK2KAFKA_"
 
@@ -181,6 +181,17 @@ class Settings:
         options["bootstrap_servers"] = self.require("bootstrap_server").split(",")
         return options
 
+    def secrets(self) -> list[str]:
+        """Every secret value of these settings, for `migrate.log.redact`: the passwords and credentials."""
+        found = list(self.kafka_client.secrets()) if self.kafka_client else []
+        if self.zk_sasl_password is not None:
+            found.append(self.zk_sasl_password.reveal())
+        if self.zk_auth is not None:
+            scheme, _, credential = self.zk_auth.reveal().partition(":")
+            # digest:user:password: the password, and the credential kazoo logs as one string.
+            found += [credential, credential.partition(":")[2]] if scheme == "digest" else [credential]
+        return [s for s in found if s]
+
     def zk_auth_data(self) -> list[tuple[str, str]]:
         """kazoo `auth_data`: [(scheme, credential)] or []."""
         if self.zk_auth is None:
@@ -209,7 +220,9 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
     settings = Settings(**values)
     _check(settings)
     if settings.command_config is not None:
-        settings = dataclasses.replace(settings, kafka_client=load_client_config(settings.command_config))
+        client = load_client_config(settings.command_config)
+        check_tls(client.options, client.source)  # a wrong key password fails here, before any work
+        settings = dataclasses.replace(settings, kafka_client=client)
     return settings
 
 

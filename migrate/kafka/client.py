@@ -2,31 +2,75 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from kafka.admin import KafkaAdminClient
-from kafka.errors import KafkaError
+from kafka.errors import KafkaConnectionError, KafkaError, SaslAuthenticationFailedError
 
-from migrate.errors import KafkaUnavailable
+from migrate.errors import ConfigError, KafkaUnavailable
 from migrate.kafka.retry import RetryPolicy, is_retriable
 from migrate.settings import Settings
 
 
 def open_admin(settings: Settings, client_id: str = "zk2kafka", in_flight: int | None = None) -> KafkaAdminClient:
-    """A connected admin client for --bootstrap-server and --command-config; raises KafkaUnavailable.
+    """A connected admin client for --bootstrap-server and --command-config.
+
+    Raises KafkaUnavailable, or ConfigError when Kafka refuses the SASL login.
 
     `in_flight` raises the requests kafka-python lets wait on one connection (5 by default):
     past it, it fails a send with NodeNotReadyError instead of queueing it.
     """
     options = settings.kafka_options()
+    source = str(settings.command_config) if settings.command_config else None
     if in_flight is not None:
         options["max_in_flight_requests_per_connection"] = max(5, in_flight)
+    refusals = _Refusals()
+    logging.getLogger("kafka").addHandler(refusals)
     try:
         return KafkaAdminClient(client_id=client_id, **options)
     except KafkaError as exc:
-        # e.g. "Unable to bootstrap from ...", or an authentication failure: no traceback, just where and why.
-        raise KafkaUnavailable(f"cannot reach Kafka at {settings.bootstrap_server}: {exc}",
+        mechanism, user = options.get("sasl_mechanism"), options.get("sasl_plain_username")
+        if mechanism and refusals.sasl is not None:
+            why = str(refusals.sasl.args[0] if refusals.sasl.args else refusals.sasl.description)
+            raise ConfigError(f"Kafka at {settings.bootstrap_server} refused the {mechanism} login of user {user!r}: "
+                              f"{why.rpartition('Error: ')[2]} (check sasl.jaas.config)", source=source) from None
+        if mechanism and refusals.dropped:
+            raise ConfigError(f"Kafka at {settings.bootstrap_server} closed the connection while user {user!r} "
+                              f"logged in with {mechanism}: a wrong password in sasl.jaas.config, or a listener "
+                              f"that is not {options.get('security_protocol')}?", source=source) from None
+        # e.g. "Unable to bootstrap from ...": no traceback, just where and why (and what kafka-python last met,
+        # such as a TLS alert: "bad certificate", "certificate verify failed").
+        last = f"; last error: {refusals.last}" if refusals.last is not None else ""
+        raise KafkaUnavailable(f"cannot reach Kafka at {settings.bootstrap_server}: {exc}{last}",
                                bootstrap_server=settings.bootstrap_server) from exc
+    finally:
+        logging.getLogger("kafka").removeHandler(refusals)
+
+
+class _Refusals(logging.Handler):
+    """Remembers why kafka-python's connections failed while it bootstrapped, from the errors it logs.
+
+    kafka-python retries a refused SASL login like a lost connection until its bootstrap timeout,
+    then says only "Unable to bootstrap". And it drops a response that arrives together with the
+    connection's close (kafka-python 3.0.12, `KafkaTCPTransport._sock_recv`), so the broker's
+    "invalid credentials" answer is seen only now and then; otherwise the login ends in a
+    disconnect.
+    """
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.sasl: SaslAuthenticationFailedError | None = None
+        self.last: Exception | None = None  # the last connection error
+        self.dropped = False  # a connection closed by the broker
+
+    def emit(self, record: logging.LogRecord) -> None:
+        for arg in record.args if isinstance(record.args, tuple) else ():
+            if isinstance(arg, SaslAuthenticationFailedError):
+                self.sasl = arg
+            elif isinstance(arg, (KafkaConnectionError, OSError)):  # ssl.SSLError is an OSError
+                self.last = arg
+                self.dropped |= "socket disconnected" in str(arg)
 
 
 def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequence[str],

@@ -1,7 +1,11 @@
 """A real local cluster: ZooKeeper, a ZooKeeper-mode Kafka 3.9 broker and, on request, a KRaft Kafka 4 broker.
 
 Each server is a JVM started from the pinned jars (see `artifacts`) on free
-127.0.0.1 ports. Two ownership modes:
+127.0.0.1 ports. With `security=True` the ZooKeeper-mode broker also listens on
+SASL_PLAINTEXT (SCRAM-SHA-256 and -512, user `SCRAM_USER`) and on SSL (client
+certificates required; a CA, broker and client certificate made with openssl
+under `<home>/tls`); brokers still talk to each other over PLAINTEXT. Two
+ownership modes:
 
 - attached (tests): every JVM gets PR_SET_PDEATHSIG, so it dies with the Python
   process that started it, even on `kill -9`; `stop()` and an atexit hook end them.
@@ -34,6 +38,10 @@ STATE_FILE = "sandbox.json"
 # A ZooKeeper super user, so tests and `sandbox down` can clean up nodes behind any ACL. Sandbox only.
 SUPER_USER = ("zk2kafka-super", "sandbox-only-super-password")
 BROKER_CHROOT = "/kafka"
+# The secured listeners' credentials (security=True). Sandbox only.
+SCRAM_USER = ("zk2kafka-scram", "sandbox-only-scram-password")
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+TLS_KEY_PASSWORD = "sandbox-only-tls-key-password"  # encrypts the client's private key
 JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 
 LOG4J1 = """log4j.rootLogger=INFO, stdout
@@ -61,6 +69,11 @@ class Endpoints:
     zk_server: str  # the ZooKeeper server without chroot
     bootstrap_server: str  # the ZooKeeper-mode Kafka broker
     kraft_bootstrap_server: str | None = None  # the separate KRaft target cluster, when started
+    # security=True: the same broker over SASL_PLAINTEXT (SCRAM_USER) and over SSL (client certificate required).
+    sasl_bootstrap_server: str | None = None
+    ssl_bootstrap_server: str | None = None
+    ssl_cafile: str | None = None  # the CA (PEM) that signed the broker's and the client's certificates
+    ssl_client_pem: str | None = None  # the client's certificate and its key, encrypted with TLS_KEY_PASSWORD
 
     def exports(self) -> str:
         """Shell lines that point the zk2kafka CLI at this sandbox."""
@@ -207,13 +220,14 @@ def zk_answers(host_port: str) -> bool:
         return b"Zookeeper version" in s.recv(4096)
 
 
-def kafka_ready(bootstrap: str) -> bool:
-    """True when the broker answers metadata and its group coordinator is loaded."""
+def kafka_ready(bootstrap: str, **client_options) -> bool:
+    """True when the broker answers metadata and its group coordinator is loaded (`client_options`: security)."""
     from kafka.admin import KafkaAdminClient
 
     host, port = bootstrap.rsplit(":", 1)
     socket.create_connection((host, int(port)), timeout=2).close()  # listening yet? (quietly, before kafka-python)
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, client_id="zk2kafka-sandbox")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, client_id="zk2kafka-sandbox",
+                             **client_options)
     try:
         if not admin.describe_cluster().get("brokers"):
             return False
@@ -229,8 +243,11 @@ class LocalCluster:
     """ZooKeeper + a ZooKeeper-mode Kafka 3.9 broker (+ optional KRaft Kafka 4) as local JVMs under `home`."""
 
     def __init__(self, home: Path, cache_dir: Path, *, kraft: bool = False, attached: bool = True,
-                 offsets_partitions: int = 10, zk_heap: str = "512m", broker_heap: str = "512m"):
+                 offsets_partitions: int = 10, zk_heap: str = "512m", broker_heap: str = "512m",
+                 security: bool = False):
         self.zk_heap, self.broker_heap = zk_heap, broker_heap  # brokers hold every committed offset in heap
+        self.security = security
+        self._secured: dict[str, str] = {}  # the secured listeners' Endpoints fields, once chosen
         self.home = Path(home).resolve()  # the JVMs run in their own directories: relative paths would break
         self.cache_dir = Path(cache_dir).resolve()
         self.kraft = kraft
@@ -276,11 +293,15 @@ class LocalCluster:
         broker = self._server("kafka", jars39, "kafka.Kafka", "server.properties", {
             "broker.id": 0, "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
             "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common("kafka"),
+            **(self._secured_listeners(f"PLAINTEXT://127.0.0.1:{broker_port}") if self.security else {}),
         }, heap=self.broker_heap)
         kraft_bootstrap = self._start_kraft(timeout) if self.kraft else None
         bootstrap = f"127.0.0.1:{broker_port}"
         _wait("Kafka (ZooKeeper mode)", broker, lambda: kafka_ready(bootstrap), timeout)
-        self.endpoints = Endpoints(zk_server + BROKER_CHROOT, zk_server, bootstrap, kraft_bootstrap)
+        if self.security:
+            self._secure(broker, bootstrap, timeout)
+        self.endpoints = Endpoints(zk_server + BROKER_CHROOT, zk_server, bootstrap, kraft_bootstrap,
+                                   **self._secured)
         self._save_state()
         return self.endpoints
 
@@ -314,6 +335,46 @@ class LocalCluster:
         bootstrap = f"127.0.0.1:{port}"
         _wait("Kafka (KRaft)", server, lambda: kafka_ready(bootstrap), timeout)
         return bootstrap
+
+    def _secured_listeners(self, plaintext: str) -> dict:
+        """Broker properties adding a SASL_PLAINTEXT (SCRAM) and an SSL listener beside `plaintext`."""
+        tls = make_tls(self.home / "tls")
+        sasl, ssl = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+        self._secured = {"sasl_bootstrap_server": sasl, "ssl_bootstrap_server": ssl,
+                         "ssl_cafile": str(tls["ca"]), "ssl_client_pem": str(tls["client"])}
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        return {
+            "listeners": f"{plaintext},SASL_PLAINTEXT://{sasl},SSL://{ssl}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS),
+            **{f"listener.name.sasl_plaintext.{m.lower()}.sasl.jaas.config": scram for m in SCRAM_MECHANISMS},
+            "listener.name.ssl.ssl.keystore.type": "PEM", "listener.name.ssl.ssl.keystore.location": tls["broker"],
+            "listener.name.ssl.ssl.truststore.type": "PEM", "listener.name.ssl.ssl.truststore.location": tls["ca"],
+            "listener.name.ssl.ssl.client.auth": "required",
+        }
+
+    def _secure(self, broker: JavaServer, bootstrap: str, timeout: float) -> None:
+        """Create SCRAM_USER (over PLAINTEXT), then wait until it logs in and the SSL listener answers."""
+        from kafka.admin import KafkaAdminClient, UserScramCredentialUpsertion
+
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-sandbox")
+        try:
+            errors = admin.alter_user_scram_credentials(
+                [UserScramCredentialUpsertion(SCRAM_USER[0], m, SCRAM_USER[1]) for m in SCRAM_MECHANISMS])
+        finally:
+            admin.close()
+        if any(errors.values()):
+            raise SandboxError(f"creating the SCRAM user failed: {errors}")
+        # In ZooKeeper mode the broker learns of the user through a ZooKeeper watch: log in until it has.
+        sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": SCRAM_MECHANISMS[0],
+                "sasl_plain_username": SCRAM_USER[0], "sasl_plain_password": SCRAM_USER[1]}
+        _wait("Kafka SASL_PLAINTEXT listener", broker,
+              lambda: kafka_ready(self._secured["sasl_bootstrap_server"], **sasl), timeout)
+        pem = self._secured["ssl_client_pem"]
+        ssl = {"security_protocol": "SSL", "ssl_cafile": self._secured["ssl_cafile"], "ssl_certfile": pem,
+               "ssl_keyfile": pem, "ssl_password": TLS_KEY_PASSWORD}
+        _wait("Kafka SSL listener", broker, lambda: kafka_ready(self._secured["ssl_bootstrap_server"], **ssl), timeout)
 
     def _broker_common(self, name: str) -> dict:
         return {
@@ -369,6 +430,43 @@ class LocalCluster:
             "servers": [{"name": s.name, "pid": s.pid, "alive": s.alive(), "log": str(s.log_path)}
                         for s in self.servers],
         }
+
+
+def make_tls(directory: Path) -> dict[str, Path]:
+    """A CA, a broker certificate for 127.0.0.1/localhost and a client certificate, as PEM files, with openssl.
+
+    Returns {"ca": CA certificate, "broker": broker key + certificate, "client": client key + certificate};
+    the client's key is encrypted with TLS_KEY_PASSWORD. Raises SandboxError when openssl fails.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "ZK2KAFKA_SANDBOX_KEY_PASSWORD": TLS_KEY_PASSWORD}  # never on a command line
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+
+    def openssl(*args: str) -> None:
+        try:
+            done = subprocess.run(["openssl", *args], cwd=directory, env=env, capture_output=True, text=True,
+                                  timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise SandboxError(f"openssl is needed for the sandbox's TLS listener: {e}") from None
+        if done.returncode != 0:
+            raise SandboxError(f"openssl {args[0]} failed: {done.stderr.strip()}")
+
+    openssl("req", "-x509", *ec, "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "7",
+            "-subj", "/CN=zk2kafka sandbox CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    for name, extensions in (("broker", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"),
+                             ("client", "extendedKeyUsage=clientAuth\n")):
+        (directory / f"{name}.ext").write_text(extensions)
+        # Java 17 cannot read OpenSSL 3's encrypted PKCS#8 (PBES2/AES), so the broker's key stays in the clear.
+        protect = ["-passout", "env:ZK2KAFKA_SANDBOX_KEY_PASSWORD"] if name == "client" else ["-nodes"]
+        openssl("req", *ec, "-keyout", f"{name}-key.pem", *protect, "-out", f"{name}.csr",
+                "-subj", f"/CN=zk2kafka-sandbox-{name}")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+                "-days", "7", "-extfile", f"{name}.ext", "-out", f"{name}-cert.pem")
+        pem = directory / f"{name}.pem"
+        pem.write_text((directory / f"{name}-key.pem").read_text() + (directory / f"{name}-cert.pem").read_text())
+        pem.chmod(0o600)
+    return {"ca": directory / "ca.pem", "broker": directory / "broker.pem", "client": directory / "client.pem"}
 
 
 def _write_properties(path: Path, props: dict) -> None:

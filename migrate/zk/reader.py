@@ -118,6 +118,9 @@ class ZkOffsetReader:
         self.batch = AsyncBatch(client, window=window, deadline=retry_deadline, multi=multi)
         self.group_batch = group_batch
         self.liveness = templates == STANDARD  # ids/ and owners/ exist only for the old high-level consumer
+        # ZooKeeper takes any digest credential and only denies reads later: a wrong password looks like this.
+        self.noauth_hint = ("the credentials given (--zk-auth) may not read it: wrong password or user?"
+                            if getattr(client, "auth_data", None) else "pass --zk-auth")
 
     def groups(self) -> list[str]:
         """The selected group names under the root, sorted; [] when the root does not exist."""
@@ -125,7 +128,7 @@ class ZkOffsetReader:
         if isinstance(answer, NoNodeError):
             return []
         if isinstance(answer, ZookeeperError):
-            hint = "; pass --zk-auth" if isinstance(answer, NoAuthError) else ""
+            hint = f"; {self.noauth_hint}" if isinstance(answer, NoAuthError) else ""
             raise ZkUnavailable(f"cannot list {self.root or '/'}: {type(answer).__name__}{hint}")
         return sorted(g for g in answer if self.selection.group(g))
 
@@ -196,7 +199,7 @@ class ZkOffsetReader:
             parsed = Parsed(None, UNREADABLE, "znode vanished during the walk")
         elif isinstance(answer, NoAuthError):
             what = "list" if listing else "read"
-            parsed = Parsed(None, UNREADABLE, f"no permission to {what} {node.path} (NoAuth); pass --zk-auth")
+            parsed = Parsed(None, UNREADABLE, f"no permission to {what} {node.path} (NoAuth); {self.noauth_hint}")
         elif isinstance(answer, ZookeeperError):
             parsed = Parsed(None, UNREADABLE, f"{type(answer).__name__} on {node.path}")
         else:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from migrate.errors import ConfigError
-from migrate.kafka_config import load_client_config, parse_properties
+from migrate.kafka_config import check_tls, load_client_config, parse_properties
 
 
 def test_java_properties_semantics():
@@ -114,17 +114,6 @@ def test_inline_pem_goes_to_private_files(tmp_path: Path):
         path = Path(config.options[option])
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert path.read_text().startswith("-----BEGIN")
-
-
-def test_inline_pem_files_are_gone_when_the_process_exits(tmp_path: Path):
-    """They may hold a private key: nothing of them stays in the temporary directory."""
-    config = write(tmp_path, "security.protocol=SSL\n"
-                             "ssl.keystore.key=-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\n")
-    code = ("import sys; from migrate.kafka_config import load_client_config; "
-            "print(load_client_config(sys.argv[1]).options['ssl_keyfile'])")
-    done = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True, text=True, check=True)
-    key_file = Path(done.stdout.strip())
-    assert key_file.name.startswith("zk2kafka-") and not key_file.exists()
 
 
 @pytest.mark.parametrize("text, message", [
@@ -285,3 +274,60 @@ def test_odd_numbers_and_escapes_are_config_errors(tmp_path: Path, text: str, me
 
 def test_surrogate_pair_escapes_make_one_character():
     assert parse_properties("client.id=\\uD83D\\uDE00\n") == {"client.id": "\U0001F600"}
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory) -> dict[str, Path]:
+    """A CA and a client certificate whose key is encrypted with TLS_KEY_PASSWORD (openssl, as the sandbox makes them)."""
+    from migrate.sandbox.cluster import make_tls
+
+    return make_tls(tmp_path_factory.mktemp("tls"))
+
+
+def _ssl_options(tls: dict[str, Path], password: str | None) -> dict[str, object]:
+    options = {"security_protocol": "SSL", "ssl_cafile": str(tls["ca"]), "ssl_certfile": str(tls["client"]),
+               "ssl_keyfile": str(tls["client"])}
+    return options if password is None else {**options, "ssl_password": password}
+
+
+def test_check_tls_loads_the_files_as_kafka_python_will(tls):
+    from migrate.sandbox.cluster import TLS_KEY_PASSWORD
+
+    check_tls(_ssl_options(tls, TLS_KEY_PASSWORD), "client.properties")
+    with pytest.raises(ConfigError, match=r"client.properties: .*ssl.key.password is wrong") as info:
+        check_tls(_ssl_options(tls, "not-the-password"), "client.properties")
+    assert "not-the-password" not in str(info.value)
+    # No password for an encrypted key: an error, never OpenSSL's pass phrase prompt on the terminal.
+    with pytest.raises(ConfigError, match="ssl.key.password is not set and the key is encrypted"):
+        check_tls(_ssl_options(tls, None), "client.properties")
+    with pytest.raises(ConfigError, match="cannot load the CA certificates .* No such file"):
+        check_tls({**_ssl_options(tls, TLS_KEY_PASSWORD), "ssl_cafile": "/nonexistent/ca.pem"}, "client.properties")
+
+
+def test_inline_pem_continued_over_lines_as_kafka_documents_it(tmp_path: Path, tls):
+    """Kafka's docs continue inline PEM with backslashes; Properties joins that into one line OpenSSL cannot read."""
+    from migrate.sandbox.cluster import TLS_KEY_PASSWORD
+
+    def inline(pem: str) -> str:
+        return " \\\n    ".join(pem.strip().splitlines())
+
+    client = tls["client"].read_text()
+    cut = client.index("-----BEGIN CERTIFICATE-----")
+    config = load_client_config(write(tmp_path, (
+        "security.protocol=SSL\nssl.truststore.type=PEM\nssl.keystore.type=PEM\n"
+        f"ssl.truststore.certificates={inline(tls['ca'].read_text())}\n"
+        f"ssl.keystore.key={inline(client[:cut])}\n"
+        f"ssl.keystore.certificate.chain={inline(client[cut:])}\n"
+        f"ssl.key.password={TLS_KEY_PASSWORD}\n")))
+    check_tls(config.options, config.source)
+    assert Path(config.options["ssl_cafile"]).read_text() == tls["ca"].read_text()
+
+
+def test_inline_private_key_files_are_removed_when_the_process_ends(tmp_path: Path):
+    path = write(tmp_path, "security.protocol=SSL\n"
+                           "ssl.keystore.key=-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\n")
+    code = f"from migrate.kafka_config import load_client_config; print(load_client_config({str(path)!r}).options['ssl_keyfile'])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).parents[2])
+    written = Path(done.stdout.strip())
+    assert written.name.startswith("zk2kafka-") and not written.exists()

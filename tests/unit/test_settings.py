@@ -114,6 +114,8 @@ def test_secrets_never_show(tmp_path: Path):
     assert options["sasl_plain_password"] == "kafka-s3cret"
     assert options["bootstrap_servers"] == ["127.0.0.1:9092"]
     assert options["security_protocol"] == "SASL_PLAINTEXT"
+    # What the logs redact: the passwords, and the digest credential kazoo logs whole.
+    assert sorted(s.secrets()) == ["bob:zk-s3cret", "kafka-s3cret", "zk-s3cret"]
 
 
 def test_every_option_has_help_and_a_settings_field():

@@ -1,0 +1,47 @@
+"""Secrets never reach stderr: not in a client library's debug log, a JSON log line, an error or a traceback."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from migrate import cli, commands
+from migrate.log import configure_logging, set_secrets
+
+SECRET = 'pw-"quoted"\\-é'
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets():
+    yield
+    set_secrets(())
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_spelling_of_a_secret_is_redacted_in_log_lines(capsys, fmt):
+    configure_logging(fmt, verbosity=2, secrets=[SECRET])
+    # What kazoo and kafka-python log at debug level: a repr of a namedtuple, a dict, bytes.
+    logging.getLogger("kazoo.protocol.connection").debug("Sending request(xid=-4): %s",
+                                                         ("Auth", "digest", f"bob:{SECRET}"))
+    logging.getLogger("kafka.admin.client").debug("Starting with configuration: %s", {"sasl_plain_password": SECRET})
+    logging.getLogger("kafka.protocol.parser").debug("Send: %r", b"\x00alice\x00" + SECRET.encode())
+    logging.getLogger("migrate").info("extra fields too", extra={"credential": SECRET})
+    try:
+        raise ValueError(f"bad value {SECRET}")
+    except ValueError:
+        logging.getLogger("migrate").exception("failed")
+    err = capsys.readouterr().err
+    assert err.count("***") == (4 if fmt == "text" else 5), err  # JSON lines carry the extra field too
+    for spelling in ("pw-", "quoted"):
+        assert spelling not in err, err
+
+
+def test_errors_and_tracebacks_are_redacted(monkeypatch, capsys, tmp_path):
+    def fail(*_args):
+        raise RuntimeError(f"the server said no to digest:bob:{SECRET}")
+
+    monkeypatch.setattr(commands, "run", fail)
+    assert cli.main(["verify", "--zk-auth", f"digest:bob:{SECRET}", "--debug", "--state-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "the server said no to digest:***" in err and "pw-" not in err
