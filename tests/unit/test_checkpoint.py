@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from migrate import checkpoint as j
-from migrate.errors import MigrateError
+from migrate.errors import MigrateError, StateDirError
 
 
 def planned(topic="t", partition=0, offset=10):
@@ -63,3 +63,10 @@ def test_a_journal_from_another_schema_is_refused(tmp_path):
     db.close()
     with pytest.raises(MigrateError, match="journal schema 99"):
         j.Journal.open(tmp_path)
+
+
+def test_a_state_dir_that_cannot_hold_the_journal_is_one_clear_error(tmp_path):
+    (tmp_path / "state").write_text("a file where the state dir should be")
+    with pytest.raises(StateDirError, match="cannot open the journal: File exists") as raised:
+        j.Journal.open(tmp_path / "state")
+    assert raised.value.path == str(tmp_path / "state" / "journal.sqlite")
