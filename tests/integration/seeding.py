@@ -36,6 +36,19 @@ def zk_tree(zk) -> dict[str, bytes]:
     return out
 
 
+def expire_session(client, hosts: str) -> None:
+    """Expire `client`'s session the way ZooKeeper does: another connection with its id and password closes it."""
+    from kazoo.client import KazooClient
+
+    if client.client_id is None:  # already between sessions
+        return
+    session_id, password = client.client_id
+    other = KazooClient(hosts=hosts, client_id=(session_id, password))
+    other.start(timeout=15)
+    other.stop()
+    other.close()
+
+
 def kafka_offsets(admin, groups) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
     """{group: {(topic, partition): (offset, metadata)}} as Kafka holds them."""
     answer = admin.list_group_offsets({g: None for g in groups})
@@ -43,4 +56,4 @@ def kafka_offsets(admin, groups) -> dict[str, dict[tuple[str, int], tuple[int, s
             for g in groups}
 
 
-__all__ = ["put", "make_topic", "zk_tree", "kafka_offsets", "TopicPartition"]
+__all__ = ["put", "make_topic", "zk_tree", "expire_session", "kafka_offsets", "TopicPartition"]
