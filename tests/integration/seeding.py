@@ -10,8 +10,9 @@ def put(zk, path: str, value: bytes, acl=None) -> None:
     zk.create(path, value, acl=acl)
 
 
-def make_topic(admin, bootstrap: str, name: str, partitions: int, messages: int) -> None:
-    admin.create_topics({name: {"num_partitions": partitions, "replication_factor": 1}}, wait_for_metadata=True)
+def make_topic(admin, bootstrap: str, name: str, partitions: int, messages: int, replicas: int = 1) -> None:
+    admin.create_topics({name: {"num_partitions": partitions, "replication_factor": replicas}},
+                        wait_for_metadata=True)
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     for p in range(partitions):
         for i in range(messages):
