@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import MigrateError
+from migrate.errors import MigrateError, StateDirError
 
 PENDING, COMMITTED, VERIFIED, FAILED, SKIPPED = "pending", "committed", "verified", "failed", "skipped"
 GROUP_STATES = (PENDING, COMMITTED, VERIFIED, FAILED, SKIPPED)
@@ -115,15 +115,18 @@ class Journal:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")  # a transition that returned survives a power cut too
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version == 0:
-            self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA}PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
-        elif version != SCHEMA_VERSION:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")  # a transition that returned survives a power cut too
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA}PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+        except (OSError, sqlite3.OperationalError) as exc:
+            raise StateDirError(self.path, f"cannot open the journal: {_why(exc)}") from exc
+        if version not in (0, SCHEMA_VERSION):
             raise MigrateError(f"{self.path}: journal schema {version}, this zk2kafka reads {SCHEMA_VERSION}")
 
     @classmethod
@@ -280,28 +283,56 @@ class Journal:
 
     def _select(self, sql: str, *args) -> list[tuple]:
         with self._lock:  # one connection shared by threads: never read inside another's transaction
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise StateDirError(self.path, f"cannot read the journal: {_why(exc)}") from exc
 
     def _transaction(self):
-        return _Transaction(self._db, self._lock)
+        return _Transaction(self._db, self._lock, self.path)
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT under the journal's lock; ROLLBACK on any error."""
+    """BEGIN IMMEDIATE ... COMMIT under the journal's lock; ROLLBACK on any error.
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.Lock):
-        self.db, self.lock = db, lock
+    SQLite's operational errors (a full disk, I/O errors, a read-only file) become StateDirError.
+    A COMMIT that fails can leave the transaction open: it is rolled back too, so nothing of it
+    reaches the file later with another thread's COMMIT.
+    """
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock, path: Path):
+        self.db, self.lock, self.path = db, lock, path
 
     def __enter__(self) -> sqlite3.Connection:
         self.lock.acquire()
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            self.lock.release()
+            raise StateDirError(self.path, f"cannot write the journal: {_why(exc)}") from exc
         return self.db
 
-    def __exit__(self, exc_type, *_) -> None:
+    def __exit__(self, exc_type, exc, _tb) -> None:
         try:
-            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+            if exc_type is None:
+                self.db.execute("COMMIT")
+        except sqlite3.Error as commit_failed:
+            exc = commit_failed
         finally:
+            try:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass   # the error that got us here is the one to report; the next BEGIN will tell if this lasts
             self.lock.release()
+        if isinstance(exc, sqlite3.OperationalError):
+            raise StateDirError(self.path, f"cannot write the journal: {_why(exc)}") from exc
+        if exc_type is None and exc is not None:
+            raise exc   # a COMMIT that failed for another reason
+
+
+def _why(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def _chunks(names: list[str], size: int = 500) -> list[list[str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.checkpoint import iso
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, SandboxError
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, SandboxError, StateDirError
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 
@@ -214,16 +214,20 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     from migrate.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
 
-    journal.set_run(run_id, RUNNING)
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
-    with _writers(settings, zk=not settings.no_zk_write) as (kafka, zk):
-        writer = DualCommit(journal, run_id, kafka, zk, metadata, settings.offset_semantics)
-        with Progress("groups written", total=len(groups)) as progress:
-            # Two batches in flight: one's reads and journal writes overlap the other's commits.
-            outcomes, interrupted = run_batches(groups, writer.migrate, WRITE_BATCH, 2, progress)
-    run = journal.run(run_id)
-    finished = not interrupted and run.groups["pending"] == run.groups["committed"] == run.groups["failed"] == 0
-    journal.set_run(run_id, DONE if finished else INCOMPLETE)
+    try:
+        journal.set_run(run_id, RUNNING)
+        with _writers(settings, zk=not settings.no_zk_write) as (kafka, zk):
+            writer = DualCommit(journal, run_id, kafka, zk, metadata, settings.offset_semantics)
+            with Progress("groups written", total=len(groups)) as progress:
+                # Two batches in flight: one's reads and journal writes overlap the other's commits.
+                outcomes, interrupted = run_batches(groups, writer.migrate, WRITE_BATCH, 2, progress)
+        run = journal.run(run_id)
+        finished = not interrupted and run.groups["pending"] == run.groups["committed"] == run.groups["failed"] == 0
+        journal.set_run(run_id, DONE if finished else INCOMPLETE)
+    except StateDirError as exc:
+        # The journal could not record a step (a full disk): the step it missed is re-checked on resume.
+        raise StateDirError(exc.path, exc.reason, resume=f"zk2kafka migrate --execute --resume {run_id}") from exc
     return _run_result(journal.run(run_id), outcomes, interrupted, blockers)
 
 

@@ -44,6 +44,17 @@ class ArtifactError(SandboxError):
         self.actual = actual
 
 
+class StateDirError(MigrateError):
+    """A file or folder of the state dir (snapshots, reports, the journal) could not be created, read or written."""
+
+    def __init__(self, path, reason: str, *, resume: str | None = None):
+        then = f"; the journal holds how far the run got: `{resume}` goes on once it can be written" if resume else ""
+        super().__init__(f"{path}: {reason}{then}")
+        self.path = str(path)
+        self.reason = reason
+        self.resume = resume
+
+
 class ZkUnavailable(MigrateError):
     """ZooKeeper could not be reached, or stayed unreachable past the retry deadline."""
 

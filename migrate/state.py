@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from migrate.errors import StateDirError
+
 
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time plus a short random suffix, e.g. 20261122T103000Z-3f2a."""
@@ -28,5 +30,8 @@ class StateDir:
 
     def _dir(self, *parts: str) -> Path:
         path = self.root.joinpath(*parts)
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateDirError(path, f"cannot create it: {exc.strerror or exc}") from exc
         return path

@@ -71,10 +71,14 @@ class KafkaOffsetWriter:
         reason goes through commit(), with its retries and reasons.
         """
         first = self._pipelined({g: _request(offsets, metadata) for g, offsets in commits.items()})
-        out: dict[str, Exception | None] = {}
+        out: dict[str, Exception | None] = {
+            g: None for g, answer in first.items()
+            if isinstance(answer, dict) and all(err is NoError for err in answer.values())}
+        # Most often the first try failed because the coordinator moved or died: look it up afresh for
+        # each, rather than have every group's own retry back off against it first.
+        self._forget([g for g in first if g not in out])
         for group, answer in first.items():
-            if isinstance(answer, dict) and all(err is NoError for err in answer.values()):
-                out[group] = None
+            if group in out:
                 continue
             try:
                 self.commit(group, commits[group], metadata)

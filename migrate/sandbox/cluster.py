@@ -240,14 +240,22 @@ def kafka_ready(bootstrap: str, **client_options) -> bool:
 
 
 class LocalCluster:
-    """ZooKeeper + a ZooKeeper-mode Kafka 3.9 broker (+ optional KRaft Kafka 4) as local JVMs under `home`."""
+    """ZooKeeper + ZooKeeper-mode Kafka 3.9 broker(s) (+ optional KRaft Kafka 4) as local JVMs under `home`.
+
+    With `brokers` > 1 the ZooKeeper-mode cluster has that many brokers (`kafka`, `kafka-1`, ...),
+    `__consumer_offsets` is replicated to all of them and the bootstrap string lists them all;
+    fault tests stop one to move group coordinators. `broker_properties` go into every broker's
+    server.properties (fault tests shorten `zookeeper.session.timeout.ms`).
+    """
 
     def __init__(self, home: Path, cache_dir: Path, *, kraft: bool = False, attached: bool = True,
                  offsets_partitions: int = 10, zk_heap: str = "512m", broker_heap: str = "512m",
-                 security: bool = False):
+                 security: bool = False, brokers: int = 1, broker_properties: dict | None = None):
         self.zk_heap, self.broker_heap = zk_heap, broker_heap  # brokers hold every committed offset in heap
         self.security = security
         self._secured: dict[str, str] = {}  # the secured listeners' Endpoints fields, once chosen
+        self.brokers = brokers
+        self.broker_properties = dict(broker_properties or {})
         self.home = Path(home).resolve()  # the JVMs run in their own directories: relative paths would break
         self.cache_dir = Path(cache_dir).resolve()
         self.kraft = kraft
@@ -295,15 +303,34 @@ class LocalCluster:
             "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common("kafka"),
             **(self._secured_listeners(f"PLAINTEXT://127.0.0.1:{broker_port}") if self.security else {}),
         }, heap=self.broker_heap)
+        more = self._start_more_brokers(jars39, zk_server)
         kraft_bootstrap = self._start_kraft(timeout) if self.kraft else None
         bootstrap = f"127.0.0.1:{broker_port}"
         _wait("Kafka (ZooKeeper mode)", broker, lambda: kafka_ready(bootstrap), timeout)
         if self.security:
             self._secure(broker, bootstrap, timeout)
+        bootstrap = ",".join([bootstrap, *self._wait_brokers(more, timeout)])
         self.endpoints = Endpoints(zk_server + BROKER_CHROOT, zk_server, bootstrap, kraft_bootstrap,
                                    **self._secured)
         self._save_state()
         return self.endpoints
+
+    def _start_more_brokers(self, jars: list[Path], zk_server: str) -> list[tuple[JavaServer, str]]:
+        """Start brokers 1.. of a multi-broker cluster (`kafka-1`, ...); each with its host:port."""
+        started = []
+        for n in range(1, self.brokers):
+            port = free_port()
+            server = self._server(f"kafka-{n}", jars, "kafka.Kafka", "server.properties", {
+                "broker.id": n, "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common(f"kafka-{n}"),
+            })
+            started.append((server, f"127.0.0.1:{port}"))
+        return started
+
+    def _wait_brokers(self, started: list[tuple[JavaServer, str]], timeout: float) -> list[str]:
+        for server, bootstrap in started:
+            _wait(f"Kafka (ZooKeeper mode) {server.name}", server, lambda b=bootstrap: kafka_ready(b), timeout)
+        return [bootstrap for _, bootstrap in started]
 
     def _start_kraft(self, timeout: float) -> str:
         jars4 = ensure_bundle("kafka-4", self.cache_dir)
@@ -377,12 +404,13 @@ class LocalCluster:
         _wait("Kafka SSL listener", broker, lambda: kafka_ready(self._secured["ssl_bootstrap_server"], **ssl), timeout)
 
     def _broker_common(self, name: str) -> dict:
+        replicas = 1 if name == "kraft" else self.brokers   # offsets survive the loss of a broker
         return {
             "log.dirs": self.home / name / "data",
-            "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": self.offsets_partitions,
+            "offsets.topic.replication.factor": replicas, "offsets.topic.num.partitions": self.offsets_partitions,
             "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
             "group.initial.rebalance.delay.ms": 0, "auto.create.topics.enable": "false",
-            "num.partitions": 1, "log.retention.check.interval.ms": 5000,
+            "num.partitions": 1, "log.retention.check.interval.ms": 5000, **self.broker_properties,
         }
 
     def _server(self, name: str, jars: list[Path], main: str, config_name: str, props: dict,

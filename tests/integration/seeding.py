@@ -10,8 +10,9 @@ def put(zk, path: str, value: bytes, acl=None) -> None:
     zk.create(path, value, acl=acl)
 
 
-def make_topic(admin, bootstrap: str, name: str, partitions: int, messages: int) -> None:
-    admin.create_topics({name: {"num_partitions": partitions, "replication_factor": 1}}, wait_for_metadata=True)
+def make_topic(admin, bootstrap: str, name: str, partitions: int, messages: int, replicas: int = 1) -> None:
+    admin.create_topics({name: {"num_partitions": partitions, "replication_factor": replicas}},
+                        wait_for_metadata=True)
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
     for p in range(partitions):
         for i in range(messages):
@@ -36,6 +37,19 @@ def zk_tree(zk) -> dict[str, bytes]:
     return out
 
 
+def expire_session(client, hosts: str) -> None:
+    """Expire `client`'s session the way ZooKeeper does: another connection with its id and password closes it."""
+    from kazoo.client import KazooClient
+
+    if client.client_id is None:  # already between sessions
+        return
+    session_id, password = client.client_id
+    other = KazooClient(hosts=hosts, client_id=(session_id, password))
+    other.start(timeout=15)
+    other.stop()
+    other.close()
+
+
 def kafka_offsets(admin, groups) -> dict[str, dict[tuple[str, int], tuple[int, str]]]:
     """{group: {(topic, partition): (offset, metadata)}} as Kafka holds them."""
     answer = admin.list_group_offsets({g: None for g in groups})
@@ -43,4 +57,4 @@ def kafka_offsets(admin, groups) -> dict[str, dict[tuple[str, int], tuple[int, s
             for g in groups}
 
 
-__all__ = ["put", "make_topic", "zk_tree", "kafka_offsets", "TopicPartition"]
+__all__ = ["put", "make_topic", "zk_tree", "expire_session", "kafka_offsets", "TopicPartition"]

@@ -11,6 +11,7 @@ from kazoo.security import make_digest_acl
 
 from migrate import cli
 from migrate.zk.reader import STANDARD, STORM, Selection, ZkOffsetReader, layout_from_template
+from seeding import expire_session
 
 OWNER = ("owner", "owner-pw")
 
@@ -146,17 +147,6 @@ def test_group_deleted_during_the_walk_is_tolerated(zk):
     assert sorted(r["group"] for r in rows) == ["a", "c"]
 
 
-def _expire(client: KazooClient, hosts: str) -> None:
-    """Expire `client`'s session the way ZooKeeper does: another connection closes it."""
-    if client.client_id is None:  # already between sessions
-        return
-    session_id, password = client.client_id
-    other = KazooClient(hosts=hosts, client_id=(session_id, password))
-    other.start(timeout=15)
-    other.stop()
-    other.close()
-
-
 def test_session_expiry_in_the_middle_of_a_walk_resumes_without_loss(zk, zk_chroot):
     expected = {}
     transaction = zk.transaction()
@@ -176,8 +166,8 @@ def test_session_expiry_in_the_middle_of_a_walk_resumes_without_loss(zk, zk_chro
         for batch in reader.batches(reader.groups()):
             rows.extend(batch.to_pylist())
             if not expired.is_set():  # between batches, and once more while requests are in flight
-                _expire(client, zk_chroot)
-                threading.Timer(0.01, _expire, (client, zk_chroot)).start()
+                expire_session(client, zk_chroot)
+                threading.Timer(0.01, expire_session, (client, zk_chroot)).start()
                 expired.set()
         assert client.client_id[0] != first_session
     finally:

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from migrate import checkpoint as j
-from migrate.errors import MigrateError
+from migrate.errors import MigrateError, StateDirError
 
 
 def planned(topic="t", partition=0, offset=10):
@@ -63,3 +63,25 @@ def test_a_journal_from_another_schema_is_refused(tmp_path):
     db.close()
     with pytest.raises(MigrateError, match="journal schema 99"):
         j.Journal.open(tmp_path)
+
+
+def test_a_state_dir_that_cannot_hold_the_journal_is_one_clear_error(tmp_path):
+    (tmp_path / "state").write_text("a file where the state dir should be")
+    with pytest.raises(StateDirError, match="cannot open the journal: File exists") as raised:
+        j.Journal.open(tmp_path / "state")
+    assert raised.value.path == str(tmp_path / "state" / "journal.sqlite")
+
+
+def test_a_journal_write_that_cannot_start_is_reported_and_leaves_the_journal_usable(tmp_path):
+    with j.Journal.open(tmp_path) as journal:
+        journal.create_run("r1", "migrate", "h", {}, {"a": [planned()]})
+        journal._db.execute("PRAGMA busy_timeout=100")   # not the 30 s a real run waits for another writer
+        other = sqlite3.connect(tmp_path / "journal.sqlite", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")   # another process holds the write lock
+        with pytest.raises(StateDirError, match="cannot write the journal: database is locked"):
+            journal.set_group("r1", "a", j.COMMITTED)
+        other.execute("ROLLBACK")
+        other.close()
+        assert journal.group("r1", "a").state == j.PENDING   # answers: no lock left held (it hung before)
+        journal.set_group("r1", "a", j.COMMITTED)
+        assert journal.group("r1", "a").state == j.COMMITTED

@@ -1,0 +1,78 @@
+"""The fault-injection suite's own cluster, its fault log and the summary line it prints at the end.
+
+The cluster is a private one (ZooKeeper and two ZooKeeper-mode brokers, `__consumer_offsets`
+replicated to both): these tests kill, pause and restart its servers, which the users of the
+shared `cluster` fixture must never see.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))   # seeding, test_migrate helpers
+
+from harness import SEED_ENV, FaultLog, Stores, brokers, ensure_up, kill9  # noqa: E402
+from kafka.admin import KafkaAdminClient  # noqa: E402
+from seeding import make_topic  # noqa: E402
+
+from migrate.sandbox.cluster import LocalCluster  # noqa: E402
+from tests.conftest import CACHE_DIR  # noqa: E402
+
+TOPIC = "orders"
+PARTITIONS = 2
+MESSAGES = 1000   # per partition: every seeded offset lies inside the log
+
+FAULT_LOG = pytest.StashKey[FaultLog]()
+
+
+def pytest_configure(config):
+    seed = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(1, 10**6))
+    config.stash[FAULT_LOG] = FaultLog(seed)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    log = config.stash.get(FAULT_LOG, None)
+    if log is not None and (log.runs or log.injected):
+        terminalreporter.section("fault injection")
+        terminalreporter.write_line(log.line())
+
+
+@pytest.fixture(scope="session")
+def fault_log(request) -> FaultLog:
+    """The suite's record of faults injected and runs checked; tests assert their own outcome too."""
+    return request.config.stash[FAULT_LOG]
+
+
+@pytest.fixture(scope="session")
+def fault_cluster(tmp_path_factory):
+    """ZooKeeper + two ZooKeeper-mode brokers of the suite's own, and a topic replicated to both."""
+    # A broker killed with SIGKILL holds its registration until its ZooKeeper session expires (18 s by
+    # default): it cannot start again, nor its partitions move, before. 6 s keeps the suite short.
+    own = LocalCluster(tmp_path_factory.mktemp("faults"), CACHE_DIR, attached=True, brokers=2,
+                       broker_properties={"zookeeper.session.timeout.ms": 6000})
+    own.start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=own.endpoints.bootstrap_server, client_id="zk2kafka-faults")
+        try:
+            make_topic(admin, own.endpoints.bootstrap_server, TOPIC, PARTITIONS, MESSAGES, replicas=2)
+        finally:
+            admin.close()
+        yield own
+    finally:
+        for broker in brokers(own).values():   # a throwaway cluster: no controlled shutdown to wait for
+            if broker.alive():
+                kill9(broker)
+        own.stop()
+
+
+@pytest.fixture
+def stores(fault_cluster, tmp_path, fault_log):
+    """Clients on the fault cluster, every server up at the start; `stores.case()` makes a chroot, prefix, state dir."""
+    ensure_up(fault_cluster)
+    with Stores.open(fault_cluster, TOPIC, PARTITIONS, MESSAGES, tmp_path, fault_log) as opened:
+        yield opened
