@@ -86,8 +86,7 @@ class Plan:
 
     run: str
     summary: dict[str, Any]
-    files: dict[str, Path]
-    table: Any  # pyarrow.Table of PLAN_SCHEMA rows
+    files: dict[str, Path]   # "plan" is plan.parquet, in PLAN_ORDER
 
     @property
     def exit_code(self) -> int:
@@ -115,9 +114,12 @@ def _plan(settings: Settings, command: str) -> Plan:
         scanned = _scan(settings, state, run)
         zk_snapshot = Path(scanned["snapshot"])
 
-        columns = pq.read_table(zk_snapshot, columns=["group", "topic"])
-        groups = sorted(pc.unique(columns.column("group")).to_pylist())
-        topics = sorted(t for t in pc.unique(columns.column("topic")).to_pylist() if t is not None)
+        groups, topics = set(), set()
+        with pq.ParquetFile(zk_snapshot) as snapshot:   # a batch at a time: the snapshot can be millions of rows
+            for batch in snapshot.iter_batches(columns=["group", "topic"]):
+                groups.update(pc.unique(batch.column("group")).to_pylist())
+                topics.update(pc.unique(batch.column("topic")).to_pylist())
+        groups, topics = sorted(groups), sorted(t for t in topics if t is not None)
         selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
         admin = open_admin(settings)
         try:
@@ -129,16 +131,15 @@ def _plan(settings: Settings, command: str) -> Plan:
         raise
 
     policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers)
-    result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master, spark)
     report = state.reports(run)
+    result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master, report / "plan.parquet", spark)
     inputs = {"zookeeper": settings.zookeeper, "zk_root": settings.path_template or settings.zk_root,
               "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
     summary = build_summary(run, command, settings, result, kafka, inputs)
-    pq.write_table(result.plan, report / "plan.parquet")
-    files = {"plan": report / "plan.parquet", **write_reports(report, summary, result.plan)}
-    return Plan(run, summary, files, result.plan)
+    files = {"plan": result.plan, **write_reports(report, summary, result.plan)}
+    return Plan(run, summary, files)
 
 
 def _plan_text(summary: dict[str, Any], files: dict[str, Path]) -> str:
@@ -180,15 +181,13 @@ def migrate(settings: Settings) -> Result:
 
     groups, skipped = _journal_plan(plan)
     with Journal.open(settings.state_dir) as journal:
-        journal.create_run(plan.run, "migrate", _plan_hash(plan.table), _settings_record(settings), groups,
+        journal.create_run(plan.run, "migrate", _plan_hash(plan.files["plan"]), _settings_record(settings), groups,
                            skipped, report=str(plan.files["summary"].parent))
         return _execute(settings, journal, plan.run, list(groups), plan.summary["blockers"])
 
 
 def _resume(settings: Settings) -> Result:
     """Go on with a journaled run: verified groups stay as they are, the rest are re-checked and finished."""
-    import pyarrow.parquet as pq
-
     from migrate.checkpoint import COMMITTED, FAILED, PENDING, Journal
 
     with Journal.open(settings.state_dir) as journal:
@@ -200,7 +199,7 @@ def _resume(settings: Settings) -> Result:
             raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began ({'; '.join(changed)})"
                                "; resume with the same options, or start a new run")
         plan_file = Path(run.report or "", "plan.parquet")
-        if not plan_file.exists() or _plan_hash(pq.read_table(plan_file)) != run.plan_hash:
+        if not plan_file.exists() or _plan_hash(plan_file) != run.plan_hash:
             raise MigrateError(f"cannot resume {run.run_id}: its plan {plan_file} is missing or was altered")
         todo = [g.name for g in journal.groups(run.run_id) if g.state in (PENDING, COMMITTED, FAILED)]
         blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
@@ -276,7 +275,7 @@ def _writers(settings: Settings, zk: bool):
 
 def _journal_plan(plan: Plan):
     """The plan's commit rows per group for the journal, and the groups left with nothing to commit (and why)."""
-    groups = _PlannedByGroup(_commits(plan.table))
+    groups = _PlannedByGroup(plan.files["plan"])
     planned = set(groups)
     skipped = {g["group"]: "nothing to commit: " + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
                for g in plan.summary["per_group"] if g["group"] not in planned}
@@ -287,24 +286,27 @@ _COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "
 _BATCH_ROWS = 65_536   # rows turned into Python objects at a time: a million offsets never are at once
 
 
-def _commits(table):
-    """The plan's commit rows sorted by group, topic and partition (Arrow orders strings as Python does)."""
+def _commits(plan, columns: list[str] = _COMMIT_COLUMNS):
+    """The plan's commit rows (these columns), a batch at a time, in PLAN_ORDER: plan.parquet is read as it goes."""
     import pyarrow.compute as pc
 
-    from migrate.diff.schema import COMMIT
+    from migrate.diff.schema import COMMIT, plan_batches
 
-    commits = table.filter(pc.equal(table.column("action"), COMMIT)).select(_COMMIT_COLUMNS)
-    return commits.sort_by([("group", "ascending"), ("topic", "ascending"), ("partition", "ascending")])
+    for batch in plan_batches(plan, list(dict.fromkeys(["action", *columns])), _BATCH_ROWS):
+        yield batch.filter(pc.equal(batch.column("action"), COMMIT)).select(columns)
 
 
 class _PlannedByGroup(Mapping):
-    """Sorted commit rows as Planned offsets per group, made a batch of rows at a time while they are read."""
+    """The plan's commit rows as Planned offsets per group, made a batch of rows at a time while they are read."""
 
-    def __init__(self, commits):
+    def __init__(self, plan):
         import pyarrow.compute as pc
 
-        self._commits = commits
-        self._groups = pc.unique(commits.column("group")).to_pylist()   # in order of appearance: sorted
+        self._plan = plan
+        groups: dict[str, None] = {}   # in plan order: sorted
+        for batch in _commits(plan, ["group"]):
+            groups.update(dict.fromkeys(pc.unique(batch.column("group")).to_pylist()))
+        self._groups = list(groups)
 
     def __iter__(self):
         return iter(self._groups)
@@ -313,9 +315,7 @@ class _PlannedByGroup(Mapping):
         return len(self._groups)
 
     def __getitem__(self, group: str):
-        import pyarrow.compute as pc
-
-        rows = [p for _, p in self._planned(self._commits.filter(pc.equal(self._commits.column("group"), group)))]
+        rows = [planned for name, planned in self._planned() if name == group]
         if not rows:
             raise KeyError(group)
         return rows
@@ -323,7 +323,7 @@ class _PlannedByGroup(Mapping):
     def items(self):
         """(group, its Planned offsets) in order, streamed."""
         group, rows = None, []
-        for name, planned in self._planned(self._commits):
+        for name, planned in self._planned():
             if name != group and rows:
                 yield group, rows
                 rows = []
@@ -332,25 +332,24 @@ class _PlannedByGroup(Mapping):
         if rows:
             yield group, rows
 
-    @staticmethod
-    def _planned(commits):
+    def _planned(self):
         from migrate.checkpoint import Planned
 
-        for batch in commits.to_batches(max_chunksize=_BATCH_ROWS):
+        for batch in _commits(self._plan):
             for r in batch.to_pylist():
                 yield r["group"], Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"],
                                           r["zk_version"], r["layout"], r["kafka_offset"])
 
 
-def _plan_hash(table) -> str:
+def _plan_hash(plan) -> str:
     """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on.
 
-    checkpoint.digest() of the sorted (group, topic, partition, offset, version) rows, fed a batch at a time.
+    checkpoint.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
+    fed a batch at a time.
     """
     hashed = hashlib.sha256(b"[")
     separator = b""
-    columns = ["group", "topic", "partition", "planned_offset", "zk_version"]
-    for batch in _commits(table).select(columns).to_batches(max_chunksize=_BATCH_ROWS):
+    for batch in _commits(plan, ["group", "topic", "partition", "planned_offset", "zk_version"]):
         rows = list(zip(*(column.to_pylist() for column in batch.columns)))
         if rows:
             hashed.update(separator + json.dumps(rows, separators=(",", ":"))[1:-1].encode())   # no [ ]

@@ -1,14 +1,18 @@
-"""Runs OffsetDiff on Spark: snapshots in as Arrow, plan and per-group figures out as Arrow.
+"""Runs OffsetDiff on Spark: snapshots in as Arrow, the plan out to plan.parquet, per-group figures.
 
-The snapshots are shipped from the driver (Arrow batches), not read by path, so the
-same job runs on `local[*]` and on a cluster whose executors cannot see the state dir.
+The snapshots are shipped from the driver (Arrow batches), not read by path, and the plan comes
+back to it, so the same job runs on `local[*]` and on a cluster whose executors cannot see the
+state dir. Both travel a chunk at a time: the driver's memory does not grow with the plan.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +29,13 @@ log = logging.getLogger(__name__)
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
+CHUNK_ROWS = 131_072   # rows the driver ships or fetches at a time
+
+
 @dataclass(frozen=True)
 class DiffResult:
-    plan: pa.Table            # PLAN_SCHEMA rows sorted by group, topic, partition
+    plan: Path                # plan.parquet: PLAN_SCHEMA rows in PLAN_ORDER
+    rows: int                 # rows in it
     per_group: list[dict]     # one dict per group: offsets, counts, blockers, planned, state, lag
     startup_seconds: float   # booting the SparkSession (overlapping the reads when started early)
     diff_seconds: float      # the diff itself, once the session was up
@@ -88,25 +96,69 @@ class SparkStarter:
             self._session.result().stop()
 
 
-def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: str,
+def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: str, plan_path: Path,
              starter: SparkStarter | None = None) -> DiffResult:
-    """The plan for two snapshot files, computed on Spark at `master` (or on the session `starter` boots)."""
+    """The plan for two snapshot files, computed on Spark at `master` (or on the session `starter` boots),
+    written to `plan_path` (Parquet, in PLAN_ORDER) a partition at a time."""
     started = time.monotonic()
     starter = starter or SparkStarter(master)
     try:
         spark = starter.session()
         waited = time.monotonic() - started
-        zk = spark.createDataFrame(pq.read_table(zk_snapshot))
-        kafka = spark.createDataFrame(pq.read_table(kafka_snapshot, schema=KAFKA_SCHEMA))
-        plan = _conform(offset_diff(zk, kafka, policy).orderBy("group", "topic", "partition").toArrow())
-        groups = per_group(plan)
+        zk, zk_rows = _ship(spark, zk_snapshot)
+        kafka, kafka_rows = _ship(spark, kafka_snapshot, KAFKA_SCHEMA)
+        # At most one plan row per ZooKeeper row plus one per Kafka-only offset: enough ranges that the
+        # driver holds about CHUNK_ROWS rows at a time, however large the plan.
+        ranges = max(1, math.ceil((zk_rows + kafka_rows) / CHUNK_ROWS))
+        plan = offset_diff(zk, kafka, policy)
+        rollup, rows = GroupRollup(), 0
+        with pq.ParquetWriter(plan_path, s.PLAN_SCHEMA) as out:
+            for chunk in _in_order(plan, ranges):
+                if chunk.num_rows:   # a key range can be empty
+                    out.write_table(chunk, row_group_size=s.BATCH_ROWS)
+                rollup.add(chunk)
+                rows += chunk.num_rows
     finally:
         starter.stop()
     elapsed = time.monotonic() - started
     startup = starter.startup_seconds
     log.info("diff on %s: %d plan rows in %.1fs (Spark start %.1fs, of which %.1fs waited for)",
-             master, plan.num_rows, elapsed - waited, startup, waited)
-    return DiffResult(plan, groups, round(startup, 3), round(elapsed - waited, 3))
+             master, rows, elapsed - waited, startup, waited)
+    return DiffResult(Path(plan_path), rows, rollup.groups(), round(startup, 3), round(elapsed - waited, 3))
+
+
+def _ship(spark, snapshot: Path, schema: pa.Schema | None = None):
+    """A snapshot file as a DataFrame and its row count, shipped from the driver a row group at a time
+    (so the driver never holds the whole file); empty, it is an empty frame of its schema."""
+    frames = []
+    with pq.ParquetFile(snapshot) as parquet:
+        rows = parquet.metadata.num_rows
+        for batch in parquet.iter_batches(batch_size=CHUNK_ROWS):
+            table = pa.Table.from_batches([batch])
+            frames.append(spark.createDataFrame(table.cast(schema) if schema else table))
+        if not frames:
+            empty = parquet.schema_arrow.empty_table()
+            frames.append(spark.createDataFrame(empty.cast(schema) if schema else empty))
+    return functools.reduce(lambda a, b: a.unionByName(b), frames), rows
+
+
+def _in_order(plan, ranges: int) -> Iterator[pa.Table]:
+    """The plan's rows in PLAN_ORDER, one range of keys at a time, as PLAN_SCHEMA tables.
+
+    `toArrow()` would collect every row at once. Each range is tagged with its partition number, the
+    ranges are cached once computed, then fetched in order, one job each.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    keys = [name for name, _ in s.PLAN_ORDER]
+    tagged = (plan.repartitionByRange(ranges, *keys).sortWithinPartitions(*keys)
+              .withColumn("_range", F.spark_partition_id()).persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        for n in range(ranges):
+            yield _conform(tagged.where(F.col("_range") == n).toArrow())
+    finally:
+        tagged.unpersist()
 
 
 def _conform(table: pa.Table) -> pa.Table:
@@ -114,12 +166,42 @@ def _conform(table: pa.Table) -> pa.Table:
     return table.select(s.PLAN_SCHEMA.names).cast(s.PLAN_SCHEMA)
 
 
-def per_group(plan: pa.Table) -> list[dict]:
-    """One dict per group of the plan: offsets, a count per status, blockers, planned, state and lag.
+class GroupRollup:
+    """Per-group figures of a plan fed a chunk at a time: offsets, a count per status, blockers, planned,
+    state and lag. A group split across chunks is summed (and its maxima kept)."""
 
-    A rollup of the collected plan on the driver: a second Spark job over the cached plan cost
-    more (about 2 s on a cold JVM) than pyarrow takes for a million rows.
-    """
+    SUMS = ("offsets", "blockers", "planned", *s.STATUSES)
+    MAXIMA = ("group_state", "protocol_type", "kafka_members", "zk_consumers")
+
+    def __init__(self):
+        self._groups: dict[str, dict] = {}
+
+    def add(self, plan: pa.Table) -> None:
+        for group in _rollup(plan):
+            seen = self._groups.setdefault(group["group"], group)
+            if seen is not group:
+                for name in self.SUMS:
+                    seen[name] += group[name]
+                for name in self.MAXIMA:
+                    seen[name] = max((v for v in (seen[name], group[name]) if v is not None), default=None)
+                if group["lag"] is not None:
+                    seen["lag"] = (seen["lag"] or 0) + group["lag"]
+
+    def groups(self) -> list[dict]:
+        """One dict per group, most blockers first, then most offsets, then by name."""
+        return sorted(self._groups.values(), key=lambda g: (-g["blockers"], -g["offsets"], g["group"]))
+
+
+def per_group(plan: pa.Table) -> list[dict]:
+    """GroupRollup of a whole plan table."""
+    rollup = GroupRollup()
+    rollup.add(plan)
+    return rollup.groups()
+
+
+def _rollup(plan: pa.Table) -> list[dict]:
+    """One dict per group of a plan chunk, in pyarrow: a Spark job over the cached plan would cost more
+    (about 2 s on a cold JVM) than pyarrow takes for a million rows."""
     lag = pc.if_else(pc.greater(plan["lag"], 0), plan["lag"], None)
     rows = plan.select(["group", "status", "action", "group_state", "protocol_type", "kafka_members",
                         "zk_consumers"]).append_column("positive_lag", lag)
@@ -132,9 +214,8 @@ def per_group(plan: pa.Table) -> list[dict]:
     statuses: dict[str, dict[str, int]] = {}
     for row in rows.group_by(["group", "status"]).aggregate([([], "count_all")]).to_pylist():
         statuses.setdefault(row["group"], {})[row["status"]] = row["count_all"]
-    groups = [{"group": t["group"], "offsets": t["count_all"],
-               **{name: statuses[t["group"]].get(name, 0) for name in s.STATUSES},
-               "blockers": t["blocker_sum"], "planned": t["commit_sum"], "group_state": t["group_state_max"],
-               "protocol_type": t["protocol_type_max"], "kafka_members": t["kafka_members_max"],
-               "zk_consumers": t["zk_consumers_max"], "lag": t["positive_lag_sum"]} for t in totals]
-    return sorted(groups, key=lambda g: (-g["blockers"], -g["offsets"], g["group"]))
+    return [{"group": t["group"], "offsets": t["count_all"],
+             **{name: statuses[t["group"]].get(name, 0) for name in s.STATUSES},
+             "blockers": t["blocker_sum"], "planned": t["commit_sum"], "group_state": t["group_state_max"],
+             "protocol_type": t["protocol_type_max"], "kafka_members": t["kafka_members_max"],
+             "zk_consumers": t["zk_consumers_max"], "lag": t["positive_lag_sum"]} for t in totals]

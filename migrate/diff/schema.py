@@ -6,7 +6,11 @@ and never recomputes a status.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 MIGRATE = "MIGRATE"
 IN_SYNC = "IN_SYNC"
@@ -49,3 +53,22 @@ PLAN_SCHEMA = pa.schema([
     ("lag", pa.int64()),                # log_end - zk_offset: messages the group has still to read
     ("zk_minus_kafka", pa.int64()),     # zk_offset - kafka_offset: >0 Kafka is behind ZooKeeper
 ])
+
+# The plan's order, which the diff writes it in and every reader relies on (a group's rows are together).
+# Spark's string order (UTF-8 bytes) is Arrow's and Python's (code points); nulls (an unlistable
+# directory has no topic or partition) come first.
+PLAN_ORDER = [("group", "ascending"), ("topic", "ascending"), ("partition", "ascending")]
+BATCH_ROWS = 65_536   # plan rows read (and turned into Python objects) at a time
+
+
+def plan_batches(plan: pa.Table | Path, columns: list[str] | None = None,
+                 batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """The plan a batch at a time, in PLAN_ORDER: a table's rows, or plan.parquet's read as they are used.
+
+    No layer after the diff holds a whole plan file: a million rows are a few hundred MiB in Arrow.
+    """
+    if isinstance(plan, pa.Table):
+        yield from (plan.select(columns) if columns else plan).to_batches(max_chunksize=batch_rows)
+    else:
+        with pq.ParquetFile(plan) as parquet:
+            yield from parquet.iter_batches(batch_size=batch_rows, columns=columns)

@@ -43,7 +43,7 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
         "policies": {"on_conflict": settings.on_conflict, "out_of_range": settings.out_of_range,
                      "offset_semantics": settings.offset_semantics,
                      "allow_live_zk_consumers": settings.allow_live_zk_consumers},
-        "groups": len(per_group), "offsets": result.plan.num_rows,
+        "groups": len(per_group), "offsets": result.rows,
         "counts": counts, "blockers": blockers, "blocker_counts": blocker_counts,
         "planned": {"commit_offsets": sum(g["planned"] for g in per_group),
                     "commit_groups": sum(1 for g in per_group if g["planned"])},

@@ -1,8 +1,9 @@
 """The dry-run report in reports/<run>/: summary.json, rows.csv, reset-offsets.csv, report.md, report.html.
 
-Everything is computed from summary.json's dict and the plan table; nothing here
-re-judges a row. Files that scale with the plan (rows.csv, reset-offsets.csv) are
-written by Arrow in batches; the pages show bounded tables (the CSVs hold the rest).
+Everything is computed from summary.json's dict and the plan (plan.parquet, or a table);
+nothing here re-judges a row. The plan is read a batch at a time, in its order: files that
+scale with it (rows.csv, reset-offsets.csv) are written as it goes, and the pages show
+bounded extracts (the CSVs hold the rest).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,10 @@ STATUS_COLOUR = {
 BLOCKER_COLOUR = "#c8453b"
 
 
-def write_reports(out: Path, summary: dict[str, Any], plan: pa.Table) -> dict[str, Path]:
+Plan = pa.Table | Path   # PLAN_SCHEMA rows in PLAN_ORDER: a table, or plan.parquet
+
+
+def write_reports(out: Path, summary: dict[str, Any], plan: Plan) -> dict[str, Path]:
     """Write every report file into `out` and return their paths by kind.
 
     A name Kafka's tool cannot parse from reset-offsets.csv adds a warning to
@@ -68,24 +73,34 @@ def write_reports(out: Path, summary: dict[str, Any], plan: pa.Table) -> dict[st
     return files
 
 
-def write_rows(plan: pa.Table, path: Path) -> None:
+def write_rows(plan: Plan, path: Path) -> None:
     """Every plan row, the columns an operator sorts and filters in a spreadsheet."""
+    options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
     with path.open("wb") as out:
         out.write((",".join(ROWS_COLUMNS) + "\n").encode())   # Arrow quotes header names; spreadsheets need not
-        pacsv.write_csv(plan.select(list(ROWS_COLUMNS)), out,
-                        pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+        with pacsv.CSVWriter(out, _schema(ROWS_COLUMNS), write_options=options) as rows:
+            for batch in s.plan_batches(plan, list(ROWS_COLUMNS)):
+                rows.write_batch(batch)
 
 
-def write_reset_offsets(plan: pa.Table, path: Path) -> int:
+def write_reset_offsets(plan: Plan, path: Path) -> int:
     """Rows to commit as `group,topic,partition,offset`, no header: kafka-consumer-groups --reset-offsets
     --from-file reads exactly that (it splits lines on commas, without quoting). Returns the rows left out."""
-    commits = plan.filter(pc.equal(plan.column("action"), s.COMMIT)).select(
-        ["group", "topic", "partition", "planned_offset"])
-    parsable = pc.invert(pc.or_(_unparsable(commits.column("group")), _unparsable(commits.column("topic"))))
-    kept = commits.filter(parsable).sort_by([("group", "ascending"), ("topic", "ascending"),
-                                             ("partition", "ascending")])
-    pacsv.write_csv(kept, path, pacsv.WriteOptions(include_header=False, quoting_style="none"))
-    return commits.num_rows - kept.num_rows
+    columns = ["group", "topic", "partition", "planned_offset"]
+    options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+    left_out = 0
+    with pacsv.CSVWriter(path, _schema(columns), write_options=options) as out:
+        for batch in s.plan_batches(plan, ["action", *columns]):
+            commits = batch.filter(pc.equal(batch.column("action"), s.COMMIT)).select(columns)
+            parsable = pc.invert(pc.or_(_unparsable(commits.column("group")), _unparsable(commits.column("topic"))))
+            kept = commits.filter(parsable)
+            out.write_batch(kept)
+            left_out += commits.num_rows - kept.num_rows
+    return left_out
+
+
+def _schema(columns) -> pa.Schema:
+    return pa.schema([s.PLAN_SCHEMA.field(name) for name in columns])
 
 
 def _unparsable(names: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -103,28 +118,50 @@ class ReportView:
     top_lag: list[tuple[str, int]]
 
     @classmethod
-    def build(cls, summary: dict[str, Any], plan: pa.Table) -> ReportView:
-        blockers = plan.filter(pc.is_in(plan.column("status"), value_set=pa.array(sorted(s.BLOCKERS))))
-        blocker_rows = (blockers.sort_by([("group", "ascending"), ("topic", "ascending"), ("partition", "ascending")])
-                        .slice(0, MAX_BLOCKER_ROWS).select(list(BLOCKER_COLUMNS)).to_pylist())
+    def build(cls, summary: dict[str, Any], plan: Plan) -> ReportView:
+        blocker_rows, histogram = [], LagHistogram()
+        blocker_statuses = pa.array(sorted(s.BLOCKERS))
+        for batch in s.plan_batches(plan, list(dict.fromkeys([*BLOCKER_COLUMNS, "lag"]))):
+            histogram.add(batch)
+            if len(blocker_rows) < MAX_BLOCKER_ROWS:   # the first ones in plan order
+                blockers = batch.filter(pc.is_in(batch.column("status"), value_set=blocker_statuses))
+                blocker_rows += blockers.slice(0, MAX_BLOCKER_ROWS - len(blocker_rows)).select(
+                    list(BLOCKER_COLUMNS)).to_pylist()
         groups = sorted(summary["per_group"], key=lambda g: (-g["blockers"], -(g["lag"] or 0), g["group"]))
         top_lag = [(g["group"], g["lag"]) for g in sorted(groups, key=lambda g: -(g["lag"] or 0))[:TOP_LAG_GROUPS]
                    if g["lag"]]
-        return cls(summary, blocker_rows, groups[:MAX_GROUPS], lag_histogram(plan), top_lag)
+        return cls(summary, blocker_rows, groups[:MAX_GROUPS], histogram.buckets(), top_lag)
 
 
-def lag_histogram(plan: pa.Table) -> list[tuple[str, int]]:
-    """Offsets per order of magnitude of lag (log end minus the ZooKeeper offset), for rows that have one."""
-    lag = pc.drop_null(plan.filter(pc.not_equal(plan.column("status"), s.KAFKA_ONLY)).column("lag"))
-    buckets = [("< 0", pc.sum(pc.less(lag, 0)).as_py() or 0), ("0", pc.sum(pc.equal(lag, 0)).as_py() or 0)]
-    positive = pc.filter(lag, pc.greater(lag, 0))
-    # Digit count is exact where log10 of a large int64 is not.
-    digits = pc.utf8_length(pc.cast(positive, pa.string()))
-    counts = {row["values"]: row["counts"] for row in pc.value_counts(digits).to_pylist()}
-    for n in range(1, max(counts, default=0) + 1):
-        label = f"{10 ** (n - 1)}–{10 ** n - 1}" if n <= 3 else f"{_si(10 ** (n - 1))}–{_si(10 ** n)}"
-        buckets.append((label, counts.get(n, 0)))
-    return buckets if buckets[0][1] else buckets[1:]   # "< 0" only when some offset is past the log end
+class LagHistogram:
+    """Offsets per order of magnitude of lag (log end minus the ZooKeeper offset), for rows that have one,
+    counted a batch of plan rows at a time."""
+
+    def __init__(self):
+        self.negative, self.zero, self.digits = 0, 0, Counter()
+
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        lag = pc.drop_null(batch.filter(pc.not_equal(batch.column("status"), s.KAFKA_ONLY)).column("lag"))
+        self.negative += pc.sum(pc.less(lag, 0)).as_py() or 0
+        self.zero += pc.sum(pc.equal(lag, 0)).as_py() or 0
+        positive = pc.filter(lag, pc.greater(lag, 0))
+        # Digit count is exact where log10 of a large int64 is not.
+        digits = pc.utf8_length(pc.cast(positive, pa.string()))
+        self.digits.update({row["values"]: row["counts"] for row in pc.value_counts(digits).to_pylist()})
+
+    def buckets(self) -> list[tuple[str, int]]:
+        buckets = [("< 0", self.negative), ("0", self.zero)]
+        for n in range(1, max(self.digits, default=0) + 1):
+            label = f"{10 ** (n - 1)}–{10 ** n - 1}" if n <= 3 else f"{_si(10 ** (n - 1))}–{_si(10 ** n)}"
+            buckets.append((label, self.digits.get(n, 0)))
+        return buckets if buckets[0][1] else buckets[1:]   # "< 0" only when some offset is past the log end
+
+
+def lag_histogram(plan: Plan) -> list[tuple[str, int]]:
+    histogram = LagHistogram()
+    for batch in s.plan_batches(plan, ["status", "lag"]):
+        histogram.add(batch)
+    return histogram.buckets()
 
 
 def _si(n: int) -> str:

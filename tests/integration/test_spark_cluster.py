@@ -14,6 +14,7 @@ import pytest
 
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
+from migrate.diff import run
 from migrate.diff.run import run_diff
 from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.sandbox.cluster import wait_until
@@ -104,15 +105,17 @@ def test_standalone_cluster_plan_equals_local_plan(standalone, tmp_path):
     policy = Policy(on_conflict="max", out_of_range="clamp")
     assert standalone.state()["completedapps"] == []
 
-    local = run_diff(zk_path, kafka_path, policy, "local[2]")
-    remote = run_diff(zk_path, kafka_path, policy, standalone.master_url)
+    local = run_diff(zk_path, kafka_path, policy, "local[2]", tmp_path / "local.parquet")
+    remote = run_diff(zk_path, kafka_path, policy, standalone.master_url, tmp_path / "remote.parquet")
+    local_plan, remote_plan = pq.read_table(local.plan), pq.read_table(remote.plan)
 
-    counts = {name: local.plan["status"].to_pylist().count(name) for name in s.STATUSES}
+    counts = {name: local_plan["status"].to_pylist().count(name) for name in s.STATUSES}
     assert all(n > 0 for n in counts.values()), counts
-    assert local.plan.num_rows > 3000
-    assert "kafka-only-group" not in local.plan["group"].to_pylist()
-    assert remote.plan.schema == local.plan.schema == s.PLAN_SCHEMA
-    assert remote.plan.to_pylist() == local.plan.to_pylist()
+    assert local.rows == local_plan.num_rows > 3000
+    assert "kafka-only-group" not in local_plan["group"].to_pylist()
+    assert remote_plan.schema == local_plan.schema == s.PLAN_SCHEMA
+    assert remote_plan.to_pylist() == local_plan.to_pylist()
+    assert local_plan.equals(local_plan.sort_by([(*key, "at_start") for key in s.PLAN_ORDER]))   # as Spark sorts
     assert remote.per_group == local.per_group
     assert len(local.per_group) == GROUPS
 
@@ -123,3 +126,18 @@ def test_standalone_cluster_plan_equals_local_plan(standalone, tmp_path):
     assert [(a["name"], a["state"]) for a in apps] == [("zk2kafka-diff", "FINISHED")]
     executors = list((standalone.worker_dir / apps[0]["id"]).iterdir())
     assert executors and all((e / "stderr").is_file() for e in executors)
+
+
+def test_a_plan_fetched_in_many_key_ranges_equals_the_plan_fetched_whole(tmp_path, monkeypatch):
+    """The driver ships the snapshots and fetches the plan in chunks; groups split between chunks add up."""
+    zk_path, kafka_path = snapshots(tmp_path)
+    policy = Policy(on_conflict="max", out_of_range="clamp")
+    whole = run_diff(zk_path, kafka_path, policy, "local[2]", tmp_path / "whole.parquet")
+    monkeypatch.setattr(run, "CHUNK_ROWS", 300)
+    chunked = run_diff(zk_path, kafka_path, policy, "local[2]", tmp_path / "chunked.parquet")
+
+    assert pq.ParquetFile(whole.plan).metadata.num_row_groups == 1
+    assert pq.ParquetFile(chunked.plan).metadata.num_row_groups > 10
+    assert pq.read_table(chunked.plan).to_pylist() == pq.read_table(whole.plan).to_pylist()
+    assert chunked.rows == whole.rows
+    assert chunked.per_group == whole.per_group

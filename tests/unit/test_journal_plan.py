@@ -1,10 +1,12 @@
-"""The plan as the journal and the plan hash read it: streamed in batches, the same as all at once."""
+"""The plan as the journal and the plan hash read it: plan.parquet streamed in batches, the same as all at once."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from migrate import commands
@@ -26,8 +28,14 @@ def plan_table(groups: int = 40, partitions: int = 7, seed: int = 7) -> pa.Table
                          "action": s.COMMIT if commit else s.NOTHING, "planned_offset": g * 100 + p if commit else None,
                          "zk_path": f"/consumers/{group}/offsets/{topic}/{p}", "zk_version": p % 3 or None,
                          "layout": "standard", "kafka_offset": None if commit else g})
-    rng.shuffle(rows)
-    return pa.Table.from_pylist(rows, schema=s.PLAN_SCHEMA)
+    return pa.Table.from_pylist(rows, schema=s.PLAN_SCHEMA).sort_by(s.PLAN_ORDER)   # as the diff writes it
+
+
+def plan_file(tmp_path, table: pa.Table) -> Path:
+    """The table as plan.parquet, in row groups smaller than a batch and not aligned with one."""
+    path = tmp_path / "plan.parquet"
+    pq.write_table(table, path, row_group_size=5)
+    return path
 
 
 def all_at_once(table: pa.Table) -> dict[str, list[Planned]]:
@@ -41,23 +49,25 @@ def all_at_once(table: pa.Table) -> dict[str, list[Planned]]:
 
 
 @pytest.mark.parametrize("batch", [1, 3, 65_536])
-def test_the_plan_hash_is_the_digest_of_the_sorted_commit_rows(monkeypatch, batch):
+def test_the_plan_hash_is_the_digest_of_the_sorted_commit_rows(monkeypatch, tmp_path, batch):
     monkeypatch.setattr(commands, "_BATCH_ROWS", batch)
     table = plan_table()
     rows = [(r["group"], r["topic"], r["partition"], r["planned_offset"], r["zk_version"])
             for r in table.to_pylist() if r["action"] == s.COMMIT]
-    assert commands._plan_hash(table) == digest(sorted(rows))
+    assert commands._plan_hash(plan_file(tmp_path, table)) == commands._plan_hash(table) == digest(sorted(rows))
     assert commands._plan_hash(table.slice(0, 0)) == digest([])
 
 
 @pytest.mark.parametrize("batch", [1, 4, 65_536])
-def test_planned_rows_stream_per_group_in_order(monkeypatch, batch):
+def test_planned_rows_stream_per_group_in_order(monkeypatch, tmp_path, batch):
     monkeypatch.setattr(commands, "_BATCH_ROWS", batch)
     table = plan_table()
     expected = all_at_once(table)
-    streamed = commands._PlannedByGroup(commands._commits(table))
+    streamed = commands._PlannedByGroup(plan_file(tmp_path, table))
     assert list(streamed) == sorted(expected) and len(streamed) == len(expected)
     assert list(streamed.items()) == list(expected.items())
+    first = sorted(expected)[0]
+    assert streamed[first] == expected[first]
     some = next(iter(expected))
     assert streamed[some] == expected[some]
     with pytest.raises(KeyError):
