@@ -70,40 +70,43 @@ class KafkaSnapshot:
 
     def write(self, path: Path, groups: Sequence[str], topics: Iterable[str],
               topic_selected: Callable[[str], bool] = lambda topic: True) -> SnapshotInfo:
-        """Snapshot `groups` and the partitions of `topics` (plus selected topics those groups committed) into `path`."""
+        """Snapshot `groups` and the partitions of `topics` (plus selected topics those groups committed) into `path`.
+
+        Committed offsets are written a round of groups at a time: a million of them are never all in memory.
+        """
         started = time.monotonic()
         wanted = set(groups)
         listed = {g["group_id"]: g for g in self._call("list groups", self.admin.list_groups) if g["group_id"] in wanted}
         members = self._members([g for g, info in listed.items() if info.get("group_state") not in IDLE_STATES])
-        committed, offset_errors = self._committed(sorted(listed))
-        committed = {g: {tp: om for tp, om in offsets.items() if topic_selected(tp.topic)}
-                     for g, offsets in committed.items()}
-
-        rows: list[dict] = []
-        for group in groups:
-            info = listed.get(group)
-            rows.append({"kind": GROUP, "group": group,
-                         "group_state": info.get("group_state") if info else None,
-                         "protocol_type": info.get("protocol_type") if info else None,
-                         "members": members.get(group, 0) if info else 0,
-                         "error": offset_errors.get(group)})
-        for group, offsets in committed.items():
-            for tp, om in offsets.items():
-                rows.append({"kind": OFFSET, "group": group, "topic": tp.topic, "partition": tp.partition,
-                             "committed_offset": om.offset, "metadata": om.metadata})
-
-        all_topics = set(topics) | {tp.topic for offsets in committed.values() for tp in offsets}
-        partitions, missing = self._partitions(sorted(all_topics))
-        rows.extend(partitions)
-
         retention, cluster_id = self._retention_and_cluster()
         meta = {"zk2kafka.snapshot": "kafka", "cluster_id": cluster_id or "",
                 "offsets_retention_minutes": "" if retention is None else str(retention)}
-        table = pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA).replace_schema_metadata(meta)
+        schema = KAFKA_SCHEMA.with_metadata(meta)
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, path)
-        info = SnapshotInfo(path, len(listed), len(members), sum(len(o) for o in committed.values()),
-                            len(partitions), missing, retention, cluster_id, time.monotonic() - started)
+        committed, offset_errors, all_topics = 0, {}, set(topics)
+        with pq.ParquetWriter(path, schema) as out:
+            for chunk in _chunks(sorted(listed), GROUP_CHUNK):
+                found, errors = self._committed(chunk)
+                offset_errors.update(errors)
+                rows = [{"kind": OFFSET, "group": group, "topic": tp.topic, "partition": tp.partition,
+                         "committed_offset": om.offset, "metadata": om.metadata}
+                        for group, offsets in found.items() for tp, om in offsets.items() if topic_selected(tp.topic)]
+                out.write_table(pa.Table.from_pylist(rows, schema=schema))
+                committed += len(rows)
+                all_topics.update(row["topic"] for row in rows)
+
+            rows = []
+            for group in groups:
+                info = listed.get(group)
+                rows.append({"kind": GROUP, "group": group,
+                             "group_state": info.get("group_state") if info else None,
+                             "protocol_type": info.get("protocol_type") if info else None,
+                             "members": members.get(group, 0) if info else 0,
+                             "error": offset_errors.get(group)})
+            partitions, missing = self._partitions(sorted(all_topics))
+            out.write_table(pa.Table.from_pylist(rows + partitions, schema=schema))
+        info = SnapshotInfo(path, len(listed), len(members), committed, len(partitions), missing, retention,
+                            cluster_id, time.monotonic() - started)
         log.info("kafka snapshot: %d of %d groups known to Kafka (%d active), %d committed offsets, "
                  "%d partitions, %d missing topics in %.1fs", info.groups_in_kafka, len(groups),
                  info.active_groups, info.committed_offsets, info.partitions, missing, info.seconds)
