@@ -1,16 +1,15 @@
 """Runs OffsetDiff on Spark: snapshots in as Arrow, the plan out to plan.parquet, per-group figures.
 
-The snapshots are shipped from the driver (Arrow batches), not read by path, and the plan comes
-back to it, so the same job runs on `local[*]` and on a cluster whose executors cannot see the
-state dir. Both travel a chunk at a time: the driver's memory does not grow with the plan.
+The same job runs on `local[*]` and on a cluster. Locally Spark reads the snapshot files and writes
+the plan itself, so the driver's memory does not grow with the plan; a cluster's executors may
+not see the state dir, so there the snapshots are shipped from the driver and the plan collected.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import math
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,9 +26,6 @@ from migrate.kafka.snapshot import KAFKA_SCHEMA
 
 log = logging.getLogger(__name__)
 LOG4J = Path(__file__).with_name("log4j2.properties")
-
-
-CHUNK_ROWS = 131_072   # rows the driver ships or fetches at a time
 
 
 @dataclass(frozen=True)
@@ -99,23 +95,20 @@ class SparkStarter:
 def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: str, plan_path: Path,
              starter: SparkStarter | None = None) -> DiffResult:
     """The plan for two snapshot files, computed on Spark at `master` (or on the session `starter` boots),
-    written to `plan_path` (Parquet, in PLAN_ORDER) a partition at a time."""
+    written to `plan_path` (Parquet, in PLAN_ORDER) with its per-group figures summed as it is written."""
     started = time.monotonic()
     starter = starter or SparkStarter(master)
     try:
         spark = starter.session()
         waited = time.monotonic() - started
-        zk, zk_rows = _ship(spark, zk_snapshot)
-        kafka, kafka_rows = _ship(spark, kafka_snapshot, KAFKA_SCHEMA)
-        # At most one plan row per ZooKeeper row plus one per Kafka-only offset: enough ranges that the
-        # driver holds about CHUNK_ROWS rows at a time, however large the plan.
-        ranges = max(1, math.ceil((zk_rows + kafka_rows) / CHUNK_ROWS))
-        plan = offset_diff(zk, kafka, policy)
+        io = _LocalFiles(spark, plan_path) if master.startswith("local") else _Shipped(spark)
+        zk, kafka = io.read(zk_snapshot), io.read(kafka_snapshot, KAFKA_SCHEMA)
+        keys = [name for name, _ in s.PLAN_ORDER]
         rollup, rows = GroupRollup(), 0
         with pq.ParquetWriter(plan_path, s.PLAN_SCHEMA) as out:
-            for chunk in _in_order(plan, ranges):
-                if chunk.num_rows:   # a key range can be empty
-                    out.write_table(chunk, row_group_size=s.BATCH_ROWS)
+            for chunk in io.in_order(offset_diff(zk, kafka, policy).orderBy(*keys)):
+                chunk = _conform(chunk)
+                out.write_table(chunk, row_group_size=s.BATCH_ROWS)
                 rollup.add(chunk)
                 rows += chunk.num_rows
     finally:
@@ -127,38 +120,40 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
     return DiffResult(Path(plan_path), rows, rollup.groups(), round(startup, 3), round(elapsed - waited, 3))
 
 
-def _ship(spark, snapshot: Path, schema: pa.Schema | None = None):
-    """A snapshot file as a DataFrame and its row count, shipped from the driver a row group at a time
-    (so the driver never holds the whole file); empty, it is an empty frame of its schema."""
-    frames = []
-    with pq.ParquetFile(snapshot) as parquet:
-        rows = parquet.metadata.num_rows
-        for batch in parquet.iter_batches(batch_size=CHUNK_ROWS):
-            table = pa.Table.from_batches([batch])
-            frames.append(spark.createDataFrame(table.cast(schema) if schema else table))
-        if not frames:
-            empty = parquet.schema_arrow.empty_table()
-            frames.append(spark.createDataFrame(empty.cast(schema) if schema else empty))
-    return functools.reduce(lambda a, b: a.unionByName(b), frames), rows
+class _LocalFiles:
+    """On a local master Spark reads the snapshots and writes the sorted plan itself: the driver's
+    Python process only copies the plan into one file, a batch at a time, whatever its size."""
+
+    def __init__(self, spark, plan_path: Path):
+        self.spark = spark
+        self.parts = plan_path.with_name(plan_path.name + ".parts")
+
+    def read(self, snapshot: Path, schema: pa.Schema | None = None):
+        return self.spark.read.parquet(str(snapshot))
+
+    def in_order(self, plan) -> Iterator[pa.Table]:
+        plan.write.mode("overwrite").parquet(str(self.parts))
+        try:
+            for part in sorted(self.parts.glob("part-*.parquet")):   # part-00000-...: in partition order
+                with pq.ParquetFile(part) as parquet:
+                    for batch in parquet.iter_batches(batch_size=s.BATCH_ROWS):
+                        yield pa.Table.from_batches([batch])
+        finally:
+            shutil.rmtree(self.parts, ignore_errors=True)
 
 
-def _in_order(plan, ranges: int) -> Iterator[pa.Table]:
-    """The plan's rows in PLAN_ORDER, one range of keys at a time, as PLAN_SCHEMA tables.
+class _Shipped:
+    """On a cluster the executors may not see the state dir: the driver ships the snapshots and
+    collects the plan (so there its memory grows with the plan, as Arrow: about 250 bytes an offset)."""
 
-    `toArrow()` would collect every row at once. Each range is tagged with its partition number, the
-    ranges are cached once computed, then fetched in order, one job each.
-    """
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+    def __init__(self, spark):
+        self.spark = spark
 
-    keys = [name for name, _ in s.PLAN_ORDER]
-    tagged = (plan.repartitionByRange(ranges, *keys).sortWithinPartitions(*keys)
-              .withColumn("_range", F.spark_partition_id()).persist(StorageLevel.MEMORY_AND_DISK))
-    try:
-        for n in range(ranges):
-            yield _conform(tagged.where(F.col("_range") == n).toArrow())
-    finally:
-        tagged.unpersist()
+    def read(self, snapshot: Path, schema: pa.Schema | None = None):
+        return self.spark.createDataFrame(pq.read_table(snapshot, schema=schema))
+
+    def in_order(self, plan) -> Iterator[pa.Table]:
+        yield plan.toArrow()
 
 
 def _conform(table: pa.Table) -> pa.Table:

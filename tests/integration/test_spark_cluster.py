@@ -14,7 +14,6 @@ import pytest
 
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
-from migrate.diff import run
 from migrate.diff.run import run_diff
 from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.sandbox.cluster import wait_until
@@ -128,16 +127,17 @@ def test_standalone_cluster_plan_equals_local_plan(standalone, tmp_path):
     assert executors and all((e / "stderr").is_file() for e in executors)
 
 
-def test_a_plan_fetched_in_many_key_ranges_equals_the_plan_fetched_whole(tmp_path, monkeypatch):
-    """The driver ships the snapshots and fetches the plan in chunks; groups split between chunks add up."""
+def test_a_plan_copied_in_small_batches_equals_the_plan_copied_whole(tmp_path, monkeypatch):
+    """Locally Spark writes the plan and the driver copies it a batch at a time; groups split between
+    batches (and between Spark's part files) add up to the same per-group figures."""
     zk_path, kafka_path = snapshots(tmp_path)
     policy = Policy(on_conflict="max", out_of_range="clamp")
     whole = run_diff(zk_path, kafka_path, policy, "local[2]", tmp_path / "whole.parquet")
-    monkeypatch.setattr(run, "CHUNK_ROWS", 300)
-    chunked = run_diff(zk_path, kafka_path, policy, "local[2]", tmp_path / "chunked.parquet")
+    monkeypatch.setattr(s, "BATCH_ROWS", 100)
+    batched = run_diff(zk_path, kafka_path, policy, "local[2]", tmp_path / "batched.parquet")
 
-    assert pq.ParquetFile(whole.plan).metadata.num_row_groups == 1
-    assert pq.ParquetFile(chunked.plan).metadata.num_row_groups > 10
-    assert pq.read_table(chunked.plan).to_pylist() == pq.read_table(whole.plan).to_pylist()
-    assert chunked.rows == whole.rows
-    assert chunked.per_group == whole.per_group
+    assert pq.ParquetFile(batched.plan).metadata.num_row_groups > 30
+    assert pq.read_table(batched.plan).to_pylist() == pq.read_table(whole.plan).to_pylist()
+    assert batched.rows == whole.rows
+    assert batched.per_group == whole.per_group
+    assert not list(tmp_path.glob("*.parts"))   # Spark's own output is gone

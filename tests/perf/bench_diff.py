@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"\n{offsets:,} offsets ({groups:,} groups x {args.partitions} partitions over {args.topics} topics), "
           f"{kafka_rows:,} Kafka snapshot rows, master {args.master}, {os.cpu_count()} cores\n")
     rows = [("Spark start-up", f"{figures['spark_startup_s']:.1f} s ({figures['startup_share']:.0%} of total)"),
-            ("diff (ship, join, plan to Parquet a key range at a time, per-group)",
+            ("diff (join, statuses, sorted plan to Parquet, per-group figures)",
              f"{figures['diff_s']:.1f} s ({figures['plan_parquet_mib']} MiB of Parquet)"),
             ("total", f"{figures['total_s']:.1f} s"),
             ("peak RSS, Python driver", _mib(figures["driver_peak_rss_mib"])),
