@@ -158,6 +158,7 @@ class LagHistogram:
 
 
 def lag_histogram(plan: Plan) -> list[tuple[str, int]]:
+    """LagHistogram of a whole plan."""
     histogram = LagHistogram()
     for batch in s.plan_batches(plan, ["status", "lag"]):
         histogram.add(batch)

@@ -88,3 +88,5 @@ def test_a_million_offsets_end_to_end_in_flat_memory():
     migrate = figures["steps"][2]
     # The writer holds a batch of groups at a time, not the run: its memory must not grow with the offsets.
     assert migrate["python_write_peak_mib"] - migrate["python_at_write_start_mib"] < 200, migrate
+    # No step holds the plan or a snapshot whole (it took 1 KiB an offset when the diff collected the plan).
+    assert all(step["python_peak_mib"] < 512 for step in figures["steps"]), figures["steps"]
