@@ -199,7 +199,7 @@ def _resume(settings: Settings) -> Result:
             raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began ({'; '.join(changed)})"
                                "; resume with the same options, or start a new run")
         plan_file = Path(run.report or "", "plan.parquet")
-        if not plan_file.exists() or _plan_hash(plan_file) != run.plan_hash:
+        if _readable_plan_hash(plan_file) != run.plan_hash:
             raise MigrateError(f"cannot resume {run.run_id}: its plan {plan_file} is missing or was altered")
         todo = [g.name for g in journal.groups(run.run_id) if g.state in (PENDING, COMMITTED, FAILED)]
         blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
@@ -356,6 +356,16 @@ def _plan_hash(plan) -> str:
             separator = b","
     hashed.update(b"]")
     return hashed.hexdigest()
+
+
+def _readable_plan_hash(plan_file: Path) -> str | None:
+    """_plan_hash of a plan file, or None when it is gone or no longer a plan (truncated, overwritten)."""
+    import pyarrow as pa
+
+    try:
+        return _plan_hash(plan_file)
+    except (OSError, pa.ArrowException, KeyError):
+        return None
 
 
 # The options that shape what a writing run does (never secrets): resume and rollback compare them.

@@ -129,7 +129,7 @@ class _LocalFiles:
         self.parts = plan_path.with_name(plan_path.name + ".parts")
 
     def read(self, snapshot: Path, schema: pa.Schema | None = None):
-        return self.spark.read.parquet(str(snapshot))
+        return self.spark.read.parquet(str(snapshot))   # the file carries `schema`: it was written with it
 
     def in_order(self, plan) -> Iterator[pa.Table]:
         plan.write.mode("overwrite").parquet(str(self.parts))
@@ -144,7 +144,7 @@ class _LocalFiles:
 
 class _Shipped:
     """On a cluster the executors may not see the state dir: the driver ships the snapshots and
-    collects the plan (so there its memory grows with the plan, as Arrow: about 250 bytes an offset)."""
+    collects the plan (so there its memory grows with the plan: a few hundred bytes an offset)."""
 
     def __init__(self, spark):
         self.spark = spark
@@ -185,13 +185,6 @@ class GroupRollup:
     def groups(self) -> list[dict]:
         """One dict per group, most blockers first, then most offsets, then by name."""
         return sorted(self._groups.values(), key=lambda g: (-g["blockers"], -g["offsets"], g["group"]))
-
-
-def per_group(plan: pa.Table) -> list[dict]:
-    """GroupRollup of a whole plan table."""
-    rollup = GroupRollup()
-    rollup.add(plan)
-    return rollup.groups()
 
 
 def _rollup(plan: pa.Table) -> list[dict]:

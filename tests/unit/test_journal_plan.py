@@ -72,3 +72,14 @@ def test_planned_rows_stream_per_group_in_order(monkeypatch, tmp_path, batch):
     assert streamed[some] == expected[some]
     with pytest.raises(KeyError):
         streamed["no such group"]
+
+
+def test_a_plan_file_gone_truncated_or_not_a_plan_has_no_hash(tmp_path):
+    path = plan_file(tmp_path, plan_table())
+    assert commands._readable_plan_hash(path) == commands._plan_hash(plan_table())
+    path.write_bytes(path.read_bytes()[:200])
+    assert commands._readable_plan_hash(path) is None
+    pq.write_table(pa.table({"group": ["g"]}), path)   # a Parquet file, but not a plan
+    assert commands._readable_plan_hash(path) is None
+    path.unlink()
+    assert commands._readable_plan_hash(path) is None
