@@ -7,7 +7,9 @@ sessions survive a restart), or paused with SIGSTOP while a writer's transaction
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,12 +34,15 @@ def expire_twice(client, hosts: str) -> None:
     threading.Timer(0.01, expire_session, (client, hosts)).start()
 
 
-def scan_after(stores, case, monkeypatch, capsys, fault, after: int = 5) -> None:
-    """`scan` with `fault(client)` injected before the `after`-th pipelined read; it must still read every offset."""
+def scan_after(stores, case, monkeypatch, capsys, fault, after: int = 5, before=lambda: None) -> None:
+    """`scan` with `fault(client)` injected once the `after`-th pipelined read is on the wire (and `before()`
+    just before it is sent); it must still read every offset."""
     real_submit, calls = AsyncBatch._submit, []
 
     def submit(self, chunk):
         calls.append(len(chunk))
+        if len(calls) == after:
+            before()
         pending = real_submit(self, chunk)
         if len(calls) == after:   # with this read on the wire
             fault(self.client)
@@ -70,12 +75,18 @@ def test_scan_survives_zookeeper_killed_and_restarted_mid_walk(stores, fault_log
     case = stores.case("scan-restart")
     case.seed(GROUPS, random.Random(f"{fault_log.seed}-scan-restart"))
 
+    zookeeper = server(stores.cluster, "zookeeper")
+
+    def stop():
+        os.killpg(zookeeper.pid, signal.SIGSTOP)   # the read goes out but is not answered (a fast server would)
+
     def crash(client):
-        kill9(server(stores.cluster, "zookeeper"))
-        restart_zookeeper(stores.cluster)   # the scan's requests meet a dead server, then a new one
+        time.sleep(0.2)                      # kazoo's connection thread has written it
+        kill9(zookeeper)
+        restart_zookeeper(stores.cluster)    # the scan's requests meet a dead server, then a new one
         fault_log.fault("zookeeper kill -9 + restart")
 
-    scan_after(stores, case, monkeypatch, capsys, crash)
+    scan_after(stores, case, monkeypatch, capsys, crash, before=stop)
 
 
 def migrate_with_zk_fault(case, monkeypatch, capsys, fault, recover=lambda: None) -> tuple[int, dict]:
