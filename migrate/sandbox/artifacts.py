@@ -32,17 +32,37 @@ REPOSITORY_ENV = "ZK2KAFKA_MAVEN_REPO"
 
 # What each bundle is resolved from; `relock` turns these roots into the full pinned list.
 BUNDLE_ROOTS: dict[str, list[str]] = {
+    # ZooKeeper-mode releases the source side supports, each with the ZooKeeper server, old consumer and tools
+    # its release ships. JAXB left the JDK in 11; brokers before 2.x still load javax.xml.bind.
+    "kafka-0.10": [
+        "org.apache.kafka:kafka_2.11:0.10.2.2",
+        "org.slf4j:slf4j-log4j12:1.7.21",
+        "javax.xml.bind:jaxb-api:2.3.1",
+    ],
+    "kafka-1.1": [
+        "org.apache.kafka:kafka_2.11:1.1.1",
+        "org.slf4j:slf4j-log4j12:1.7.25",
+        "javax.xml.bind:jaxb-api:2.3.1",
+    ],
+    "kafka-2.4": [
+        "org.apache.kafka:kafka_2.12:2.4.1",
+        "org.slf4j:slf4j-log4j12:1.7.28",
+        "javax.xml.bind:jaxb-api:2.3.1",
+    ],
+    "kafka-2.8": [
+        "org.apache.kafka:kafka_2.13:2.8.2",
+        "org.slf4j:slf4j-log4j12:1.7.30",
+    ],
+    "kafka-3.6": [
+        "org.apache.kafka:kafka_2.13:3.6.2",
+        "org.apache.kafka:kafka-tools:3.6.2",
+        "org.slf4j:slf4j-reload4j:1.7.36",  # reload4j is compile-only in Kafka 3.x
+    ],
     # The last line with ZooKeeper mode: broker, the ZooKeeper 3.8 server it carries, kafka-consumer-groups.
     "kafka-3.9": [
         "org.apache.kafka:kafka_2.13:3.9.2",
         "org.apache.kafka:kafka-tools:3.9.2",
         "org.slf4j:slf4j-reload4j:1.7.36",  # reload4j is compile-only in Kafka 3.x
-    ],
-    # The old high-level consumer (ZookeeperConsumerConnector, offsets in ZooKeeper) and its console
-    # tool, for the rolling-cutover test: the real thing the migration moves away from.
-    "old-consumer-0.10": [
-        "org.apache.kafka:kafka_2.11:0.10.2.2",
-        "org.slf4j:slf4j-log4j12:1.7.21",
     ],
     # A KRaft-only 4.x broker, the target of a move to a new cluster.
     "kafka-4": [

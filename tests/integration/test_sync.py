@@ -34,7 +34,7 @@ LOG4J = "log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.C
 def old_consumer(zookeeper: str, topic: str, group: str, out: Path, work: Path) -> subprocess.Popen:
     """Kafka 0.10.2's console consumer with the old ZooKeeper-based consumer; one printed value per message."""
     (work / "log4j.properties").write_text(LOG4J)
-    classpath = os.pathsep.join(map(str, ensure_bundle("old-consumer-0.10", CACHE_DIR)))
+    classpath = os.pathsep.join(map(str, ensure_bundle("kafka-0.10", CACHE_DIR)))
     props = {"group.id": group, "auto.commit.interval.ms": int(COMMIT_INTERVAL * 1000)}
     return subprocess.Popen(
         ["java", f"-Dlog4j.configuration=file:{work / 'log4j.properties'}", "-cp", classpath,
