@@ -27,7 +27,7 @@ def test_a_run_moves_group_by_group_and_survives_reopening(tmp_path):
 
     with j.Journal.open(tmp_path) as journal:
         run = journal.run("r1")
-        assert run.groups == {"pending": 0, "committed": 0, "verified": 1, "failed": 1, "skipped": 1}
+        assert run.groups == {"pending": 0, "committed": 0, "verified": 1, "failed": 1, "partial": 0, "skipped": 1}
         assert run.offsets == 3 and run.settings == {"on_conflict": "skip"} and run.state == j.RUNNING
         assert run.settings_digest == j.digest({"on_conflict": "skip"})
         a0, a1 = journal.partitions("r1", "a")
