@@ -545,7 +545,7 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
 def status(settings: Settings, run_id: str | None = None) -> Result:
     """Runs in the journal, or one run's groups by state with the reasons of those that failed."""
-    from migrate.checkpoint import FAILED, Journal
+    from migrate.checkpoint import FAILED, PARTIAL, Journal
 
     if not (Path(settings.state_dir) / "journal.sqlite").exists():
         return Result(f"no runs yet: {settings.state_dir}/journal.sqlite does not exist", {"runs": []})
@@ -560,13 +560,15 @@ def status(settings: Settings, run_id: str | None = None) -> Result:
         run = journal.run(run_id)
         if run is None:
             raise MigrateError(f"no run {run_id} in {journal.path}; `zk2kafka status` lists them")
-        failed = [g for g in journal.groups(run_id) if g.state == FAILED]
+        failed = [g for g in journal.groups(run_id) if g.state in (FAILED, PARTIAL)]
         lines = [f"{run.kind} {run.run_id}: {run.state}; created {run.to_json()['created']}, "
                  f"updated {run.to_json()['updated']}",
                  "groups: " + ", ".join(f"{s} {n:,}" for s, n in run.groups.items() if n),
                  f"offsets: {run.offsets:,}; report: {run.report}"]
-        lines += [f"  failed: {g.name}: {g.reason}" for g in failed]
-        return Result("\n".join(lines), {**run.to_json(), "failed": {g.name: g.reason for g in failed}})
+        lines += [f"  {g.state}: {g.name}: {g.reason}" for g in failed]
+        return Result("\n".join(lines), {**run.to_json(),
+                                         "failed": {g.name: g.reason for g in failed if g.state == FAILED},
+                                         "partial": {g.name: g.reason for g in failed if g.state == PARTIAL}})
 
 
 def sandbox_up(settings: Settings, kraft: bool = False) -> Result:

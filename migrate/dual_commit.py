@@ -162,8 +162,8 @@ class DualCommit:
     def _check_strays(self, group: str, parts: list[j.Partition], kafka_now: dict, since: str,
                       expired: bool = False) -> None:
         # `expired`: no offset at all is fine too (Kafka expired them), and the write puts them back.
-        allowed = lambda p: (p.before_kafka_offset, p.offset, None) if expired else (p.before_kafka_offset, p.offset)  # noqa: E731
-        strays = [f"{p.topic}-{p.partition}" for p in parts if _offset(kafka_now.get(p.key)) not in allowed(p)]
+        strays = [f"{p.topic}-{p.partition}" for p in parts
+                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset, *([None] if expired else []))]
         if strays:
             raise GroupFailed(group, f"Kafka offsets moved by someone else {since}: {', '.join(strays[:3])}")
 

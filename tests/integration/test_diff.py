@@ -125,8 +125,10 @@ def test_diff_without_blockers_exits_zero_and_json(cluster, zk, zk_chroot, kafka
     assert Path(data["report"], "report.html").exists()
 
 
-def test_diff_with_kafka_unreachable_is_one_clear_error(zk_chroot, tmp_path, capsys):
+def test_diff_with_kafka_unreachable_is_one_clear_error(zk, zk_chroot, tmp_path, capsys):
     import socket
+
+    put(zk, "/consumers/g/offsets/t/0", b"1")   # something to diff: finding nothing is an error of its own
 
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))

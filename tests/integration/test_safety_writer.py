@@ -56,7 +56,8 @@ def killed_run(args: list[str], crash_at: str, state_dir: Path, *extra: str) -> 
 
 
 def plan_rows(report: str) -> dict[tuple[str, str, int], dict]:
-    return {(r["group"], r["topic"], r["partition"]): r for r in pq.read_table(Path(report, "plan.parquet")).to_pylist()}
+    rows = pq.read_table(Path(report, "plan.parquet")).to_pylist()
+    return {(r["group"], r["topic"], r["partition"]): r for r in rows}
 
 
 @pytest.fixture
@@ -353,3 +354,36 @@ def test_no_zk_write_late_resume_rereads_zookeeper(cluster, zk, zk_chroot, kafka
     other = two_groups["groups"][1]
     assert {p: in_kafka[other][(topic, p)][0] for p in range(2)} == {p: two_groups["expected"][(other, p)]
                                                                       for p in range(2)}
+
+
+def test_a_group_that_cannot_be_put_back_is_partial_with_the_rollback_command(cluster, zk, zk_chroot, kafka_admin,
+                                                                              prefix, tmp_path, capsys, monkeypatch):
+    from migrate.zk import writer as zk_writer
+
+    monkeypatch.setattr(zk_writer, "TRANSACTION_OPS", 2)   # three partitions, two transactions
+    topic, group = f"{prefix}orders", f"{prefix}stuck"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 3, 50)
+    for p in range(3):
+        put(zk, f"/consumers/{group}/offsets/{topic}/{p}", b"10")
+    kafka_admin.alter_group_offsets(group, {TopicPartition(topic, p): OffsetAndMetadata(40, "app", -1)
+                                            for p in range(3)})
+    first, last = (f"/consumers/{group}/offsets/{topic}/{p}" for p in (0, 2))
+    real_write_many = zk_writer.ZkOffsetWriter.write_many
+
+    def conflict_then_lock_the_written_half(self, writes):
+        if group in writes:
+            zk.set(last, b"11")   # the second transaction fails
+        answer = real_write_many(self, writes)
+        if group in writes:
+            zk.set_acls(first, READ_ACL_UNSAFE)   # and the first one's znode can no longer be put back
+        return answer
+
+    monkeypatch.setattr(zk_writer.ZkOffsetWriter, "write_many", conflict_then_lock_the_written_half)
+    code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
+                              "--on-conflict", "max", capsys=capsys)
+    assert code == 1 and done["state"] == "incomplete", (done, err)
+    assert not done.get("failed") and set(done.get("partial", {})) == {group}, done
+    assert f"`zk2kafka rollback --execute {done['run']}`" in done["partial"][group]
+    assert zk.get(first)[0] == b"40"   # the half that is written is said to be, not hidden
+    with Journal.open(tmp_path) as journal:
+        assert journal.groups_of(done["run"], [group])[group].state == "partial"
