@@ -10,8 +10,10 @@ write, which is what rollback restores.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -20,13 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import MigrateError, StateDirError
+from migrate.errors import MigrateError, StateDirError, WriterBusy
 
 PENDING, COMMITTED, VERIFIED, FAILED, SKIPPED = "pending", "committed", "verified", "failed", "skipped"
-GROUP_STATES = (PENDING, COMMITTED, VERIFIED, FAILED, SKIPPED)
+# A group that failed after a write and could not be put back: `rollback --execute` restores it.
+PARTIAL = "partial"
+GROUP_STATES = (PENDING, COMMITTED, VERIFIED, FAILED, PARTIAL, SKIPPED)
 RUNNING, DONE, INCOMPLETE = "running", "done", "incomplete"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY, kind TEXT NOT NULL, state TEXT NOT NULL,
@@ -39,7 +43,7 @@ CREATE TABLE groups (
 CREATE TABLE partitions (
     run_id TEXT NOT NULL, grp TEXT NOT NULL, topic TEXT NOT NULL, part INTEGER NOT NULL,
     planned_offset INTEGER NOT NULL, zk_path TEXT NOT NULL, zk_version INTEGER, layout TEXT NOT NULL,
-    plan_kafka_offset INTEGER,
+    plan_kafka_offset INTEGER, zk_mzxid INTEGER,
     before_kafka_offset INTEGER, before_kafka_metadata TEXT, before_zk_value BLOB, before_zk_version INTEGER,
     after_zk_version INTEGER,
     PRIMARY KEY (run_id, grp, topic, part));
@@ -57,6 +61,7 @@ class Planned:
     zk_version: int | None
     layout: str
     kafka_offset: int | None = None  # what Kafka held when the plan was made
+    zk_mzxid: int | None = None      # the znode's last-change zxid when planned: its identity beside the version
 
     @property
     def key(self) -> tuple[str, int]:
@@ -124,17 +129,41 @@ class Journal:
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:
                 self._db.executescript(f"BEGIN IMMEDIATE;{SCHEMA}PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+            elif version == 1:   # runs journaled before znode identity was: their mzxid is unknown (null)
+                self._db.executescript("BEGIN IMMEDIATE; ALTER TABLE partitions ADD COLUMN zk_mzxid INTEGER;"
+                                       f" PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+                version = SCHEMA_VERSION
         except (OSError, sqlite3.OperationalError) as exc:
             raise StateDirError(self.path, f"cannot open the journal: {_why(exc)}") from exc
         if version not in (0, SCHEMA_VERSION):
             raise MigrateError(f"{self.path}: journal schema {version}, this zk2kafka reads {SCHEMA_VERSION}")
 
+    _writer: WriterLock | None = None
+
     @classmethod
-    def open(cls, state_dir: Path) -> Journal:
-        return cls(Path(state_dir) / "journal.sqlite")
+    def open(cls, state_dir: Path, writer: str | None = None) -> Journal:
+        """The state dir's journal. A writing command names itself in `writer` (e.g. `rollback --execute R`)
+        and holds the state dir's writers' lock for as long as the journal is open; readers take no lock.
+
+        Raises WriterBusy when another writer holds it, StateDirError when the state dir is unusable.
+        """
+        lock = WriterLock.take(Path(state_dir), writer) if writer else None
+        try:
+            journal = cls(Path(state_dir) / "journal.sqlite")
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        journal._writer = lock
+        return journal
 
     def close(self) -> None:
-        self._db.close()
+        try:
+            self._db.close()
+        finally:
+            if self._writer is not None:
+                self._writer.release()
+                self._writer = None
 
     def __enter__(self) -> Journal:
         return self
@@ -159,9 +188,9 @@ class Journal:
                            ((run_id, g, SKIPPED, why, now) for g, why in (skipped or {}).items()))
             db.executemany(
                 "INSERT INTO partitions (run_id, grp, topic, part, planned_offset, zk_path, zk_version, layout,"
-                " plan_kafka_offset) VALUES (?,?,?,?,?,?,?,?,?)",
-                ((run_id, g, p.topic, p.partition, p.offset, p.zk_path, p.zk_version, p.layout, p.kafka_offset)
-                 for g, rows in plan.items() for p in rows))
+                " plan_kafka_offset, zk_mzxid) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                ((run_id, g, p.topic, p.partition, p.offset, p.zk_path, p.zk_version, p.layout, p.kafka_offset,
+                  p.zk_mzxid) for g, rows in plan.items() for p in rows))
 
     def record_before(self, run_id: str, group: str, kafka: Mapping[tuple[str, int], tuple[int, str] | None],
                       zk: Mapping[str, tuple[bytes | None, int | None]]) -> None:
@@ -263,7 +292,7 @@ class Journal:
         out: dict[str, list[Partition]] = {name: [] for name in names}
         for chunk in _chunks(names):
             for row in self._select(
-                    "SELECT grp, topic, part, planned_offset, zk_path, zk_version, layout, plan_kafka_offset,"
+                    "SELECT grp, topic, part, planned_offset, zk_path, zk_version, layout, plan_kafka_offset, zk_mzxid,"
                     " before_kafka_offset, before_kafka_metadata, before_zk_value, before_zk_version, after_zk_version"
                     f" FROM partitions WHERE run_id=? AND grp IN ({','.join('?' * len(chunk))})"
                     " ORDER BY grp, topic, part", run_id, *chunk):
@@ -290,6 +319,50 @@ class Journal:
 
     def _transaction(self):
         return _Transaction(self._db, self._lock, self.path)
+
+
+class WriterLock:
+    """One writer at a time per state dir: an exclusive flock on <state-dir>/journal.lock, held by a writing command.
+
+    Two writers on one run or state dir undo each other (the loser's Kafka restore wipes the
+    winner's offsets), so a second one stops before it reads anything. The lock is the kernel's:
+    it goes with the process however that ends (kill -9 too), and the file only says who holds it.
+    """
+
+    NAME = "journal.lock"
+
+    def __init__(self, path: Path, fd: int):
+        self.path, self._fd = path, fd
+
+    @classmethod
+    def take(cls, state_dir: Path, command: str) -> WriterLock:
+        """The lock, held by this process for `command`; raises WriterBusy naming the holder's pid and command."""
+        path = state_dir / cls.NAME
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StateDirError(path, f"cannot open the writers' lock: {_why(exc)}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            raise WriterBusy(str(path), holder or "a writer that has not written its name yet") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}: zk2kafka {command}, since {iso(time.time())}\n".encode(), 0)
+        except OSError as exc:
+            os.close(fd)
+            raise StateDirError(path, f"cannot write the writers' lock: {_why(exc)}") from exc
+        return cls(path, fd)
+
+    def release(self) -> None:
+        try:
+            os.ftruncate(self._fd, 0)   # nobody holds it: a stale name would mislead
+        except OSError:
+            pass
+        os.close(self._fd)   # closing the descriptor releases the flock
 
 
 class _Transaction:

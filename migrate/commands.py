@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from migrate.checkpoint import iso
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, SandboxError, StateDirError
+from migrate.errors import (EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, NothingFound, SandboxError,
+                            StateDirError)
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 
@@ -112,6 +113,9 @@ def _plan(settings: Settings, command: str) -> Plan:
     spark = SparkStarter(settings.spark_master)   # the JVM boots while both stores are read
     try:
         scanned = _scan(settings, state, run)
+        if scanned["offsets"] == 0:   # checking nothing is never success
+            raise NothingFound(command, scanned["source"], _selection_text(settings),
+                               exit_code=EXIT_BLOCKERS if command == "verify" else EXIT_ERROR)
         zk_snapshot = Path(scanned["snapshot"])
 
         groups, topics = set(), set()
@@ -130,7 +134,8 @@ def _plan(settings: Settings, command: str) -> Plan:
         spark.stop()
         raise
 
-    policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers)
+    policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers,
+                    zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write)
     report = state.reports(run)
     result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master, report / "plan.parquet", spark)
     inputs = {"zookeeper": settings.zookeeper, "zk_root": settings.path_template or settings.zk_root,
@@ -140,6 +145,13 @@ def _plan(settings: Settings, command: str) -> Plan:
     summary = build_summary(run, command, settings, result, kafka, inputs)
     files = {"plan": result.plan, **write_reports(report, summary, result.plan)}
     return Plan(run, summary, files)
+
+
+def _selection_text(settings: Settings) -> str:
+    """The selection as the flags that made it, e.g. `--group billing.* --exclude-group .*-test`."""
+    flags = [f"{flag} {p}" for flag, patterns in (("--group", settings.groups), ("--exclude-group",
+             settings.exclude_groups), ("--topic", settings.topics)) for p in patterns]
+    return " ".join(flags) if flags else "every group and topic"
 
 
 def _plan_text(summary: dict[str, Any], files: dict[str, Path]) -> str:
@@ -180,7 +192,7 @@ def migrate(settings: Settings) -> Result:
     from migrate.checkpoint import Journal
 
     groups, skipped = _journal_plan(plan)
-    with Journal.open(settings.state_dir) as journal:
+    with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
         journal.create_run(plan.run, "migrate", _plan_hash(plan.files["plan"]), _settings_record(settings), groups,
                            skipped, report=str(plan.files["summary"].parent))
         return _execute(settings, journal, plan.run, list(groups), plan.summary["blockers"])
@@ -188,12 +200,17 @@ def migrate(settings: Settings) -> Result:
 
 def _resume(settings: Settings) -> Result:
     """Go on with a journaled run: verified groups stay as they are, the rest are re-checked and finished."""
-    from migrate.checkpoint import COMMITTED, FAILED, PENDING, Journal
+    from migrate.checkpoint import COMMITTED, FAILED, PARTIAL, PENDING, Journal
 
-    with Journal.open(settings.state_dir) as journal:
+    with Journal.open(settings.state_dir, writer=f"migrate --execute --resume {settings.resume}") as journal:
         run = journal.run(settings.resume)
         if run is None or run.kind != "migrate":
             raise MigrateError(f"no migrate run {settings.resume} in {journal.path}; `zk2kafka status` lists them")
+        rolled_back = journal.rollback_of(run.run_id)
+        if rolled_back is not None:
+            # The rollback put its groups' before-values back: resuming would write them again over that.
+            raise MigrateError(f"cannot resume {run.run_id}: it was rolled back by {rolled_back.run_id} "
+                               f"({rolled_back.state}); start a new run to migrate again")
         changed = _changes(run.settings, _settings_record(settings))
         if changed:
             raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began ({'; '.join(changed)})"
@@ -201,7 +218,7 @@ def _resume(settings: Settings) -> Result:
         plan_file = Path(run.report or "", "plan.parquet")
         if _readable_plan_hash(plan_file) != run.plan_hash:
             raise MigrateError(f"cannot resume {run.run_id}: its plan {plan_file} is missing or was altered")
-        todo = [g.name for g in journal.groups(run.run_id) if g.state in (PENDING, COMMITTED, FAILED)]
+        todo = [g.name for g in journal.groups(run.run_id) if g.state in (PENDING, COMMITTED, FAILED, PARTIAL)]
         blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
         log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
         return _execute(settings, journal, run.run_id, todo, blockers)
@@ -216,13 +233,15 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
     try:
         journal.set_run(run_id, RUNNING)
-        with _writers(settings, zk=not settings.no_zk_write) as (kafka, zk):
-            writer = DualCommit(journal, run_id, kafka, zk, metadata, settings.offset_semantics)
+        # ZooKeeper is read even with --no-zk-write: a plan is committed only while its znodes are as planned.
+        with _writers(settings, zk=True) as (kafka, zk):
+            writer = DualCommit(journal, run_id, kafka, None if settings.no_zk_write else zk, metadata,
+                                settings.offset_semantics, zk_reader=zk)
             with Progress("groups written", total=len(groups)) as progress:
                 # Two batches in flight: one's reads and journal writes overlap the other's commits.
                 outcomes, interrupted = run_batches(groups, writer.migrate, WRITE_BATCH, 2, progress)
         run = journal.run(run_id)
-        finished = not interrupted and run.groups["pending"] == run.groups["committed"] == run.groups["failed"] == 0
+        finished = not interrupted and all(run.groups[s] == 0 for s in ("pending", "committed", "failed", "partial"))
         journal.set_run(run_id, DONE if finished else INCOMPLETE)
     except StateDirError as exc:
         # The journal could not record a step (a full disk): the step it missed is re-checked on resume.
@@ -235,8 +254,9 @@ def _run_result(run, outcomes: list, interrupted: bool, blockers: int) -> Result
     counts = ", ".join(f"{state} {n:,}" for state, n in run.groups.items() if n)
     done = "restored" if run.kind == "rollback" else "written"
     lines = [f"{run.kind} {run.run_id}: {written:,} offsets {done} this time; groups: {counts}"]
-    lines += [f"  failed: {o.group}: {o.reason}" for o in outcomes if o.state == "failed"][:20]
-    lines += [f"  unfinished: {o.group}: {o.reason}" for o in outcomes if o.reason and o.state != "failed"][:20]
+    lines += [f"  {o.state}: {o.group}: {o.reason}" for o in outcomes if o.state in ("failed", "partial")][:20]
+    lines += [f"  unfinished: {o.group}: {o.reason}" for o in outcomes
+              if o.reason and o.state not in ("failed", "partial")][:20]
     unfinished = run.state != "done"
     if unfinished:
         lines.append(("interrupted" if interrupted else "incomplete")
@@ -247,7 +267,8 @@ def _run_result(run, outcomes: list, interrupted: bool, blockers: int) -> Result
     lines.append(f"run={run.run_id} report={run.report}")
     code = EXIT_ERROR if unfinished else (EXIT_BLOCKERS if blockers else EXIT_OK)
     data = {**run.to_json(), "written": written, "interrupted": interrupted,
-            "failed": {o.group: o.reason for o in outcomes if o.state == "failed"}}
+            "failed": {o.group: o.reason for o in outcomes if o.state == "failed"},
+            "partial": {o.group: o.reason for o in outcomes if o.state == "partial"}}
     return Result("\n".join(lines), data, code)
 
 
@@ -282,7 +303,8 @@ def _journal_plan(plan: Plan):
     return groups, skipped
 
 
-_COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout", "kafka_offset"]
+_COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout", "kafka_offset",
+                   "zk_mzxid"]
 _BATCH_ROWS = 65_536   # rows turned into Python objects at a time: a million offsets never are at once
 
 
@@ -338,7 +360,7 @@ class _PlannedByGroup(Mapping):
         for batch in _commits(self._plan):
             for r in batch.to_pylist():
                 yield r["group"], Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"],
-                                          r["zk_version"], r["layout"], r["kafka_offset"])
+                                          r["zk_version"], r["layout"], r["kafka_offset"], r["zk_mzxid"])
 
 
 def _plan_hash(plan) -> str:
@@ -421,9 +443,10 @@ def sync(settings: Settings) -> Result:
     settings.require("bootstrap_server")
     run_id, state = new_run_id(), StateDir(settings.state_dir)
     report = state.reports(run_id)
+    # The writers' lock first: a second writer stops before it connects to anything.
+    journal = Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}") if settings.execute else None
     admin = open_admin(settings, in_flight=settings.parallelism + 4)
     client = connect(settings)
-    journal = Journal.open(settings.state_dir) if settings.execute else None
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -476,7 +499,8 @@ def rollback(settings: Settings, run_id: str) -> Result:
     from migrate.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
 
-    with Journal.open(settings.state_dir) as journal:
+    writer = f"rollback --execute {run_id}" if settings.execute else None   # a dry run only reads
+    with Journal.open(settings.state_dir, writer=writer) as journal:
         original = journal.run(run_id)
         if original is None or original.kind not in ("migrate", "sync"):
             raise MigrateError(f"no migrate or sync run {run_id} in {journal.path}; `zk2kafka status` lists them")
@@ -521,7 +545,7 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
 def status(settings: Settings, run_id: str | None = None) -> Result:
     """Runs in the journal, or one run's groups by state with the reasons of those that failed."""
-    from migrate.checkpoint import FAILED, Journal
+    from migrate.checkpoint import FAILED, PARTIAL, Journal
 
     if not (Path(settings.state_dir) / "journal.sqlite").exists():
         return Result(f"no runs yet: {settings.state_dir}/journal.sqlite does not exist", {"runs": []})
@@ -536,13 +560,15 @@ def status(settings: Settings, run_id: str | None = None) -> Result:
         run = journal.run(run_id)
         if run is None:
             raise MigrateError(f"no run {run_id} in {journal.path}; `zk2kafka status` lists them")
-        failed = [g for g in journal.groups(run_id) if g.state == FAILED]
+        failed = [g for g in journal.groups(run_id) if g.state in (FAILED, PARTIAL)]
         lines = [f"{run.kind} {run.run_id}: {run.state}; created {run.to_json()['created']}, "
                  f"updated {run.to_json()['updated']}",
                  "groups: " + ", ".join(f"{s} {n:,}" for s, n in run.groups.items() if n),
                  f"offsets: {run.offsets:,}; report: {run.report}"]
-        lines += [f"  failed: {g.name}: {g.reason}" for g in failed]
-        return Result("\n".join(lines), {**run.to_json(), "failed": {g.name: g.reason for g in failed}})
+        lines += [f"  {g.state}: {g.name}: {g.reason}" for g in failed]
+        return Result("\n".join(lines), {**run.to_json(),
+                                         "failed": {g.name: g.reason for g in failed if g.state == FAILED},
+                                         "partial": {g.name: g.reason for g in failed if g.state == PARTIAL}})
 
 
 def sandbox_up(settings: Settings, kraft: bool = False) -> Result:

@@ -59,9 +59,11 @@ class DualCommit:
     """Writes a run's groups batch by batch (or, for a rollback run, restores them one by one); thread-safe."""
 
     def __init__(self, journal: j.Journal, run_id: str, kafka: KafkaOffsetWriter, zk: ZkOffsetWriter | None,
-                 metadata: str, semantics: str = "next"):
+                 metadata: str, semantics: str = "next", zk_reader: ZkOffsetWriter | None = None):
         self.journal, self.run_id = journal, run_id
         self.kafka, self.zk = kafka, zk
+        # --no-zk-write still reads ZooKeeper: a plan is only committed while its znodes are the ones planned from.
+        self.zk_reader = zk or zk_reader
         self.metadata, self.semantics = metadata, semantics
 
     # -- migrate -----------------------------------------------------------------------------------------------
@@ -84,16 +86,18 @@ class DualCommit:
         states = self.journal.groups_of(self.run_id, groups)
         parts = self.journal.partitions_of(self.run_id, groups)
         kafka_now = self.kafka.committed_many(groups)
-        zk_now = self.zk.read([p.zk_path for g in groups for p in parts[g]]) if self.zk else {}
+        zk_now = self.zk_reader.read([p.zk_path for g in groups for p in parts[g]]) if self.zk_reader else {}
 
         # Untouched groups: both stores must still be as the diff saw them. Groups caught in flight by a
-        # crash: each partition holds either its before-value or this run's value.
+        # crash: each partition holds its before-value, this run's value, or none (expired in an outage).
         failures, before = {}, {}
         for g in groups:
             try:
                 now = _answer(kafka_now[g])
                 if states[g].before_recorded:
-                    self._check_strays(g, parts[g], now, "since this run began")
+                    self._check_strays(g, parts[g], now, "since this run began", expired=True)
+                    if self.zk is None:   # nothing of ours is in ZooKeeper: it must still be as planned
+                        self._check_zk_unchanged(g, parts[g], zk_now)
                 else:
                     self._check_unchanged(g, parts[g], now, zk_now)
                     before[g] = ({p.key: now.get(p.key) for p in parts[g]},
@@ -101,7 +105,10 @@ class DualCommit:
                                   else (None, None) for p in parts[g]})
             except REFUSALS as exc:
                 failures[g] = _reason(exc)
-        self._fail(settled, failures)
+        # A group caught in flight may have been written before the crash: put it back, as any failure after a write.
+        in_flight = {g: reason for g, reason in failures.items() if states[g].before_recorded}
+        self._fail(settled, self._put_back_many(in_flight, parts, settled))
+        self._fail(settled, {g: reason for g, reason in failures.items() if g not in in_flight})
         self.journal.record_before_many(self.run_id, before)
         for g, (kafka, zk) in before.items():   # what the journal now holds, without reading it back
             parts[g] = [replace(p, before_kafka_offset=_offset(kafka.get(p.key)),
@@ -109,8 +116,9 @@ class DualCommit:
                                 before_zk_value=zk[p.zk_path][0], before_zk_version=zk[p.zk_path][1])
                         for p in parts[g]]
 
-        # Kafka half: commit what differs, read everything back, then journal `committed`.
-        to_commit = [g for g in groups if g not in settled and states[g].state in (j.PENDING, j.FAILED)]
+        # Kafka half: commit what differs, read everything back, then journal `committed`. A group journaled
+        # committed is committed again where Kafka lost the plan since (offsets expired in an outage).
+        to_commit = [g for g in groups if g not in settled]
         crash_point("before-kafka-commit")
         sent = self.kafka.commit_many({g: {p.key: p.offset for p in parts[g]} for g in to_commit
                                        if any(_offset(kafka_now[g].get(p.key)) != p.offset for p in parts[g])},
@@ -125,7 +133,7 @@ class DualCommit:
             wrong = [f"{p.topic}-{p.partition}" for p in parts[g] if _offset(answer.get(p.key)) != p.offset]
             if wrong:
                 failures[g] = f"Kafka read-back differs from the commit: {', '.join(wrong[:3])}"
-        self._fail(settled, failures)
+        self._fail(settled, self._put_back_many(failures, parts, settled))
         self.journal.set_groups(self.run_id, {g: (j.COMMITTED, None, None) for g in back if g not in settled})
 
         live = [g for g in groups if g not in settled]
@@ -139,13 +147,23 @@ class DualCommit:
                  for p in parts if _offset(kafka_now.get(p.key)) != p.kafka_offset]
         if moved:
             raise GroupFailed(group, f"Kafka offsets changed since the plan: {', '.join(moved[:3])}")
-        changed = [p.zk_path for p in parts if self.zk and zk_now[p.zk_path].version != p.zk_version]
+        self._check_zk_unchanged(group, parts, zk_now)
+
+    @staticmethod
+    def _check_zk_unchanged(group: str, parts: list[j.Partition], zk_now: dict) -> None:
+        # The version alone passes a znode deleted and recreated since (versions start again at 0): mzxid,
+        # the zxid of its last change, tells them apart. Plans journaled without it are checked by version.
+        changed = [p.zk_path for p in parts if zk_now and (
+            zk_now[p.zk_path].version != p.zk_version
+            or (p.zk_mzxid is not None and zk_now[p.zk_path].mzxid != p.zk_mzxid))]
         if changed:
             raise ZkChanged(group, changed)
 
-    def _check_strays(self, group: str, parts: list[j.Partition], kafka_now: dict, since: str) -> None:
+    def _check_strays(self, group: str, parts: list[j.Partition], kafka_now: dict, since: str,
+                      expired: bool = False) -> None:
+        # `expired`: no offset at all is fine too (Kafka expired them), and the write puts them back.
         strays = [f"{p.topic}-{p.partition}" for p in parts
-                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset)]
+                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset, *([None] if expired else []))]
         if strays:
             raise GroupFailed(group, f"Kafka offsets moved by someone else {since}: {', '.join(strays[:3])}")
 
@@ -164,12 +182,8 @@ class DualCommit:
             writes[g] = {p.zk_path: (targets[g][p.zk_path], p.before_zk_version) for p in parts[g]
                          if p.zk_path not in written}
         results = self.zk.write_many({g: w for g, w in writes.items() if w})
-        for g, exc in results.items():
-            if isinstance(exc, ZkChanged):   # never leave half a group: Kafka goes back to its before-values
-                try:
-                    self._restore_kafka(g, parts[g], self.kafka.committed(g))
-                except REFUSALS as refused:
-                    results[g] = GroupFailed(g, f"{_reason(exc)}; Kafka could not be put back: {_reason(refused)}")
+        # Never leave half a group: a refused write (a znode moved, NoAuth, a conflict in the second
+        # transaction of a huge group) puts Kafka and the znodes written back to their before-values.
         failures = self._errors(settled, results)
         live = [g for g in groups if g not in failures and g not in settled]
         back = self.zk.read([path for g in live for path in targets[g]])
@@ -180,8 +194,62 @@ class DualCommit:
                 failures[g] = f"ZooKeeper read-back differs from the write: {', '.join(wrong[:3])}"
             else:
                 verified[g] = {path: back[path].version for path in targets[g]}
-        self._fail(settled, failures)
+        self._fail(settled, self._put_back_many(failures, parts, settled))
         return verified
+
+    # -- putting a failed group back ---------------------------------------------------------------------------
+
+    def _put_back_many(self, failures: dict[str, str], parts: dict[str, list[j.Partition]],
+                       settled: dict[str, Outcome]) -> dict[str, str]:
+        """_put_back() each failed group; the failures, each reason saying what became of the stores.
+
+        Groups that could not be put back are settled `partial` here; the rest are returned to be failed.
+        """
+        failed, partial = {}, {}
+        for g, reason in failures.items():
+            try:
+                self._put_back(g, parts[g])
+                failed[g] = f"{reason}; put back: Kafka and ZooKeeper hold their values from before the run"
+            except (*REFUSALS, *OUTAGES, ZookeeperError) as exc:
+                partial[g] = (f"{reason}; could not be put back ({_reason(exc)}): "
+                              f"`zk2kafka rollback --execute {self.run_id}` restores the values journaled before")
+        self._fail(settled, partial, j.PARTIAL)
+        return failed
+
+    def _put_back(self, group: str, parts: list[j.Partition]) -> None:
+        """Put what this run wrote of `group` back to the journaled before-values, in both stores, and read it back.
+
+        Only what holds this run's own value is touched: an offset someone else moved since is theirs.
+        Raises when a store refuses or the read-back differs.
+        """
+        now = self.kafka.committed(group)
+        ours = [p for p in parts if p.before_kafka_offset != p.offset and _offset(now.get(p.key)) == p.offset]
+        by_metadata: dict[str, dict[Key, int]] = {}
+        for p in ours:
+            if p.before_kafka_offset is not None:
+                by_metadata.setdefault(p.before_kafka_metadata or "", {})[p.key] = p.before_kafka_offset
+        for metadata, offsets in by_metadata.items():
+            self.kafka.commit(group, offsets, metadata)
+        self.kafka.delete(group, [p.key for p in ours if p.before_kafka_offset is None])
+        back = self.kafka.committed(group)
+        wrong = [f"{p.topic}-{p.partition}" for p in ours if _offset(back.get(p.key)) != p.before_kafka_offset]
+        if wrong:
+            raise GroupFailed(group, f"Kafka read-back after putting back differs: {', '.join(wrong[:3])}")
+        if self.zk is None:
+            return
+        zk_now = self.zk.read([p.zk_path for p in parts])
+        written = {}
+        for p in parts:
+            node, ours_value = zk_now[p.zk_path], encode(p.before_zk_value, p.offset, p.layout, self.semantics)
+            if (p.before_zk_version is not None and node.version == p.before_zk_version + 1
+                    and node.value == ours_value and node.value != p.before_zk_value):
+                written[p.zk_path] = (p.before_zk_value, node.version)
+        if written:
+            self.zk.write(group, written)
+            back_zk = self.zk.read(list(written))
+            wrong = [path for path, (value, _) in written.items() if back_zk[path].value != value]
+            if wrong:
+                raise ZkChanged(group, wrong)
 
     # -- rollback ----------------------------------------------------------------------------------------------
 
@@ -207,8 +275,8 @@ class DualCommit:
             zk_now = self.zk.read([p.zk_path for p in parts])
             for p in parts:
                 node, ours = zk_now[p.zk_path], encode(p.before_zk_value, p.offset, p.layout, self.semantics)
-                if node.version == p.before_zk_version:
-                    continue  # never written by the run
+                if node.version == p.before_zk_version or node.value == p.before_zk_value:
+                    continue  # never written by the run, or already put back
                 if node.version == (p.after_zk_version or p.before_zk_version + 1) and node.value == ours:
                     zk_writes[p.zk_path] = (p.before_zk_value, node.version)
                 else:
@@ -245,12 +313,12 @@ class DualCommit:
                 self._interrupt(settled, [g], exc)
         return failures
 
-    def _fail(self, settled: dict[str, Outcome], failures: dict[str, str]) -> None:
-        """Journal `failed` with the reason for these groups, in one transaction; the run goes on without them."""
-        self.journal.set_groups(self.run_id, {g: (j.FAILED, reason, None) for g, reason in failures.items()})
+    def _fail(self, settled: dict[str, Outcome], failures: dict[str, str], state: str = j.FAILED) -> None:
+        """Journal `failed` (or `partial`) with the reason for these groups, in one transaction; the run goes on."""
+        self.journal.set_groups(self.run_id, {g: (state, reason, None) for g, reason in failures.items()})
         for g, reason in failures.items():
-            log.error("group %s failed: %s", g, reason)
-            settled[g] = Outcome(g, j.FAILED, reason, 0)
+            log.error("group %s %s: %s", g, state, reason)
+            settled[g] = Outcome(g, state, reason, 0)
 
     def _interrupt(self, settled: dict[str, Outcome], groups: list[str], exc: BaseException) -> None:
         # Kafka or ZooKeeper stayed away past the retry deadline: nothing is half-done that the

@@ -1,7 +1,7 @@
 """One exception root for zk2kafka; subclasses carry fields, the CLI maps them to exit codes.
 
 Exit codes (DESIGN.md): 0 success, 1 error, 2 usage or configuration error,
-3 the diff has blockers or verify found a mismatch.
+3 the diff has blockers, or verify found a mismatch or no offsets at all.
 """
 
 from __future__ import annotations
@@ -76,3 +76,26 @@ class KafkaUnavailable(MigrateError):
     def __init__(self, message: str, *, bootstrap_server: str | None = None):
         super().__init__(message)
         self.bootstrap_server = bootstrap_server
+
+
+class NothingFound(MigrateError):
+    """A scan found no offset at all: a forgotten chroot, a wrong --zk-root or a selection that matches nothing.
+
+    Checking nothing is never success: verify exits 3, diff and migrate 1.
+    """
+
+    def __init__(self, command: str, source: str, selection: str, *, exit_code: int = EXIT_ERROR):
+        super().__init__(f"{command}: no offsets found under {source} for {selection}; nothing was checked "
+                         "(a chroot missing from --zookeeper, e.g. zk:2181/kafka? a wrong --zk-root? a selection "
+                         "that matches no group?)")
+        self.command, self.source, self.selection = command, source, selection
+        self.exit_code = exit_code
+
+
+class WriterBusy(MigrateError):
+    """Another zk2kafka writer holds the state dir's lock; one writer at a time per state dir."""
+
+    def __init__(self, lock: str, holder: str):
+        super().__init__(f"{lock}: the state dir is in use by another writer ({holder}); "
+                         "wait for it to end (`zk2kafka status` shows its progress), or use another --state-dir")
+        self.lock, self.holder = lock, holder

@@ -22,6 +22,9 @@ class Policy:
     on_conflict: str = "skip"       # skip | zk | kafka | max | fail
     out_of_range: str = "skip"      # skip | clamp | commit
     allow_live_zk_consumers: bool = False
+    # ZooKeeper is written in `--offset-semantics last` form (the last processed offset, one less):
+    # offset 0 has no such form (it would be -1, which the next scan calls MALFORMED), so it is not planned.
+    zk_holds_last: bool = False
 
 
 def dedupe_zk(zk: DataFrame) -> DataFrame:
@@ -43,7 +46,8 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
     zk_rows = dedupe_zk(zk).select(
         "group", "topic", "partition",
         F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"), F.col("status").alias("zk_status"),
-        F.col("reason").alias("zk_reason"), F.col("version").alias("zk_version"), F.col("mtime").alias("zk_mtime"),
+        F.col("reason").alias("zk_reason"), F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"),
+        F.col("mtime").alias("zk_mtime"),
         F.col("path").alias("zk_path"), "layout", "zk_consumers", F.lit(True).alias("_in_zk"))
     committed = kafka.filter(F.col("kind") == OFFSET).select(
         "group", "topic", "partition", F.col("committed_offset").alias("kafka_offset"),
@@ -64,10 +68,12 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
             .join(groups, "group", "left"))
     # Groups that never reached Kafka have no row in the group list: fill them as absent with no members.
     rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))
-    rows = rows.withColumn("status", _status(policy)).withColumn("planned_offset", _planned(policy))
+    rows = rows.withColumn("status", _status(policy)).withColumn("_wanted", _planned(policy))
+    rows = rows.withColumn("planned_offset", F.when(F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0),
+                                                    F.lit(None).cast("bigint")).otherwise(F.col("_wanted")))
     return rows.select(
-        "group", "topic", "partition", "status", _reason().alias("reason"), _action().alias("action"),
-        "planned_offset", "zk_offset", "zk_raw", "zk_status", "zk_version", "zk_mtime", "zk_path", "layout",
+        "group", "topic", "partition", "status", _reason(policy).alias("reason"), _action().alias("action"),
+        "planned_offset", "zk_offset", "zk_raw", "zk_status", "zk_version", "zk_mzxid", "zk_mtime", "zk_path", "layout",
         "zk_consumers", "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
         "log_start", "log_end",
         (F.col("log_end") - F.col("zk_offset")).alias("lag"),
@@ -109,9 +115,22 @@ def _planned(policy: Policy) -> Column:
     above = {"skip": none, "clamp": F.col("log_end"), "commit": zk_offset}[policy.out_of_range]
     return (F.when(status == s.MIGRATE, zk_offset)
             .when(status == s.CONFLICT, conflict)
-            .when(status == s.BELOW_LOG_START, below)
-            .when(status == s.ABOVE_LOG_END, above)
+            .when(status == s.BELOW_LOG_START, _unless_kafka_differs(below, policy))
+            .when(status == s.ABOVE_LOG_END, _unless_kafka_differs(above, policy))
             .otherwise(none))
+
+
+def _unless_kafka_differs(ranged: Column, policy: Policy) -> Column:
+    """An out-of-range row's offset, where Kafka holds one of its own only as --on-conflict allows.
+
+    --out-of-range clamp|commit never moves Kafka's own offset on its own: skip and fail leave
+    it, zk takes the out-of-range policy's value, kafka keeps Kafka's, max the greater of the two
+    (and nothing when the out-of-range policy plans nothing). IN_SYNC rows never get here.
+    """
+    kafka_offset, none = F.col("kafka_offset"), F.lit(None).cast("bigint")
+    allowed = {"skip": none, "fail": none, "zk": ranged, "kafka": kafka_offset,
+               "max": F.when(ranged.isNull(), none).otherwise(F.greatest(ranged, kafka_offset))}[policy.on_conflict]
+    return F.when(kafka_offset.isNotNull(), allowed).otherwise(ranged)
 
 
 def _action() -> Column:
@@ -120,7 +139,19 @@ def _action() -> Column:
             .otherwise(F.lit(s.SKIP)))
 
 
-def _reason() -> Column:
+def _reason(policy: Policy) -> Column:
+    status = F.col("status")
+    ranged = status.isin(s.BELOW_LOG_START, s.ABOVE_LOG_END)
+    # Kafka's own offset is shown wherever the status does not say it, and why 0 was not planned.
+    kafka_too = F.when(ranged & F.col("kafka_offset").isNotNull(), F.concat(
+        F.lit("; Kafka has "), F.col("kafka_offset").cast("string"),
+        F.lit(f" (moved only as --on-conflict allows: {policy.on_conflict})")))
+    no_zero = F.when(F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0), F.lit(
+        "; 0 is not planned: under --offset-semantics last ZooKeeper would hold -1, which no client reads"))
+    return F.concat_ws("", _status_reason(), kafka_too, no_zero)
+
+
+def _status_reason() -> Column:
     status = F.col("status")
     zk, kafka = F.col("zk_offset").cast("string"), F.col("kafka_offset").cast("string")
     no_bounds = F.when(F.col("partition_error").isNotNull(),

@@ -45,7 +45,8 @@ PLAN_SCHEMA = pa.schema([
     ("action", pa.string()),            # COMMIT, NOTHING or SKIP
     ("planned_offset", pa.int64()),     # what both stores hold after the run; null unless action is COMMIT
     ("zk_offset", pa.int64()), ("zk_raw", pa.string()), ("zk_status", pa.string()),
-    ("zk_version", pa.int32()), ("zk_mtime", pa.timestamp("ms", tz="UTC")), ("zk_path", pa.string()),
+    ("zk_version", pa.int32()), ("zk_mzxid", pa.int64()), ("zk_mtime", pa.timestamp("ms", tz="UTC")),
+    ("zk_path", pa.string()),
     ("layout", pa.string()), ("zk_consumers", pa.int32()),
     ("kafka_offset", pa.int64()), ("kafka_metadata", pa.string()),
     ("group_state", pa.string()), ("kafka_members", pa.int32()), ("protocol_type", pa.string()),

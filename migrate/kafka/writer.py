@@ -124,6 +124,10 @@ class KafkaOffsetWriter:
             failed = {tp: err for tp, err in errors.items() if err is not NoError}
             if failed:
                 tp, err = next(iter(sorted(failed.items())))
+                if len(failed) < len(errors):   # the rest is written: a retry cannot undo that, the caller must
+                    raise GroupRejected(group, f"commit offsets: {len(failed)} of {len(errors)} partition(s) "
+                                               f"refused ({err.__name__}, e.g. {tp.topic}-{tp.partition}); "
+                                               "the others were written")
                 raise err(f"{len(failed)} partition(s) refused, e.g. {tp.topic}-{tp.partition}")
         self._call(group, "commit offsets", send)
 

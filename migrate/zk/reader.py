@@ -28,6 +28,9 @@ SCHEMA = pa.schema([
     ("mtime", pa.timestamp("ms", tz="UTC")), ("ctime", pa.timestamp("ms", tz="UTC")), ("version", pa.int32()),
     ("layout", pa.string()), ("path", pa.string()),
     ("zk_consumers", pa.int32()), ("zk_owned_partitions", pa.int32()),
+    # The zxid of the znode's last change: with the version, its identity (a znode deleted and recreated
+    # starts again at version 0, never at the same mzxid). The writer checks both before writing.
+    ("mzxid", pa.int64()),
 ])
 
 
@@ -77,7 +80,11 @@ def layout_from_template(template: str) -> tuple[str, tuple[Template, ...]]:
 
 @dataclass(frozen=True)
 class Selection:
-    """Which groups and topics to read; applied before anything below them is read."""
+    """Which groups and topics to read; applied before anything below them is read.
+
+    Each pattern is a full match, as Java's `matches()` in Kafka's own tools: `--group billing` is
+    exactly `billing`, and `--exclude-group test` leaves `contest-billing` in.
+    """
 
     groups: tuple[str, ...] = ()
     exclude_groups: tuple[str, ...] = ()
@@ -85,7 +92,7 @@ class Selection:
     _compiled: dict = field(default_factory=dict, compare=False, repr=False)
 
     def _any(self, patterns: tuple[str, ...], name: str) -> bool:
-        return any(self._compiled.setdefault(p, re.compile(p)).search(name) for p in patterns)
+        return any(self._compiled.setdefault(p, re.compile(p)).fullmatch(name) for p in patterns)
 
     def group(self, name: str) -> bool:
         return (not self.groups or self._any(self.groups, name)) and not self._any(self.exclude_groups, name)
@@ -193,7 +200,7 @@ class ZkOffsetReader:
 
     def _row(self, node: _Node, answer: object, liveness: tuple) -> dict | None:
         topic, partition_name = node.topic, node.partition
-        raw = mtime = ctime = version = None
+        raw = mtime = ctime = version = mzxid = None
         listing = node.depth < len(node.template.segments)  # a directory we could not list
         if isinstance(answer, NoNodeError):
             parsed = Parsed(None, UNREADABLE, "znode vanished during the walk")
@@ -205,7 +212,7 @@ class ZkOffsetReader:
         else:
             raw, stat = answer
             raw = raw or b""
-            mtime, ctime, version = stat.mtime, stat.ctime, stat.version
+            mtime, ctime, version, mzxid = stat.mtime, stat.ctime, stat.version, stat.mzxid
             if node.template.json_values:
                 parsed, json_topic, json_partition = parse_storm(raw, self.semantics)
                 topic = topic or json_topic
@@ -228,5 +235,5 @@ class ZkOffsetReader:
             "group": node.group, "topic": topic, "partition": partition, "raw": show_raw(raw),
             "offset": parsed.offset, "status": parsed.status, "reason": parsed.reason,
             "mtime": mtime, "ctime": ctime, "version": version, "layout": node.template.layout, "path": node.path,
-            "zk_consumers": consumers, "zk_owned_partitions": owned,
+            "zk_consumers": consumers, "zk_owned_partitions": owned, "mzxid": mzxid,
         }

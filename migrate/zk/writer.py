@@ -37,6 +37,7 @@ class ZkChanged(MigrateError):
 class Znode:
     value: bytes | None   # None: the node does not exist
     version: int | None
+    mzxid: int | None = None   # the zxid of its last change: tells a recreated znode from the one planned
 
 
 def encode(current: bytes | None, offset: int, layout: str, semantics: str) -> bytes:
@@ -69,7 +70,7 @@ class ZkOffsetWriter:
                 raise answer
             else:
                 data, stat = answer
-                out[path] = Znode(data, stat.version)
+                out[path] = Znode(data, stat.version, stat.mzxid)
         return out
 
     def write(self, group: str, writes: Mapping[str, tuple[bytes, int]]) -> dict[str, int]:

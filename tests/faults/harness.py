@@ -234,7 +234,7 @@ class Case:
 
     def args(self, *extra: str) -> list[str]:
         return ["--zookeeper", self.zookeeper, "--bootstrap-server", self.stores.endpoints.bootstrap_server,
-                "--state-dir", str(self.state_dir), "--group", f"^{self.prefix}", *extra]
+                "--state-dir", str(self.state_dir), "--group", f"{self.prefix}.*", *extra]
 
     def path(self, group: str, topic: str, partition: int) -> str:
         return f"{self.chroot}/consumers/{group}/offsets/{topic}/{partition}"

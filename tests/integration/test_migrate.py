@@ -52,7 +52,7 @@ def zk2kafka(*argv, capsys=None) -> tuple[int, dict]:
 
 def common(cluster, zk_chroot, tmp_path, prefix) -> list[str]:
     return ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server,
-            "--state-dir", str(tmp_path), "--group", f"^{prefix}"]
+            "--state-dir", str(tmp_path), "--group", f"{prefix}.*"]
 
 
 def test_migrate_then_verify_round_trips_and_consumers_start_at_the_migrated_positions(
@@ -75,7 +75,7 @@ def test_migrate_then_verify_round_trips_and_consumers_start_at_the_migrated_pos
         assert (value, stat.version) == (str(offset).encode(), 1)   # dual commit: rewritten, conditioned
     assert kafka_offsets(kafka_admin, [legacy["conflict"]])[legacy["conflict"]] == {(legacy["topic"], 0): (25, "old")}
 
-    code, verified = zk2kafka("verify", *args, "--exclude-group", "conflict$", capsys=capsys)
+    code, verified = zk2kafka("verify", *args, "--exclude-group", ".*conflict", capsys=capsys)
     assert code == 0 and verified["verified"], verified
     code, unverified = zk2kafka("verify", *args, capsys=capsys)
     assert code == 3 and unverified["mismatched"] == {"CONFLICT": 1}
@@ -99,7 +99,7 @@ def test_migrate_then_verify_round_trips_and_consumers_start_at_the_migrated_pos
 @pytest.mark.parametrize("crash_at", ["before-kafka-commit", "after-kafka-commit", "after-zk-write"])
 def test_kill_9_then_resume_converges(cluster, zk, zk_chroot, kafka_admin, prefix, legacy, tmp_path, capsys,
                                       crash_at):
-    args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", "conflict$"]
+    args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", ".*conflict"]
     killed = subprocess.run([sys.executable, "-m", "migrate", "migrate", *args, "--execute", "--parallelism", "1",
                              "-q"], env={**os.environ, "ZK2KAFKA_CRASH_AT": crash_at},
                             capture_output=True, text=True, timeout=300)
@@ -147,7 +147,7 @@ def test_a_group_that_turns_active_mid_run_fails_alone(cluster, zk, zk_chroot, k
         return real_commit(self, commits, metadata)
 
     monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_after_a_consumer_joins)
-    args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", "conflict$"]
+    args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", ".*conflict"]
     try:
         code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)
     finally:
@@ -173,7 +173,7 @@ def test_a_znode_moved_by_a_live_old_consumer_is_never_overwritten(cluster, zk, 
         return real_commit(self, commits, metadata)
 
     monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_while_an_old_consumer_moves_on)
-    args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", "conflict$"]
+    args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", ".*conflict"]
     code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)
     assert code == 1 and set(done["failed"]) == {victim}
     assert "changed since the scan" in done["failed"][victim]

@@ -56,7 +56,7 @@ PLACEHOLDERS = {
     "zk-password": "ZooKeeper digest password",
     "groups-regex": "the change's groups, as one regular expression",
 }
-SANDBOX_GROUPS = "^(billing|archiver|reporting)$"   # clean, plain, and one with an old consumer to stop
+SANDBOX_GROUPS = "(billing|archiver|reporting)"   # clean, plain, and one with an old consumer to stop
 # Environment variables a page may use besides the CLI's own ZK2KAFKA_<OPTION> ones.
 EXTRA_ENV = {"ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"}      # exported by `zk2kafka sandbox up --kraft`
 

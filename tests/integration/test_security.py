@@ -161,13 +161,13 @@ def flows(secured: Secured) -> dict[str, tuple[dict[str, Run], Path]]:
     endpoints, home = secured.cluster, secured.home
     scram = migrate_flow(
         endpoints.sasl_bootstrap_server, scram_properties(home), ["--zookeeper", secured.zookeeper],
-        home / "state-scram", "^scram-",
+        home / "state-scram", "scram-.*",
         # The broker offers both mechanisms: verify logs in with the other one.
         verify_props=scram_properties(home, "SCRAM-SHA-512", name="scram-512.properties"),
         env={"ZK2KAFKA_ZK_AUTH": f"digest:{':'.join(ZK_USER)}"})
     ssl = migrate_flow(
         endpoints.ssl_bootstrap_server, ssl_properties(secured),
-        ["--zookeeper", secured.zookeeper, "--config", str(zk_auth_toml(secured))], home / "state-ssl", "^ssl-",
+        ["--zookeeper", secured.zookeeper, "--config", str(zk_auth_toml(secured))], home / "state-ssl", "ssl-.*",
         verify_props=inline_ssl_properties(secured))
     return {"scram": (scram, home / "state-scram"), "ssl": (ssl, home / "state-ssl")}
 
@@ -207,7 +207,7 @@ def failures(secured: Secured) -> dict[str, tuple[Run, Path]]:
     """Runs with a wrong password each, plus the chattiest successful run (-vv, JSON logs, --debug)."""
     endpoints, home = secured.cluster, secured.home
     state = home / "state-failures"
-    zk = ["--zookeeper", secured.zookeeper, "--state-dir", str(state), "--group", "^scram-"]
+    zk = ["--zookeeper", secured.zookeeper, "--state-dir", str(state), "--group", "scram-.*"]
     kafka = ["--bootstrap-server", endpoints.sasl_bootstrap_server]
     wrong_scram = scram_properties(home, password="not-" + SCRAM_USER[1], name="wrong-scram.properties",
                                    extra="default.api.timeout.ms=4000\n")  # give up bootstrapping soon

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> dict:
 
         state = work / "state"
         common = ["--zookeeper", zookeeper, "--bootstrap-server", bootstrap, "--state-dir", str(state),
-                  "--group", f"^{run}-", "--zk-readers", str(args.zk_readers)]
+                  "--group", f"{run}-.*", "--zk-readers", str(args.zk_readers)]
         rows, ok = [], True
         for name, extra in (("scan", []), ("diff", []),
                             (f"migrate --execute --parallelism {args.parallelism}",

@@ -27,7 +27,7 @@ def test_a_run_moves_group_by_group_and_survives_reopening(tmp_path):
 
     with j.Journal.open(tmp_path) as journal:
         run = journal.run("r1")
-        assert run.groups == {"pending": 0, "committed": 0, "verified": 1, "failed": 1, "skipped": 1}
+        assert run.groups == {"pending": 0, "committed": 0, "verified": 1, "failed": 1, "partial": 0, "skipped": 1}
         assert run.offsets == 3 and run.settings == {"on_conflict": "skip"} and run.state == j.RUNNING
         assert run.settings_digest == j.digest({"on_conflict": "skip"})
         a0, a1 = journal.partitions("r1", "a")
@@ -85,3 +85,19 @@ def test_a_journal_write_that_cannot_start_is_reported_and_leaves_the_journal_us
         assert journal.group("r1", "a").state == j.PENDING   # answers: no lock left held (it hung before)
         journal.set_group("r1", "a", j.COMMITTED)
         assert journal.group("r1", "a").state == j.COMMITTED
+
+
+def test_one_writer_per_state_dir_and_readers_never_wait(tmp_path):
+    import os
+
+    from migrate.errors import WriterBusy
+
+    with j.Journal.open(tmp_path, writer="migrate --execute, run R1") as first:
+        with pytest.raises(WriterBusy) as busy:
+            j.Journal.open(tmp_path, writer="rollback --execute R1")
+        assert f"pid {os.getpid()}: zk2kafka migrate --execute, run R1" in str(busy.value)
+        with j.Journal.open(tmp_path) as reader:   # status: no lock, no wait
+            assert reader.runs() == first.runs()
+    with j.Journal.open(tmp_path, writer="rollback --execute R1"):   # released with the journal
+        pass
+    assert (tmp_path / "journal.lock").read_text() == ""   # nobody holds it: no stale name
