@@ -132,7 +132,7 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
     state = tmp_path / "state"
     sync_log = open(tmp_path / "sync.log", "w")
     sync = subprocess.Popen([sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zookeeper,
-                             "--bootstrap-server", cluster.bootstrap_server, "--group", f"^{prefix}",
+                             "--bootstrap-server", cluster.bootstrap_server, "--group", f"{prefix}.*",
                              "--state-dir", str(state), "--rescan-every", "2s", "--renew-every", "3s",
                              "--stop-after", "300s", "--json"],
                             stdout=subprocess.PIPE, stderr=sync_log, text=True, cwd=HERE.parents[1],
