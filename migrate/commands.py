@@ -476,7 +476,8 @@ def sync(settings: Settings) -> Result:
     unmirrored = data["groups_unmirrored"]
     if unmirrored:
         lines.append(f"groups with rows sync cannot mirror (never called ready): {len(unmirrored)}")
-        lines += [f"  not mirrored: {g} {row}: {why}" for g, rows in unmirrored.items() for row, why in rows.items()][:20]
+        lines += [f"  not mirrored: {g} {row}: {why}"
+                  for g, rows in unmirrored.items() for row, why in rows.items()][:20]
     lines.append(f"run={run_id} report={report}")
     return Result("\n".join(lines), data)
 

@@ -52,7 +52,7 @@ class GroupState:
     """What sync knows of one group."""
 
     offsets: dict[Key, tuple[int, str, int | None, str]] = field(default_factory=dict)  # offset, path, version, layout
-    mirrored: dict[Key, int] = field(default_factory=dict)   # what this run last committed
+    mirrored: dict[Key, int] = field(default_factory=dict)   # what this run last committed (only that)
     watched: list[tuple[str, int | None]] = field(default_factory=list)   # every offset znode read: path, version
     unmirrored: dict[str, str] = field(default_factory=dict)   # rows sync cannot mirror: "topic-partition" -> why
     said_unmirrored: dict[str, str] | None = None   # the unmirrored rows last logged, to say each change once
@@ -117,7 +117,8 @@ class Authorship:
     def foreign(self, group: str, held: dict[Key, tuple[int, str]], keys: list[Key],
                 mirrored: dict[Key, int]) -> list[Key]:
         """Those of `keys` for which Kafka holds a value (in `held`) that zk2kafka did not write."""
-        doubtful = [k for k in keys if k in held and not (held[k][1] == self.metadata and mirrored.get(k) == held[k][0])]
+        doubtful = [k for k in keys
+                    if k in held and not (held[k][1] == self.metadata and mirrored.get(k) == held[k][0])]
         if not doubtful:
             return []
         out = [k for k in doubtful if not self._ours(group, k, *held[k])]
@@ -257,21 +258,23 @@ class Follower:
                 continue
             wanted = {k: o for k, (o, *_) in group.offsets.items()}
             changed = {k: o for k, o in wanted.items() if now.get(k, (None,))[0] != o}
-            # A value zk2kafka did not write, where sync would write (a change, or a renewal's re-commit): a new
-            # consumer took over, and writing ZooKeeper's value would move it. The group is left alone.
-            at_stake = list(changed) if changed else list(wanted) if name in renew else []
-            foreign = self.authorship.foreign(name, now, at_stake, group.mirrored)
+            # A value zk2kafka did not write, where sync would write ZooKeeper's differing value or where this run
+            # wrote before: a new consumer took over, and writing would move it. The group is left alone.
+            foreign = self.authorship.foreign(name, now, sorted(set(changed) | set(group.mirrored)), group.mirrored)
             if foreign:
-                shown = ", ".join(f"{_label(k)} = {now[k][0]} (metadata {now[k][1]!r})" for k in foreign[:3])
-                self._stop(name, f"taken over: Kafka holds {shown}, not written by zk2kafka, where sync would write "
-                                 "ZooKeeper's value; a new consumer committed, so the group is left to it")
+                shown = ", ".join(f"{_label(k)} = {now[k][0]} (metadata {now[k][1]!r}; ZooKeeper {wanted.get(k)})"
+                                  for k in foreign[:3])
+                self._stop(name, f"taken over: Kafka holds {shown}, not written by zk2kafka: a new consumer "
+                                 "committed, so the group is left to it")
                 continue
             if changed:
                 changes[name] = changed
             elif name in renew and wanted:
-                renewals[name] = wanted
-            else:
-                group.mirrored.update(wanted)
+                # A renewal re-commits only what zk2kafka wrote: an equal value someone else committed is theirs
+                # to keep alive, and is not overwritten with zk2kafka's metadata.
+                theirs = set(self.authorship.foreign(name, now, list(wanted), group.mirrored))
+                if len(theirs) < len(wanted):
+                    renewals[name] = {k: o for k, o in wanted.items() if k not in theirs}
         done = self._commit(changes, committed, renewal=False)
         self._commit(renewals, committed, renewal=True)
         for name in names:
@@ -296,6 +299,10 @@ class Follower:
     def _readiness(self, name: str, unconfirmed: bool) -> None:
         """Say once that a group can switch: no old consumer left, every offset in Kafka, no row left behind."""
         group = self.groups[name]
+        if group.ready and group.unmirrored:   # e.g. its topic was deleted since: no longer true, said so
+            group.ready, self._changed = False, True
+            log.warning("sync: group %s is no longer ready: %s", name, "; ".join(
+                f"{k}: {why}" for k, why in sorted(group.unmirrored.items())[:5]))
         if group.stopped is not None or group.ready or group.old_consumers != 0 or unconfirmed:
             return
         if group.unmirrored:
@@ -305,7 +312,8 @@ class Follower:
                 rows = "; ".join(f"{k}: {why}" for k, why in sorted(group.unmirrored.items())[:5])
                 more = len(group.unmirrored) - 5
                 log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, but not ready: %d row(s) sync "
-                            "cannot mirror: %s%s", name, len(group.unmirrored), rows, f" (+{more} more)" if more > 0 else "")
+                            "cannot mirror: %s%s", name, len(group.unmirrored), rows,
+                            f" (+{more} more)" if more > 0 else "")
             return
         if group.offsets:
             group.ready = True

@@ -40,7 +40,8 @@ def run_sync(cluster, zk_chroot, state, prefix, *extra, stop_after="3s", timeout
 
 def consumer_commit(admin, group, offsets: dict[tuple[str, int], int]) -> None:
     """What a new consumer's commit leaves in Kafka: its offsets, with the empty metadata consumers send."""
-    admin.alter_group_offsets(group, {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
+    admin.alter_group_offsets(group, {TopicPartition(t, p): OffsetAndMetadata(o, "", -1)
+                                      for (t, p), o in offsets.items()})
 
 
 def wait_for(what, check, timeout=20.0):
@@ -126,9 +127,11 @@ def test_sync_picks_the_diff_row_across_two_layouts_and_watches_both(cluster, zk
     def move_the_stale_znodes():
         # Once sync mirrored the first values, the znode it did not pick becomes the newest: a watch on
         # it (not only on the picked one) must bring the change; re-scans are too rare here to do it.
-        wait_for("sync's first commits", lambda: {
-            g: {k: o for k, (o, _) in v.items()} for g, v in kafka_offsets(kafka_admin, [newer_standard, newer_old]).items()
-        } == {newer_standard: {(topic, 0): 40}, newer_old: {(topic, 0): 55}})
+        def held():
+            return {g: {k: o for k, (o, _) in v.items()}
+                    for g, v in kafka_offsets(kafka_admin, [newer_standard, newer_old]).items()}
+        wait_for("sync's first commits",
+                 lambda: held() == {newer_standard: {(topic, 0): 40}, newer_old: {(topic, 0): 55}})
         zk.set(old.format(newer_standard), b"47")
         zk.set(standard.format(newer_old), b"58")
 

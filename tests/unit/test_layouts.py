@@ -61,7 +61,8 @@ def test_sync_pick_and_diff_dedupe_choose_the_same_row(spark, case, rows, expect
     for order in (rows, rows[::-1]):   # the input order must not matter to either
         assert (layouts.pick(order)["layout"], layouts.pick(order)["status"]) == expected
         (kept,) = dedupe_zk(spark.createDataFrame(pa.Table.from_pylist(order, schema=ZK_SCHEMA))).collect()
-        assert (kept["layout"], kept["status"], kept["offset"]) == (picked["layout"], picked["status"], picked["offset"])
+        assert (kept["layout"], kept["status"], kept["offset"]) == (
+            picked["layout"], picked["status"], picked["offset"])
 
 
 def test_pick_takes_raw_stat_milliseconds_as_well():
