@@ -121,22 +121,27 @@ class Authorship:
                     if k in held and not (held[k][1] == self.metadata and mirrored.get(k) == held[k][0])]
         if not doubtful:
             return []
-        out = [k for k in doubtful if not self._ours(group, k, *held[k])]
+        written: dict[str, dict[Key, int]] = {}   # run -> the group's offsets it journaled, read once per call
+        out = [k for k in doubtful if not self._ours(group, k, *held[k], written)]
         if out and self.journal is not None:
             self._runs = None   # a run started since they were read may be the writer: read them once more
-            out = [k for k in out if not self._ours(group, k, *held[k])]
+            out = [k for k in out if not self._ours(group, k, *held[k], written)]
         return out
 
-    def _ours(self, group: str, key: Key, offset: int, metadata: str | None) -> bool:
+    def _ours(self, group: str, key: Key, offset: int, metadata: str | None, written: dict) -> bool:
         named = _NAMES_A_RUN.fullmatch(metadata or "")
         if self.journal is None:
             return named is not None
         runs = self._writing_runs()
         if named is not None and runs.get(named.group(2)) == metadata:
             return True
-        return any(p.key == key and p.offset == offset
-                   for run_id, written_with in runs.items() if written_with == (metadata or "")
-                   for p in self.journal.partitions(run_id, group))
+        for run_id, written_with in runs.items():
+            if written_with == (metadata or ""):
+                if run_id not in written:
+                    written[run_id] = {p.key: p.offset for p in self.journal.partitions(run_id, group)}
+                if written[run_id].get(key) == offset:
+                    return True
+        return False
 
     def _writing_runs(self) -> dict[str, str]:
         if self._runs is None:
