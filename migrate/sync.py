@@ -45,6 +45,7 @@ from migrate.zk.reader import ZkOffsetReader
 
 log = logging.getLogger(__name__)
 Key = tuple[str, int]
+UNKNOWN = "UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata (deleted, or not visible to this client)"
 
 
 @dataclass
@@ -299,7 +300,7 @@ class Follower:
             group = self.groups[name]
             for key in [k for k in group.offsets if k[1] not in known.get(k[0], ())]:
                 del group.offsets[key]
-                group.unmirrored[_label(key)] = "UNKNOWN_PARTITION: no such topic or partition in Kafka"
+                group.unmirrored[_label(key)] = UNKNOWN
 
     def _readiness(self, name: str, unconfirmed: bool) -> None:
         """Say once that a group can switch: no old consumer left, every offset in Kafka, no row left behind."""
