@@ -458,8 +458,15 @@ def sync(settings: Settings) -> Result:
         def kafka_groups() -> dict[str, str | None]:
             return {g["group_id"]: g.get("group_state") for g in policy.call("list groups", admin.list_groups)}
 
+        def kafka_partitions(topics: list[str]) -> dict[str, set[int]]:
+            # A topic Kafka lacks comes back with no partitions (the admin never asks to create it).
+            return {t["name"]: {p["partition_index"] for p in t["partitions"]}
+                    for t in policy.call("describe topics", lambda: admin.describe_topics(topics))}
+
+        # As migrate: an explicit --metadata, even "", is what is written; the journal records it for later runs.
+        metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
         follower = Follower(client, make_reader(client, settings), KafkaOffsetWriter(admin, policy, settings.parallelism),
-                            kafka_groups, journal, run_id, settings.metadata or f"zk2kafka sync {run_id}",
+                            kafka_groups, kafka_partitions, journal, run_id, metadata,
                             settings.rescan_every, settings.renew_every, report / "sync-status.json")
         if settings.stop_after:
             timer = threading.Timer(settings.stop_after, stop.set)
@@ -489,6 +496,11 @@ def sync(settings: Settings) -> Result:
              f"groups synced: {len(data['groups_synced'])}; ready to switch: {len(data['groups_ready'])}; "
              f"stopped: {len(stopped)}"]
     lines += [f"  stopped: {g}: {why}" for g, why in stopped.items()][:20]
+    unmirrored = data["groups_unmirrored"]
+    if unmirrored:
+        lines.append(f"groups with rows sync cannot mirror (never called ready): {len(unmirrored)}")
+        lines += [f"  not mirrored: {g} {row}: {why}"
+                  for g, rows in unmirrored.items() for row, why in rows.items()][:20]
     lines.append(f"run={run_id} report={report}")
     return Result("\n".join(lines), data)
 

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from migrate.diff import schema as s
 from migrate.kafka.snapshot import GROUP, IDLE_STATES, OFFSET, PARTITION
+from migrate.zk import layouts
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,19 @@ def dedupe_zk(zk: DataFrame) -> DataFrame:
     """One ZooKeeper row per (group, topic, partition).
 
     A partition can carry offsets under two layouts (`offsets/` and Kafka 1.1.0's
-    `offset/`); the readable one written last is the consumer's latest progress.
+    `offset/`); the row that stands for it is the one `migrate.zk.layouts.pick` chooses,
+    which `sync` uses too: the one written last, whatever its status, so a newer MALFORMED
+    or UNREADABLE value blocks instead of an older readable one moving the consumer back.
+    The Window orders by the terms of `layouts.preference`, in its order.
     Rows without a partition (a directory that could not be listed) are kept as they are.
     """
     keyed = zk.filter(F.col("partition").isNotNull())
+    mtime = F.col("mtime")
     rank = Window.partitionBy("group", "topic", "partition").orderBy(
-        F.when(F.col("status") == "OK", 0).otherwise(1), F.col("mtime").desc_nulls_last(), F.col("layout"))
+        mtime.isNotNull().asc(),                      # unknown mtime first: it may be the newest
+        mtime.desc_nulls_last(),                      # then the newest
+        (F.col("status") == layouts.OK).asc(),        # equal mtimes: a row that is not OK first
+        F.coalesce(F.col("layout"), F.lit("")).asc())  # only to be deterministic
     best = keyed.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") == 1).drop("_rank")
     return best.unionByName(zk.filter(F.col("partition").isNull()))
 
