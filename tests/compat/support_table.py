@@ -44,7 +44,7 @@ def record(section: str, key: str, entry: dict, path: Path = RESULTS) -> None:
     results = load(path)
     results.setdefault(section, {})[key] = entry
     results[section] = dict(sorted(results[section].items(), key=lambda kv: _version_key(kv[0])))
-    path.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
 
 def _version_key(version: str) -> tuple:
