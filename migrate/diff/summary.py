@@ -110,15 +110,13 @@ def retention_preflight(per_group: list[dict], minutes: int | None, broker_versi
             "Empty, whatever is committed since, and `sync --renew-every` cannot renew them: only a consumer joining "
             f"the group stops that clock. Time left: unknown, at most that window ({EMPTY_TIME_UNKNOWN})")
     if by_commit_time:
-        told = (f"this broker cannot tell its own ({why_unknown})" if minutes is None
-                else f"this broker: {minutes}")
-        default = (f"keeps offsets 1 day by default (offsets.retention.minutes={RETENTION_DEFAULT_BEFORE_2_0}; {told})"
-                   if version < (2, 0) else f"keeps offsets 7 days by default ({told})")
-        warnings.append(f"Kafka {broker_version} {default} and, before Kafka 2.1, deletes every offset that long after "
-                        "its own commit, a consumer group's too, unless it is committed again: start the new consumers "
-                        "(or `zk2kafka sync --renew-every`) well inside that window"
-                        + (", and check offsets.retention.minutes in the brokers' server.properties"
-                           if minutes is None else ""))
+        default = RETENTION_DEFAULT_BEFORE_2_0 if version < (2, 0) else 10080
+        told = (f"This broker cannot tell its own setting ({why_unknown}): check offsets.retention.minutes in the "
+                "brokers' server.properties." if minutes is None else f"This broker's setting: {minutes}.")
+        warnings.append(f"Kafka {broker_version} keeps offsets {_duration(default).split(' (')[0]} by default "
+                        f"(offsets.retention.minutes={default}) and, before Kafka 2.1, deletes every offset that long "
+                        "after its own commit, a consumer group's too, unless it is committed again: start the new "
+                        f"consumers (or `zk2kafka sync --renew-every`) well inside that window. {told}")
     return {
         "minutes": minutes, "effective_minutes": window_minutes, "source": source,
         "unknown_reason": why_unknown if minutes is None else None,
