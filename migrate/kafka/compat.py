@@ -177,6 +177,22 @@ def describe_groups(admin: KafkaAdminClient, features: BrokerFeatures, groups: S
     return features.call("DescribeGroups", lambda: call("describe groups", lambda: admin.describe_groups(list(groups))))
 
 
+def group_states(admin: KafkaAdminClient, features: BrokerFeatures,
+                 call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn(), chunk: int = 1000) -> dict[str, str]:
+    """{group: state} of every group Kafka knows, on any release: from ListGroups v4+ (Kafka 2.6+), else
+    DescribeGroups of every listed group (before 2.6 ListGroups carries no state, and a state of None
+    must not read as "no such group" while consumers are live)."""
+    listed = list_groups(admin, features, call)
+    if states_in_list(features):
+        return {g["group_id"]: g.get("group_state") for g in listed}
+    names = [g["group_id"] for g in listed]
+    out: dict[str, str] = {}
+    for i in range(0, len(names), chunk):
+        out.update({g: d.get("group_state") for g, d in describe_groups(admin, features, names[i:i + chunk],
+                                                                          call).items()})
+    return out
+
+
 def offset_fetch_batches(features: BrokerFeatures) -> bool:
     """Whether one OffsetFetch can ask for many groups (v8, Kafka 3.0+, KIP-709)."""
     return features.has(ApiKey.OffsetFetch, 8)

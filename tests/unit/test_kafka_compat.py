@@ -92,3 +92,18 @@ def test_settings_and_deletes_the_release_lacks_are_reasons_not_errors():
     assert "has no OffsetDelete (Kafka 2.4+)" in compat.can_delete_offsets(features)
     assert compat.can_delete_offsets(compat.BrokerFeatures((2, 4), apis(OffsetDelete=0))) is None
     assert not compat.states_in_list(features) and compat.states_in_list(compat.BrokerFeatures((2, 6), apis(ListGroups=4)))
+
+
+def test_group_states_come_from_describe_groups_before_list_groups_v4():
+    class Groups(Admin):
+        def list_groups(self):
+            self.used.append("ListGroups")
+            return [{"group_id": "a", "protocol_type": "consumer"}, {"group_id": "b", "protocol_type": ""}]
+
+        def describe_groups(self, groups):
+            self.used.append(f"DescribeGroups {groups}")
+            return {"a": {"group_state": "Stable"}, "b": {"group_state": "Empty"}}
+
+    admin = Groups((2, 4), apis(ListGroups=3))
+    assert compat.group_states(admin, compat.BrokerFeatures.of(admin)) == {"a": "Stable", "b": "Empty"}
+    assert admin.used == ["ListGroups", "DescribeGroups ['a', 'b']"]
