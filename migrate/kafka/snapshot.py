@@ -168,7 +168,8 @@ class KafkaSnapshot:
         rows: list[dict] = []
         missing = 0
         for chunk in _chunks(topics, GROUP_CHUNK):
-            for topic in self._call("describe topics", lambda c=chunk: self.admin.describe_topics(c)):
+            for topic in self._call("describe topics", lambda c=chunk: self.features.call(
+                    "Metadata", lambda: self.admin.describe_topics(c))):
                 if not topic["partitions"]:  # unknown, invalid or unauthorized: no partition to commit to
                     missing += 1
                     continue
@@ -187,10 +188,10 @@ class KafkaSnapshot:
         """Fill log_start/log_end of `rows` in place; a partition whose lookup fails non-retriably gets `error`."""
         tps = [TopicPartition(r["topic"], r["partition"]) for r in rows]
         try:
-            start = self.policy.call("list log-start offsets", lambda: self.admin.list_partition_offsets(
-                dict.fromkeys(tps, OffsetSpec.EARLIEST)))
-            end = self.policy.call("list log-end offsets", lambda: self.admin.list_partition_offsets(
-                dict.fromkeys(tps, OffsetSpec.LATEST)))
+            start = self.policy.call("list log-start offsets", lambda: self.features.call(
+                "ListOffsets", lambda: self.admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.EARLIEST))))
+            end = self.policy.call("list log-end offsets", lambda: self.features.call(
+                "ListOffsets", lambda: self.admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))))
         except KafkaError as exc:
             if is_retriable(exc):
                 raise KafkaUnavailable(f"list offsets: {exc}") from exc
