@@ -14,8 +14,8 @@ from migrate.settings import Settings
 
 # Kafka's default before 2.0 (KIP-186) and after: used when neither the broker nor its release says.
 RETENTION_FALLBACK = "1 day before Kafka 2.0, 7 days since"
-EMPTY_TIME_UNKNOWN = ("no Kafka release says through its API when a group became Empty: DescribeGroups and "
-                      "ListGroups carry no timestamp, only the group's record in __consumer_offsets does")
+EMPTY_TIME_UNKNOWN = ("the broker did not say when the group became Empty (no admin API carries it; it is read "
+                      "from the group's record in __consumer_offsets)")
 
 
 def build_summary(run: str, command: str, settings: Settings, result: DiffResult, kafka: SnapshotInfo,
@@ -35,7 +35,8 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
     blocker_counts = {name: counts[name] for name in s.STATUSES if name in s.BLOCKERS and counts[name]}
     blockers = sum(blocker_counts.values())
     retention = retention_preflight(per_group, kafka.retention_minutes, kafka.broker_version,
-                                    kafka.retention_unknown, kafka.default_retention_minutes)
+                                    kafka.retention_unknown, kafka.default_retention_minutes,
+                                    kafka.empty_since, kafka.empty_since_unknown)
     warnings = list(retention["warnings"])
     if settings.on_conflict == "fail" and counts[s.CONFLICT]:
         warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); migrate --execute will refuse")
@@ -64,7 +65,9 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
 
 
 def retention_preflight(per_group: list[dict], minutes: int | None, broker_version: str | None = None,
-                        why_unknown: str | None = None, default_minutes: int | None = None) -> dict[str, Any]:
+                        why_unknown: str | None = None, default_minutes: int | None = None,
+                        empty_since: dict[str, int] | None = None, empty_since_unknown: str | None = None,
+                        now: float | None = None) -> dict[str, Any]:
     """When Kafka will delete the offsets the migration leaves there, per the broker's release and retention.
 
     - Before Kafka 2.1 every committed offset expires offsets.retention.minutes after its own commit
@@ -73,7 +76,8 @@ def retention_preflight(per_group: list[dict], minutes: int | None, broker_versi
       expires by commit time, and a re-commit (`sync --renew-every`) renews it. But a group that has
       a protocol type (a real consumer group) and is Empty loses *all* its offsets retention
       minutes after it became Empty: a commit does not move that clock, nothing but a consumer
-      joining does. Those groups are named (#16 case 4), with the time left where the broker says it.
+      joining does. Those groups are named (#16 case 4), with the time left where the broker says it
+      (`empty_since`: when each became Empty, from __consumer_offsets) and why not elsewhere.
     Returns the figures for summary.json, with the warnings to print.
     """
     version = _release(broker_version)
@@ -97,6 +101,14 @@ def retention_preflight(per_group: list[dict], minutes: int | None, broker_versi
                                                                    and not g["protocol_type"])
                                     or (by_commit_time and consumer_group_empty(g)))]
     empty = [g for g in per_group if empty_clock and consumer_group_empty(g)]
+    empty_since, now = empty_since or {}, time.time() if now is None else now
+
+    def time_left(group: str) -> tuple[int | None, str | None]:
+        if group not in empty_since:
+            return None, empty_since_unknown or EMPTY_TIME_UNKNOWN
+        if window_minutes is None:
+            return None, "offsets.retention.minutes is unknown"
+        return round(empty_since[group] / 1000 + window_minutes * 60 - now), None
     warnings = []
     if created:
         warnings.append(
@@ -104,11 +116,16 @@ def retention_preflight(per_group: list[dict], minutes: int | None, broker_versi
             f"({_names(created)}); Kafka deletes them {window} after the commit unless a consumer joins first: "
             "start the new consumers within that window, or keep the offsets alive with `zk2kafka sync --renew-every`")
     if empty:
+        lefts = [time_left(g["group"]) for g in empty]
+        told = [f"{g['group']} {_left(seconds)}" for g, (seconds, _) in zip(empty, lefts) if seconds is not None]
+        untold = [reason for seconds, reason in lefts if seconds is None]
+        left = "; ".join(([f"time left: {', '.join(told[:5])}{' ...' if len(told) > 5 else ''}"] if told else [])
+                         + ([f"time left unknown for {len(untold)}: {untold[0]}"] if untold else []))
         warnings.append(
             f"{len(empty)} Empty consumer group(s) with a protocol type ({_names([g['group'] for g in empty])}): "
             f"Kafka{' (2.1+, KIP-211)' if version else ''} deletes all their offsets {window} after the group became "
             "Empty, whatever is committed since, and `sync --renew-every` cannot renew them: only a consumer joining "
-            f"the group stops that clock. Time left: unknown, at most that window ({EMPTY_TIME_UNKNOWN})")
+            f"the group stops that clock. {left[0].upper()}{left[1:]}")
     if by_commit_time:
         default = RETENTION_DEFAULT_BEFORE_2_0 if version < (2, 0) else 10080
         told = (f"This broker cannot tell its own setting ({why_unknown}): check offsets.retention.minutes in the "
@@ -129,11 +146,22 @@ def retention_preflight(per_group: list[dict], minutes: int | None, broker_versi
         "groups_created": len(created),
         "empty_consumer_groups": [
             {"group": g["group"], "protocol_type": g["protocol_type"], "offsets": g["offsets"],
-             "planned": g["planned"], "expires_within_minutes": window_minutes, "time_left_seconds": None,
-             "time_left_unknown": EMPTY_TIME_UNKNOWN} for g in empty],
+             "planned": g["planned"], "expires_within_minutes": window_minutes,
+             "empty_since": _iso(empty_since.get(g["group"])), "time_left_seconds": time_left(g["group"])[0],
+             "time_left_unknown": time_left(g["group"])[1]} for g in empty],
         "warning": warnings[0] if warnings else None,   # the first, as summary.json always had
         "warnings": warnings,
     }
+
+
+def _left(seconds: int) -> str:
+    if seconds <= 0:
+        return "expired (due now)"
+    return f"{seconds / 86400:.1f} day(s)" if seconds >= 86400 else f"{seconds / 3600:.1f} hour(s)"
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
 def _names(groups: list[str]) -> str:

@@ -14,10 +14,11 @@ of the broker depends on the API versions it announces (see `compat`).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,7 +29,7 @@ from kafka.admin import KafkaAdminClient, OffsetSpec
 from kafka.errors import KafkaError
 
 from migrate.errors import KafkaUnavailable
-from migrate.kafka import compat
+from migrate.kafka import compat, group_clock
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.retry import RetryPolicy, is_retriable
 
@@ -65,6 +66,10 @@ class SnapshotInfo:
     broker_version: str | None = None         # e.g. "2.8": the release line its ApiVersions answer implies
     retention_unknown: str | None = None      # why retention_minutes is None
     default_retention_minutes: int | None = None   # the release's default, when the release is known
+    # Empty consumer groups (2.1+): when each became Empty (ms since the epoch, from __consumer_offsets), and
+    # why some or all could not be told.
+    empty_since: dict[str, int] = field(default_factory=dict)
+    empty_since_unknown: str | None = None
 
 
 class KafkaSnapshot:
@@ -92,10 +97,12 @@ class KafkaSnapshot:
             members = self._members(sorted(listed), listed)
         active = sum(1 for g, n in members.items() if n or listed[g].get("group_state") not in IDLE_STATES)
         retention, why_unknown, cluster_id = self._retention_and_cluster()
+        empty_since, empty_unknown = self._empty_since(listed)
         meta = {"zk2kafka.snapshot": "kafka", "cluster_id": cluster_id or "",
                 "offsets_retention_minutes": "" if retention is None else str(retention),
                 "offsets_retention_unknown": why_unknown or "", "broker_version": self.features.release,
-                "broker_version_source": compat.HOW_VERSION_IS_KNOWN}
+                "broker_version_source": compat.HOW_VERSION_IS_KNOWN, "empty_since": json.dumps(empty_since),
+                "empty_since_unknown": empty_unknown or ""}
         schema = KAFKA_SCHEMA.with_metadata(meta)
         path.parent.mkdir(parents=True, exist_ok=True)
         committed, offset_errors, all_topics = 0, {}, set(topics)
@@ -122,7 +129,8 @@ class KafkaSnapshot:
             out.write_table(pa.Table.from_pylist(rows + partitions, schema=schema))
         info = SnapshotInfo(path, len(listed), active, committed, len(partitions), missing, retention,
                             cluster_id, time.monotonic() - started, self.features.release if self.features.version
-                            else None, why_unknown, self.features.default_retention_minutes)
+                            else None, why_unknown, self.features.default_retention_minutes, empty_since,
+                            empty_unknown)
         log.info("kafka snapshot: %d of %d groups known to Kafka (%d active), %d committed offsets, "
                  "%d partitions, %d missing topics in %.1fs (broker Kafka %s)", info.groups_in_kafka, len(groups),
                  info.active_groups, info.committed_offsets, info.partitions, missing, info.seconds,
@@ -204,6 +212,16 @@ class KafkaSnapshot:
             return
         for row, tp in zip(rows, tps):
             row["log_start"], row["log_end"] = start[tp].offset, end[tp].offset
+
+    def _empty_since(self, listed: dict[str, dict]) -> tuple[dict[str, int], str | None]:
+        """When each Empty consumer group became Empty, where the broker keeps it (2.1+; see group_clock)."""
+        empty = sorted(g for g, info in listed.items() if info.get("group_state") == "Empty" and info.get("protocol_type"))
+        if not empty or self.features.at_least(2, 1) is False:   # before 2.1 offsets expire by commit time
+            return {}, None
+        found, why = group_clock.empty_since(self.admin, empty)
+        if why:
+            log.warning("when Empty consumer groups became Empty: %s", why)
+        return found, why
 
     def _retention_and_cluster(self) -> tuple[int | None, str | None, str | None]:
         """(offsets.retention.minutes of a live broker or None, why it is None, the cluster id)."""

@@ -140,6 +140,9 @@ def test_diff_runs_and_names_the_release(seeded, tmp_path, capsys):
     empty = [e["group"] for e in summary["retention"]["empty_consumer_groups"]]
     by_commit_time = tuple(map(int, release.split("."))) < (2, 1)
     assert empty == ([] if by_commit_time else [g["empty"]])
+    if not by_commit_time:   # 2.1+: when it became Empty is read from __consumer_offsets
+        (entry,) = summary["retention"]["empty_consumer_groups"]
+        assert entry["time_left_unknown"] is None and 10080 * 60 - 900 < entry["time_left_seconds"] <= 10080 * 60
     if by_commit_time:   # before 2.1 every offset expires by its commit, and the report says so
         assert any("before Kafka 2.1, deletes every offset that long after its own commit" in w
                    for w in summary["warnings"])

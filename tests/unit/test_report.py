@@ -181,7 +181,7 @@ def test_report_names_the_broker_release_and_the_empty_consumer_groups(tmp_path)
         assert "Kafka 2.8, inferred from ApiVersions" in text
         assert "Empty consumer groups: their offsets expire whatever is committed (1)" in text
         assert "10,080 minutes of becoming Empty" in text
-        assert "unknown: no Kafka release says through its API when a group became Empty" in text
+        assert "unknown: the broker did not say when the group became Empty" in text
     assert re.search(r"\| g2 \| consumer \| 1 \| 1 \| 10,080 minutes of becoming Empty \| unknown: ", md)
 
     old = summary(ROWS)

@@ -25,7 +25,24 @@ def test_empty_consumer_groups_are_named_from_kafka_2_1(version):
                for g in out["empty_consumer_groups"])
     assert out["groups_created"] == 2   # fresh and standalone: expiry by commit time, renewable
     warning = next(w for w in out["warnings"] if "Empty consumer group(s)" in w)
-    assert "went-empty, in-sync-empty" in warning and "cannot renew them" in warning and "Time left: unknown" in warning
+    assert "went-empty, in-sync-empty" in warning and "cannot renew them" in warning
+    assert "Time left unknown for 2: the broker did not say when the group became Empty" in warning
+
+
+def test_the_time_left_of_an_empty_consumer_group_is_counted_from_when_it_became_empty():
+    now = 1_800_000_000.0
+    since = {"went-empty": int((now - 3 * 86400) * 1000)}   # Empty for 3 days of a 7-day window
+    out = retention_preflight(GROUPS, 10080, "3.9", None, 10080, since, "1 group(s) have no state timestamp", now=now)
+    named = {g["group"]: g for g in out["empty_consumer_groups"]}
+    assert named["went-empty"]["time_left_seconds"] == 4 * 86400 and named["went-empty"]["time_left_unknown"] is None
+    assert named["went-empty"]["empty_since"] == "2027-01-12T08:00:00Z"
+    assert named["in-sync-empty"]["time_left_seconds"] is None
+    assert named["in-sync-empty"]["time_left_unknown"] == "1 group(s) have no state timestamp"
+    warning = next(w for w in out["warnings"] if "Empty consumer group(s)" in w)
+    assert "Time left: went-empty 4.0 day(s); time left unknown for 1: 1 group(s) have no state timestamp" in warning
+    gone = retention_preflight(GROUPS, 60, "3.9", None, 10080, since, None, now=now)
+    assert {g["group"]: g["time_left_seconds"] for g in gone["empty_consumer_groups"]}["went-empty"] < 0
+    assert "went-empty expired (due now)" in next(w for w in gone["warnings"] if "Empty consumer" in w)
 
 
 @pytest.mark.parametrize("version", ["0.10.2", "1.1", "2.0"])
