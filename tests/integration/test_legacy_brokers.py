@@ -82,9 +82,14 @@ def seeded(legacy):
         groups["standalone"], {TopicPartition(topic, 0): OffsetAndMetadata(3, "x", -1)}))
     consumers = {}
     for name in ("empty", "live"):
-        consumer = KafkaConsumer(topic, group_id=groups[name], bootstrap_servers=endpoints.bootstrap_server,
+        consumer = KafkaConsumer(group_id=groups[name], bootstrap_servers=endpoints.bootstrap_server,
                                  enable_auto_commit=False)
         deadline = time.monotonic() + 60
+        # Subscribe once the consumer's metadata has the new topic: kafka-python's assignor hands out nothing for
+        # a topic it has no partitions of yet, and then waits for the next metadata refresh (minutes).
+        while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        consumer.subscribe([topic])
         while not consumer.assignment() and time.monotonic() < deadline:
             consumer.poll(timeout_ms=300)
         assert consumer.assignment(), f"consumer of {groups[name]} never joined on Kafka {release}"

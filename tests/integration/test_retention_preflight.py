@@ -25,9 +25,12 @@ def test_case4_empty_consumer_group_is_named_in_the_retention_preflight(cluster,
         put(zk, f"/consumers/{went_empty}/offsets/{topic}/{p}", b"15")
         put(zk, f"/consumers/{standalone}/offsets/{topic}/{p}", b"12")
     # A real consumer group: joins (protocol type "consumer"), commits, leaves: Empty with a protocol type.
-    consumer = KafkaConsumer(topic, group_id=went_empty, bootstrap_servers=cluster.bootstrap_server,
+    consumer = KafkaConsumer(group_id=went_empty, bootstrap_servers=cluster.bootstrap_server,
                              enable_auto_commit=False, auto_offset_reset="earliest")
     deadline = time.monotonic() + 60
+    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:   # else nothing is assigned
+        time.sleep(0.2)
+    consumer.subscribe([topic])
     while not consumer.assignment() and time.monotonic() < deadline:
         consumer.poll(timeout_ms=500)
     assert consumer.assignment(), "the consumer never joined its group"
