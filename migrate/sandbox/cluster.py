@@ -2,7 +2,8 @@
 
 The ZooKeeper-mode side is any release in RELEASES (3.9.2 by default), with the
 ZooKeeper server that release ships; each server is a JVM started from the
-pinned jars of the release's bundle (see `artifacts`) on free 127.0.0.1 ports. With `security=True` the ZooKeeper-mode broker also listens on
+pinned jars of the release's bundle (see `artifacts`) on free 127.0.0.1 ports.
+With `security=True` (3.9.2 only) the ZooKeeper-mode broker also listens on
 SASL_PLAINTEXT (SCRAM-SHA-256 and -512, user `SCRAM_USER`) and on SSL (client
 certificates required; a CA, broker and client certificate made with openssl
 under `<home>/tls`); brokers still talk to each other over PLAINTEXT. Two
@@ -241,7 +242,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def wait_until(what: str, check, timeout: float, alive=lambda: True, logs=lambda: "") -> None:
-    """Poll `check()` until true; raise SandboxError, one line with `logs()` (where to look), if it dies or times out."""
+    """Poll `check()` until true; raise SandboxError, one line ending in `logs()`, if it dies or times out."""
     from kafka.errors import KafkaError
 
     deadline = time.monotonic() + timeout

@@ -105,10 +105,12 @@ class ReleaseTools:
     def new_consume(self, bootstrap: str, topic: str, group: str, idle_ms: int = 15000) -> list[str]:
         """The new consumer joins `group` and reads from its committed offsets until `idle_ms` pass without a
         message. No auto-commit, so a second look at the group still sees the migrated offsets."""
-        args = ["--bootstrap-server", bootstrap, "--topic", topic, "--group", group, "--timeout-ms", str(idle_ms),
+        args = ["--bootstrap-server", bootstrap, "--topic", topic, "--timeout-ms", str(idle_ms),
                 "--consumer-property", "enable.auto.commit=false"]
-        if self.line < (0, 11):
-            args.append("--new-consumer")
+        if self.line < (0, 11):  # 0.10's console consumer has no --group, and takes the old consumer by default
+            args += ["--new-consumer", "--consumer-property", f"group.id={group}"]
+        else:
+            args += ["--group", group]
         done = self.run(self._class("consumer"), args, timeout=idle_ms / 1000 + 120)
         # Old console consumers end their idle timeout with an exception and exit code 1 on some releases.
         assert done.returncode == 0 or "TimeoutException" in done.stderr, done.stderr[-2000:]
