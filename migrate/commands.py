@@ -552,7 +552,8 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
     Returns its export lines; raises ConfigError for an unsupported version and SandboxError when the
     running sandbox, or the data in the state dir, is another release's.
     """
-    from migrate.sandbox.cluster import DEFAULT_KAFKA_VERSION, LocalCluster, recorded_version, release
+    from migrate.sandbox.cluster import (DEFAULT_KAFKA_VERSION, LocalCluster, recorded_version, refuse_other_release,
+                                         release)
 
     home = settings.state_dir / "sandbox"
     # Without --kafka-version, an `up` after `down` restarts the release whose data the state dir holds.
@@ -567,6 +568,7 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
     else:
         if running is not None:  # a half-dead leftover: clear it before starting afresh
             running.stop()
+        refuse_other_release(home.resolve(), wanted.version)
         home.mkdir(parents=True, exist_ok=True)
         log.info("starting ZooKeeper %s and Kafka %s under %s (jars cached in %s)", wanted.zookeeper,
                  wanted.version, home, settings.cache_dir)

@@ -507,12 +507,8 @@ class LocalCluster:
     def _claim_home(self) -> None:
         """Record the release whose data `home` holds; refuse data another release wrote (SandboxError)."""
         self.home.mkdir(parents=True, exist_ok=True)
-        marker = self.home / VERSION_FILE
-        written = recorded_version(self.home)
-        if written is not None and written != self.release.version:
-            raise SandboxError(f"{self.home} holds the data of a Kafka {written} sandbox, not {self.release.version}; "
-                               f"use another --state-dir, or remove {self.home} to start clean")
-        marker.write_text(self.release.version + "\n")
+        refuse_other_release(self.home, self.release.version)
+        (self.home / VERSION_FILE).write_text(self.release.version + "\n")
 
     def _save_state(self) -> None:
         state = {"kafka_version": self.release.version, "endpoints": asdict(self.endpoints), "servers": [
@@ -589,6 +585,14 @@ def recorded_version(home: Path) -> str | None:
         return (Path(home) / VERSION_FILE).read_text().strip() or None
     except OSError:
         return None
+
+
+def refuse_other_release(home: Path, version: str) -> None:
+    """Raise SandboxError when `home` holds the data of another release than `version` (no downgrades, no mixes)."""
+    written = recorded_version(home)
+    if written is not None and written != version:
+        raise SandboxError(f"{home} holds the data of a Kafka {written} sandbox, not {version}; "
+                           f"use another --state-dir, or remove {home} to start clean")
 
 
 def _stored_cluster_id(log_dir: Path) -> str | None:

@@ -83,8 +83,7 @@ def test_security_listeners_are_refused_on_other_releases(tmp_path: Path):
 
 
 def test_a_broker_that_dies_at_start_is_one_line_with_its_log(tmp_path: Path):
-    cluster = LocalCluster(tmp_path, CACHE_DIR, kafka_version="1.1.1", attached=True,
-                           broker_properties={"broker.id": "not-a-number"})
+    cluster = LocalCluster(tmp_path, CACHE_DIR, attached=True, broker_properties={"broker.id": "not-a-number"})
     with pytest.raises(SandboxError) as e:
         cluster.start(timeout=90)
     message = str(e.value)
