@@ -89,3 +89,12 @@ def test_a_broker_that_dies_at_start_is_one_line_with_its_log(tmp_path: Path):
     message = str(e.value)
     assert "\n" not in message and "exited while starting" in message, message
     assert f"(log: {tmp_path / 'kafka' / 'kafka.log'})" in message and "broker.id" in message, message
+
+
+def test_broker_properties_are_built_per_release(tmp_path: Path):
+    old = LocalCluster(tmp_path, CACHE_DIR, kafka_version="0.10.2.2")._broker_common("kafka")
+    # 0.10 knows neither transactions nor the initial rebalance delay (both 0.11): it would warn about them.
+    assert not [k for k in old if k.startswith("transaction.") or k == "group.initial.rebalance.delay.ms"]
+    assert old["offsets.topic.replication.factor"] == 1
+    newer = LocalCluster(tmp_path, CACHE_DIR, kafka_version="1.1.1")._broker_common("kafka")
+    assert newer["transaction.state.log.replication.factor"] == 1 and newer["group.initial.rebalance.delay.ms"] == 0
