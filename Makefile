@@ -1,5 +1,9 @@
 # `make demo`: the main job end to end on a local sandbox. `make test`: the whole suite.
-# Both build their own virtualenv; Java 17 must be on PATH (the sandbox and Spark run on it).
+# `make test-long`: the slow variants, the compatibility suite's whole release matrix among them.
+# `make support-table`: render the README's support table from tests/compat/results.json.
+# All build their own virtualenv; Java 17 must be on PATH (the sandbox and Spark run on it).
+# The demo's broker is Kafka 3.9.2; `make demo KAFKA_VERSION=1.1.1` runs another release
+# (any `zk2kafka sandbox up --kafka-version` takes: 0.10.2.2, 1.1.1, 2.4.1, 2.8.2, 3.6.2, 3.9.2).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -7,8 +11,9 @@ BIN := $(VENV)/bin
 ZK2KAFKA := $(BIN)/zk2kafka
 DEMO_STATE ?= zk2kafka-state/demo
 PYTEST_ARGS ?=
+KAFKA_VERSION ?= 3.9.2
 
-.PHONY: install demo test test-long lock-jars clean
+.PHONY: install demo test test-long support-table lock-jars clean
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -28,7 +33,7 @@ demo: install
 	@set -e; \
 	rm -rf $(DEMO_STATE); \
 	trap '$(ZK2KAFKA) sandbox down --state-dir $(DEMO_STATE) >/dev/null' EXIT INT TERM; \
-	eval "$$($(ZK2KAFKA) sandbox up --state-dir $(DEMO_STATE))"; \
+	eval "$$($(ZK2KAFKA) sandbox up --kafka-version $(KAFKA_VERSION) --state-dir $(DEMO_STATE))"; \
 	$(ZK2KAFKA) sandbox status --state-dir $(DEMO_STATE); \
 	$(ZK2KAFKA) sandbox seed --state-dir $(DEMO_STATE); \
 	for step in $(DEMO_STEPS); do \
@@ -43,6 +48,9 @@ test: install
 
 test-long: install
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+support-table:
+	$(PYTHON) tests/compat/support_table.py
 
 # Maintainers: re-resolve the pinned sandbox jars with Maven after changing BUNDLE_ROOTS.
 lock-jars: install

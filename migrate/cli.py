@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from migrate import __version__, commands
 from migrate.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, MigrateError
 from migrate.log import configure_logging, redact
+from migrate.sandbox.cluster import DEFAULT_KAFKA_VERSION, RELEASES
 from migrate.settings import OPTIONS, Option, load_settings
 
 log = logging.getLogger("migrate")
@@ -99,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 "seed: create topics with messages and legacy ZooKeeper offsets")
             p.add_argument("--kraft", action="store_true",
                            help="with up: also start a Kafka 4.x KRaft broker as a separate target cluster")
+            p.add_argument("--kafka-version", metavar="V", default=None,
+                           help=f"with up: the ZooKeeper-mode Kafka release, with the ZooKeeper it ships "
+                                f"(default {DEFAULT_KAFKA_VERSION}; supported: {', '.join(RELEASES)})")
     return parser
 
 

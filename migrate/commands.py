@@ -433,6 +433,7 @@ def sync(settings: Settings) -> Result:
 
     from migrate.checkpoint import DONE, Journal
     from migrate.kafka.client import open_admin
+    from migrate.kafka.compat import BrokerFeatures, group_states
     from migrate.kafka.retry import RetryPolicy
     from migrate.kafka.writer import KafkaOffsetWriter
     from migrate.sync import Follower
@@ -455,8 +456,11 @@ def sync(settings: Settings) -> Result:
             journal.create_run(run_id, "sync", "", record, {}, report=str(report))
         policy = RetryPolicy()
 
+        features = BrokerFeatures.of(admin)
+
         def kafka_groups() -> dict[str, str | None]:
-            return {g["group_id"]: g.get("group_state") for g in policy.call("list groups", admin.list_groups)}
+            # Before 2.6 ListGroups carries no state: a live group must not read as idle on old brokers.
+            return group_states(admin, features, policy.call)
 
         def kafka_partitions(topics: list[str]) -> dict[str, set[int]]:
             # A topic Kafka lacks comes back with no partitions (the admin never asks to create it).
@@ -583,21 +587,35 @@ def status(settings: Settings, run_id: str | None = None) -> Result:
                                          "partial": {g.name: g.reason for g in failed if g.state == PARTIAL}})
 
 
-def sandbox_up(settings: Settings, kraft: bool = False) -> Result:
-    """Start a detached sandbox (or report the one already running) and return its export lines."""
-    from migrate.sandbox.cluster import LocalCluster
+def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | None = None) -> Result:
+    """Start a detached sandbox of `kafka_version` (default: the release the state dir holds, else 3.9.2),
+    or report the one already running.
+
+    Returns its export lines; raises ConfigError for an unsupported version and SandboxError when the
+    running sandbox, or the data in the state dir, is another release's.
+    """
+    from migrate.sandbox.cluster import (DEFAULT_KAFKA_VERSION, LocalCluster, recorded_version, refuse_other_release,
+                                         release)
 
     home = settings.state_dir / "sandbox"
+    # Without --kafka-version, an `up` after `down` restarts the release whose data the state dir holds.
+    wanted = release(kafka_version or recorded_version(home) or DEFAULT_KAFKA_VERSION)  # usage error first
     running = LocalCluster.from_state(home)
     if running is not None and all(s.alive() for s in running.servers):
-        log.info("a sandbox is already running under %s", home)
+        if kafka_version is not None and running.release != wanted:
+            raise SandboxError(f"a Kafka {running.release.version} sandbox is already running under {home}; "
+                               f"`zk2kafka sandbox down` it first, or use another --state-dir")
+        log.info("a Kafka %s sandbox is already running under %s", running.release.version, home)
         endpoints = running.endpoints
     else:
         if running is not None:  # a half-dead leftover: clear it before starting afresh
             running.stop()
+        refuse_other_release(home.resolve(), wanted.version)
         home.mkdir(parents=True, exist_ok=True)
-        log.info("starting ZooKeeper and Kafka under %s (jars cached in %s)", home, settings.cache_dir)
-        endpoints = LocalCluster(home, settings.cache_dir, kraft=kraft, attached=False).start()
+        log.info("starting ZooKeeper %s and Kafka %s under %s (jars cached in %s)", wanted.zookeeper,
+                 wanted.version, home, settings.cache_dir)
+        endpoints = LocalCluster(home, settings.cache_dir, kraft=kraft, attached=False,
+                                 kafka_version=wanted.version).start()
     return Result(endpoints.exports(), asdict(endpoints))
 
 
@@ -622,8 +640,9 @@ def sandbox_status(settings: Settings) -> Result:
     if cluster is None:
         raise SandboxError(f"no sandbox running under {home}; start one with `zk2kafka sandbox up`")
     state = cluster.status()
-    lines = [f"{s['name']:<10} pid {s['pid']:<8} {'up' if s['alive'] else 'DOWN':<5} log {s['log']}"
-             for s in state["servers"]]
+    lines = [f"Kafka {state['kafka_version']} (ZooKeeper {cluster.release.zookeeper})"]
+    lines += [f"{s['name']:<10} pid {s['pid']:<8} {'up' if s['alive'] else 'DOWN':<5} log {s['log']}"
+              for s in state["servers"]]
     healthy = all(s["alive"] for s in state["servers"])
     return Result("\n".join([cluster.endpoints.exports(), *(f"# {line}" for line in lines)]),
                   state, EXIT_OK if healthy else 1)
@@ -654,7 +673,7 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     if command == "sandbox":
         action = args["action"]
         if action == "up":
-            return sandbox_up(settings, kraft=args.get("kraft", False))
+            return sandbox_up(settings, kraft=args.get("kraft", False), kafka_version=args.get("kafka_version"))
         return {"down": sandbox_down, "status": sandbox_status, "seed": sandbox_seed}[action](settings)
     if command == "rollback":
         return rollback(settings, args["run_id"])

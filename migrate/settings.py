@@ -112,7 +112,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("rescan_every", "duration", 30.0, "sync: full re-scan of ZooKeeper this often, catching what a watch "
            "missed (e.g. 30s, 5m)", commands=("sync",), metavar="DURATION"),
     Option("renew_every", "duration", None, "sync: re-commit unchanged offsets of groups with no Kafka members this "
-           "often, so they do not expire before consumers join (e.g. 6h)", commands=("sync",), metavar="DURATION"),
+           "often (e.g. 6h), keeping alive offsets that expire by commit time: groups without a protocol type, and "
+           "every group before Kafka 2.1. It cannot keep alive an Empty consumer group's offsets on 2.1+ (KIP-211): "
+           "they expire offsets.retention.minutes after the group became Empty, whatever is committed; only a "
+           "consumer joining stops that", commands=("sync",), metavar="DURATION"),
     Option("stop_after", "duration", None, "sync: stop by itself after this long (default: until SIGINT or SIGTERM)",
            commands=("sync",), metavar="DURATION"),
     Option("allow_live_zk_consumers", "bool", False, "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS),

@@ -19,7 +19,7 @@ CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expa
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "tests/integration" in item.nodeid.replace(os.sep, "/"):
+        if any(d in item.nodeid.replace(os.sep, "/") for d in ("tests/integration", "tests/compat/test_releases")):
             item.add_marker(pytest.mark.integration)
 
 

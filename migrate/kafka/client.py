@@ -9,6 +9,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaConnectionError, KafkaError, SaslAuthenticationFailedError
 
 from migrate.errors import ConfigError, KafkaUnavailable
+from migrate.kafka.compat import BrokerFeatures, list_group_offsets
 from migrate.kafka.retry import RetryPolicy, is_retriable
 from migrate.settings import Settings
 
@@ -74,20 +75,25 @@ class _Refusals(logging.Handler):
 
 
 def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequence[str],
-                    on_retry: Callable[[BaseException], None] | None = None) -> tuple[dict, dict[str, KafkaError]]:
-    """Committed offsets of many groups: one OffsetFetch per coordinator (v8+), retried on retriable errors.
+                    on_retry: Callable[[BaseException], None] | None = None,
+                    features: BrokerFeatures | None = None) -> tuple[dict, dict[str, KafkaError]]:
+    """Committed offsets of many groups, retried on retriable errors: one OffsetFetch per coordinator where the
+    broker batches groups (v8, Kafka 3.0+), else one per group, pipelined (see compat.list_group_offsets).
 
     Returns ({group: {TopicPartition: OffsetAndMetadata}}, {group: the error Kafka gave for it}).
-    kafka-python fails the whole request on one group's error, so a refused batch is halved
+    kafka-python fails a whole batched request on one group's error, so a refused batch is halved
     until the refusing group stands alone. A retriable error past the deadline is raised.
     """
+    features = features or BrokerFeatures.of(admin)
     committed: dict = {}
     refused: dict[str, KafkaError] = {}
 
     def fetch(chunk: Sequence[str]) -> None:
         try:
-            committed.update(policy.call(f"read committed offsets of {len(chunk)} group(s)",
-                                         lambda: admin.list_group_offsets({g: None for g in chunk}), on_retry))
+            found, errors = policy.call(f"read committed offsets of {len(chunk)} group(s)",
+                                        lambda: list_group_offsets(admin, features, chunk), on_retry)
+            committed.update(found)
+            refused.update(errors)
         except KafkaError as exc:
             if is_retriable(exc):
                 raise

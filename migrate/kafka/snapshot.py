@@ -7,25 +7,29 @@ One Parquet file, three kinds of rows (column `kind`):
   coordinator for many groups);
 - `partition`: every partition of the topics involved, with its log-start and
   log-end offsets (ListOffsets, one request per leader).
-The broker's `offsets.retention.minutes` and the cluster id ride in the file's metadata.
+The broker's `offsets.retention.minutes` (or why it is unknown), the cluster id and the
+broker's release (from its ApiVersions answer) ride in the file's metadata. What is asked
+of the broker depends on the API versions it announces (see `compat`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from kafka import TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
+from kafka.admin import KafkaAdminClient, OffsetSpec
 from kafka.errors import KafkaError
 
 from migrate.errors import KafkaUnavailable
+from migrate.kafka import compat, group_clock
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.retry import RetryPolicy, is_retriable
 
@@ -59,6 +63,13 @@ class SnapshotInfo:
     retention_minutes: int | None
     cluster_id: str | None
     seconds: float
+    broker_version: str | None = None         # e.g. "2.8": the release line its ApiVersions answer implies
+    retention_unknown: str | None = None      # why retention_minutes is None
+    default_retention_minutes: int | None = None   # the release's default, when the release is known
+    # Empty consumer groups (2.1+): when each became Empty (ms since the epoch, from __consumer_offsets), and
+    # why some or all could not be told.
+    empty_since: dict[str, int] = field(default_factory=dict)
+    empty_since_unknown: str | None = None
 
 
 class KafkaSnapshot:
@@ -67,6 +78,7 @@ class KafkaSnapshot:
     def __init__(self, admin: KafkaAdminClient, policy: RetryPolicy | None = None):
         self.admin = admin
         self.policy = policy or RetryPolicy()
+        self.features = compat.BrokerFeatures.of(admin)
 
     def write(self, path: Path, groups: Sequence[str], topics: Iterable[str],
               topic_selected: Callable[[str], bool] = lambda topic: True) -> SnapshotInfo:
@@ -76,11 +88,21 @@ class KafkaSnapshot:
         """
         started = time.monotonic()
         wanted = set(groups)
-        listed = {g["group_id"]: g for g in self._call("list groups", self.admin.list_groups) if g["group_id"] in wanted}
-        members = self._members([g for g, info in listed.items() if info.get("group_state") not in IDLE_STATES])
-        retention, cluster_id = self._retention_and_cluster()
+        listed = {g["group_id"]: dict(g) for g in self._call("list groups", lambda: compat.list_groups(
+            self.admin, self.features)) if g["group_id"] in wanted}
+        if compat.states_in_list(self.features):
+            members = self._members([g for g, info in listed.items() if info.get("group_state") not in IDLE_STATES])
+        else:
+            # ListGroups before v4 (Kafka 2.6) has no state: DescribeGroups tells it for every listed group.
+            members = self._members(sorted(listed), listed)
+        active = sum(1 for g, n in members.items() if n or listed[g].get("group_state") not in IDLE_STATES)
+        retention, why_unknown, cluster_id = self._retention_and_cluster()
+        empty_since, empty_unknown = self._empty_since(listed)
         meta = {"zk2kafka.snapshot": "kafka", "cluster_id": cluster_id or "",
-                "offsets_retention_minutes": "" if retention is None else str(retention)}
+                "offsets_retention_minutes": "" if retention is None else str(retention),
+                "offsets_retention_unknown": why_unknown or "", "broker_version": self.features.release,
+                "broker_version_source": compat.HOW_VERSION_IS_KNOWN, "empty_since": json.dumps(empty_since),
+                "empty_since_unknown": empty_unknown or ""}
         schema = KAFKA_SCHEMA.with_metadata(meta)
         path.parent.mkdir(parents=True, exist_ok=True)
         committed, offset_errors, all_topics = 0, {}, set(topics)
@@ -105,11 +127,14 @@ class KafkaSnapshot:
                              "error": offset_errors.get(group)})
             partitions, missing = self._partitions(sorted(all_topics))
             out.write_table(pa.Table.from_pylist(rows + partitions, schema=schema))
-        info = SnapshotInfo(path, len(listed), len(members), committed, len(partitions), missing, retention,
-                            cluster_id, time.monotonic() - started)
+        info = SnapshotInfo(path, len(listed), active, committed, len(partitions), missing, retention,
+                            cluster_id, time.monotonic() - started, self.features.release if self.features.version
+                            else None, why_unknown, self.features.default_retention_minutes, empty_since,
+                            empty_unknown)
         log.info("kafka snapshot: %d of %d groups known to Kafka (%d active), %d committed offsets, "
-                 "%d partitions, %d missing topics in %.1fs", info.groups_in_kafka, len(groups),
-                 info.active_groups, info.committed_offsets, info.partitions, missing, info.seconds)
+                 "%d partitions, %d missing topics in %.1fs (broker Kafka %s)", info.groups_in_kafka, len(groups),
+                 info.active_groups, info.committed_offsets, info.partitions, missing, info.seconds,
+                 self.features.release)
         return info
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
@@ -118,12 +143,19 @@ class KafkaSnapshot:
         except KafkaError as exc:
             raise KafkaUnavailable(f"{what}: {exc}") from exc
 
-    def _members(self, groups: list[str]) -> dict[str, int]:
-        """Member count of each non-idle group (DescribeGroups, batched per coordinator)."""
+    def _members(self, groups: list[str], states: dict[str, dict] | None = None) -> dict[str, int]:
+        """Member count of each group in `groups` (DescribeGroups, batched per coordinator); with `states`,
+        also fill each group's `group_state` (and protocol_type when ListGroups gave none) from the answer."""
         out: dict[str, int] = {}
         for chunk in _chunks(groups, GROUP_CHUNK):
-            described = self._call("describe groups", lambda c=chunk: self.admin.describe_groups(c))
+            described = self._call("describe groups", lambda c=chunk: compat.describe_groups(
+                self.admin, self.features, c))
             out.update({g: len(d.get("members") or []) for g, d in described.items()})
+            if states is not None:
+                for g, d in described.items():
+                    if g in states:
+                        states[g]["group_state"] = d.get("group_state")
+                        states[g]["protocol_type"] = states[g].get("protocol_type") or d.get("protocol_type")
         return out
 
     def _committed(self, groups: list[str]) -> tuple[dict, dict[str, str]]:
@@ -144,7 +176,8 @@ class KafkaSnapshot:
         rows: list[dict] = []
         missing = 0
         for chunk in _chunks(topics, GROUP_CHUNK):
-            for topic in self._call("describe topics", lambda c=chunk: self.admin.describe_topics(c)):
+            for topic in self._call("describe topics", lambda c=chunk: self.features.call(
+                    "Metadata", lambda: self.admin.describe_topics(c))):
                 if not topic["partitions"]:  # unknown, invalid or unauthorized: no partition to commit to
                     missing += 1
                     continue
@@ -163,10 +196,10 @@ class KafkaSnapshot:
         """Fill log_start/log_end of `rows` in place; a partition whose lookup fails non-retriably gets `error`."""
         tps = [TopicPartition(r["topic"], r["partition"]) for r in rows]
         try:
-            start = self.policy.call("list log-start offsets", lambda: self.admin.list_partition_offsets(
-                dict.fromkeys(tps, OffsetSpec.EARLIEST)))
-            end = self.policy.call("list log-end offsets", lambda: self.admin.list_partition_offsets(
-                dict.fromkeys(tps, OffsetSpec.LATEST)))
+            start = self.policy.call("list log-start offsets", lambda: self.features.call(
+                "ListOffsets", lambda: self.admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.EARLIEST))))
+            end = self.policy.call("list log-end offsets", lambda: self.features.call(
+                "ListOffsets", lambda: self.admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))))
         except KafkaError as exc:
             if is_retriable(exc):
                 raise KafkaUnavailable(f"list offsets: {exc}") from exc
@@ -180,21 +213,32 @@ class KafkaSnapshot:
         for row, tp in zip(rows, tps):
             row["log_start"], row["log_end"] = start[tp].offset, end[tp].offset
 
-    def _retention_and_cluster(self) -> tuple[int | None, str | None]:
-        """offsets.retention.minutes of a live broker and the cluster id; None when the broker will not say."""
-        cluster = self._call("describe cluster", self.admin.describe_cluster)
-        brokers = sorted(b["broker_id"] for b in cluster.get("brokers", []))
-        if not brokers:
-            return None, cluster.get("cluster_id")
+    def _empty_since(self, listed: dict[str, dict]) -> tuple[dict[str, int], str | None]:
+        """When each Empty consumer group became Empty, where the broker keeps it (2.1+; see group_clock)."""
+        empty = sorted(g for g, info in listed.items() if info.get("group_state") == "Empty" and info.get("protocol_type"))
+        if not empty or self.features.at_least(2, 1) is False:   # before 2.1 offsets expire by commit time
+            return {}, None
+        found, why = group_clock.empty_since(self.admin, empty)
+        if why:
+            log.warning("when Empty consumer groups became Empty: %s", why)
+        return found, why
+
+    def _retention_and_cluster(self) -> tuple[int | None, str | None, str | None]:
+        """(offsets.retention.minutes of a live broker or None, why it is None, the cluster id)."""
+        cluster = self._call("describe cluster", lambda: compat.describe_cluster(self.admin, self.features))
+        if not cluster.brokers:
+            return None, "the cluster listed no broker", cluster.cluster_id
         key = "offsets.retention.minutes"
+        setting = compat.broker_setting(self.admin, self.features, cluster.brokers[0], key, self.policy.call)
+        if setting.value is None:
+            log.warning("could not read %s: %s", key, setting.why_unknown)
+            return None, setting.why_unknown, cluster.cluster_id
         try:
-            configs = self.policy.call("describe broker configs", lambda: self.admin.describe_configs(
-                [ConfigResource(ConfigResourceType.BROKER, str(brokers[0]), [key])], config_filter="all"))
-            value = configs["broker"][str(brokers[0])][key]["value"]
-            return int(value), cluster.get("cluster_id")
-        except (KafkaError, KeyError, TypeError, ValueError) as exc:
-            log.warning("could not read %s from broker %s: %s", key, brokers[0], exc)
-            return None, cluster.get("cluster_id")
+            return int(setting.value), None, cluster.cluster_id
+        except ValueError:
+            why = f"broker {cluster.brokers[0]} gave {key}={setting.value!r}, not a number"
+            log.warning("could not read %s: %s", key, why)
+            return None, why, cluster.cluster_id
 
 
 def read_metadata(path: Path) -> dict[str, str]:

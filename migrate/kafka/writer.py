@@ -18,6 +18,7 @@ from kafka.errors import KafkaError, NoError
 from kafka.structs import OffsetAndMetadata
 
 from migrate.errors import MigrateError
+from migrate.kafka import compat
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.retry import RetryPolicy, is_retriable
 
@@ -45,17 +46,19 @@ class KafkaOffsetWriter:
         self.admin = admin
         self.policy = policy or RetryPolicy()
         self.in_flight = max(1, in_flight)
+        self.features = compat.BrokerFeatures.of(admin)
 
     def committed(self, group: str) -> dict[Key, tuple[int, str]]:
         """{(topic, partition): (offset, metadata)} Kafka holds for `group`; raises GroupRejected or KafkaError."""
         def fetch():
-            return self.admin.list_group_offsets({group: None}).get(group, {})
+            return self.features.call("OffsetFetch", lambda: self.admin.list_group_offsets({group: None})).get(group, {})
         offsets = self._call(group, "read committed offsets", fetch)
         return {(tp.topic, tp.partition): (om.offset, om.metadata) for tp, om in offsets.items()}
 
     def committed_many(self, groups: Sequence[str]) -> dict[str, dict[Key, tuple[int, str]] | GroupRejected]:
         """committed() of many groups in one OffsetFetch per coordinator; a group Kafka refuses gets its error."""
-        found, refused = fetch_committed(self.admin, self.policy, groups, on_retry=lambda exc: self._forget(groups))
+        found, refused = fetch_committed(self.admin, self.policy, groups, on_retry=lambda exc: self._forget(groups),
+                                         features=self.features)
         out: dict = {g: GroupRejected(g, f"read committed offsets: {type(exc).__name__}: {exc}")
                      for g, exc in refused.items()}
         for g in groups:
@@ -120,7 +123,7 @@ class KafkaOffsetWriter:
         request = _request(offsets, metadata)
 
         def send():
-            errors = self.admin.alter_group_offsets(group, request)
+            errors = self.features.call("OffsetCommit", lambda: self.admin.alter_group_offsets(group, request))
             failed = {tp: err for tp, err in errors.items() if err is not NoError}
             if failed:
                 tp, err = next(iter(sorted(failed.items())))
@@ -134,6 +137,9 @@ class KafkaOffsetWriter:
     def delete(self, group: str, partitions: list[Key]) -> None:
         """OffsetDelete: remove `group`'s committed offsets for `partitions` (used by rollback)."""
         tps = [TopicPartition(t, p) for t, p in partitions]
+        missing = compat.can_delete_offsets(self.features)
+        if tps and missing:
+            raise GroupRejected(group, f"delete offsets: {missing}")
 
         def send():
             errors = self.admin.delete_group_offsets(group, tps)

@@ -182,6 +182,12 @@ def render_markdown(view: ReportView) -> str:
              f"{sm['planned']['commit_offsets']:,} offsets in {sm['planned']['commit_groups']:,} groups. "
              f"Blockers: {sm['blockers']:,}.**", ""]
     lines += [f"> **Warning:** {_md(w)}" for w in sm["warnings"]]
+    empty = _empty_groups(sm)
+    if empty:
+        lines += ["", f"## Empty consumer groups: their offsets expire whatever is committed ({len(empty):,})", "",
+                  "| group | protocol | offsets | to commit | expires within | time left |", "|---|---|--:|--:|---|---|"]
+        lines += [f"| {_md(g['group'])} | {_md(g['protocol_type'])} | {g['offsets']:,} | {g['planned']:,} | "
+                  f"{_md(_within(g))} | {_md(_time_left(g))} |" for g in empty[:MAX_GROUPS]]
     lines += ["", "## Offsets per status", "", "| status | offsets | blocks the run | meaning |", "|---|--:|---|---|"]
     lines += [f"| `{name}` | {n:,} | {'yes' if name in s.BLOCKERS else ''} | {MEANING[name]} |"
               for name, n in sm["counts"].items() if n]
@@ -214,13 +220,31 @@ def _facts(sm: dict[str, Any]) -> list[tuple[str, str]]:
             ("ZooKeeper", f"{inputs.get('zookeeper')} (root {inputs.get('zk_root')})"),
             ("Kafka", f"{inputs.get('bootstrap_server')} (cluster {kafka.get('cluster_id') or 'unknown'}; "
                       f"{kafka['groups_in_kafka']:,} groups, {kafka['active_groups']:,} active)"),
-            ("retention", _retention(sm["retention"]["minutes"])),
+            ("broker release", _broker(kafka)),
+            ("retention", _retention(sm["retention"])),
             ("Spark", f"{spark['master']}: start {spark['startup_seconds']:.1f}s, diff {spark['diff_seconds']:.1f}s"),
             ("versions", ", ".join(f"{k} {v}" for k, v in sm["versions"].items()))]
 
 
-def _retention(minutes: int | None) -> str:
-    return "offsets.retention.minutes unknown" if minutes is None else f"offsets.retention.minutes={minutes:,}"
+def _broker(kafka: dict[str, Any]) -> str:
+    version = kafka.get("broker_version")
+    if not version:
+        return "unknown (the broker's ApiVersions answer matched no known release)"
+    return f"Kafka {version}, {kafka.get('broker_version_source') or 'inferred from its ApiVersions answer'}"
+
+
+def _retention(retention: dict[str, Any]) -> str:
+    """The retention the broker reported, or why it could not and what its release's default is; and the clock."""
+    minutes, default = retention.get("minutes"), retention.get("release_default_minutes")
+    if minutes is not None:
+        text = f"offsets.retention.minutes={minutes:,} (read from the broker)"
+    elif default is not None:
+        text = (f"offsets.retention.minutes unknown: {retention.get('unknown_reason') or 'the broker did not say'}; "
+                f"Kafka {retention.get('broker_version')}'s default is {default:,}")
+    else:
+        text = "offsets.retention.minutes unknown" + (f": {retention['unknown_reason']}"
+                                                      if retention.get("unknown_reason") else "")
+    return f"{text}; offsets expire {retention['expiry']}" if retention.get("expiry") else text
 
 
 # Every line boundary str.splitlines() knows, not only \r and \n: a line-based reader must see a row as one line.
@@ -230,6 +254,21 @@ _LINE_BREAKS = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 def _md(text: Any) -> str:
     """A value safe inside a Markdown table cell: no pipe, no line break, no raw HTML."""
     return _LINE_BREAKS.sub(" ", html.escape(str(text), quote=False).replace("|", "\\|")) if text is not None else ""
+
+
+def _empty_groups(sm: dict[str, Any]) -> list[dict[str, Any]]:
+    return sm.get("retention", {}).get("empty_consumer_groups") or []
+
+
+def _within(g: dict[str, Any]) -> str:
+    minutes = g.get("expires_within_minutes")
+    return "unknown" if minutes is None else f"{minutes:,} minutes of becoming Empty"
+
+
+def _time_left(g: dict[str, Any]) -> str:
+    if g.get("time_left_seconds") is not None:
+        return f"{g['time_left_seconds'] / 3600:,.1f} h"
+    return f"unknown: {g.get('time_left_unknown') or 'the broker does not say'}"
 
 
 def _num(n: Any) -> str:
@@ -276,6 +315,12 @@ def render_html(view: ReportView) -> str:
            _tile("groups to commit", sm["planned"]["commit_groups"]),
            _tile("blockers", sm["blockers"], "tile blocker" if sm["blockers"] else "tile"), "</div>"]
     out += [f'<p class="warn"><strong>Warning:</strong> {e(w)}</p>' for w in sm["warnings"]]
+    empty = _empty_groups(sm)
+    if empty:
+        out.append(f"<h2>Empty consumer groups: their offsets expire whatever is committed ({len(empty):,})</h2>")
+        out.append(_table(("group", "protocol", "offsets", "to commit", "expires within", "time left"),
+                          [(g["group"], g["protocol_type"], g["offsets"], g["planned"], _within(g), _time_left(g))
+                           for g in empty[:MAX_GROUPS]], numeric={2, 3}))
 
     statuses = [(name, n) for name, n in sm["counts"].items() if n]
     out += ['<h2>Offsets per status</h2><div class="charts">',

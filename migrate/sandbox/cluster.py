@@ -1,7 +1,9 @@
-"""A real local cluster: ZooKeeper, a ZooKeeper-mode Kafka 3.9 broker and, on request, a KRaft Kafka 4 broker.
+"""A real local cluster: ZooKeeper, a ZooKeeper-mode Kafka broker and, on request, a KRaft Kafka 4 broker.
 
-Each server is a JVM started from the pinned jars (see `artifacts`) on free
-127.0.0.1 ports. With `security=True` the ZooKeeper-mode broker also listens on
+The ZooKeeper-mode side is any release in RELEASES (3.9.2 by default), with the
+ZooKeeper server that release ships; each server is a JVM started from the
+pinned jars of the release's bundle (see `artifacts`) on free 127.0.0.1 ports.
+With `security=True` (3.9.2 only) the ZooKeeper-mode broker also listens on
 SASL_PLAINTEXT (SCRAM-SHA-256 and -512, user `SCRAM_USER`) and on SSL (client
 certificates required; a CA, broker and client certificate made with openssl
 under `<home>/tls`); brokers still talk to each other over PLAINTEXT. Two
@@ -29,12 +31,13 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from migrate.errors import SandboxError
+from migrate.errors import ConfigError, SandboxError
 from migrate.sandbox.artifacts import ensure_bundle
 
 log = logging.getLogger(__name__)
 
 STATE_FILE = "sandbox.json"
+VERSION_FILE = "kafka-version"  # which release wrote the data under a sandbox's home; kept after `down`
 # A ZooKeeper super user, so tests and `sandbox down` can clean up nodes behind any ACL. Sandbox only.
 SUPER_USER = ("zk2kafka-super", "sandbox-only-super-password")
 BROKER_CHROOT = "/kafka"
@@ -43,6 +46,43 @@ SCRAM_USER = ("zk2kafka-scram", "sandbox-only-scram-password")
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 TLS_KEY_PASSWORD = "sandbox-only-tls-key-password"  # encrypts the client's private key
 JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+# ZooKeeper registers log4j's MBeans at start; under reload4j that fails on ZooKeeper 3.4, and the sandbox needs none.
+ZK_JVM_OPTS = ["-Dzookeeper.jmx.log4j.disable=true"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """A ZooKeeper-mode Kafka release the sandbox runs: its jars' bundle and the ZooKeeper it ships."""
+
+    version: str
+    bundle: str
+    zookeeper: str
+
+    @property
+    def line(self) -> tuple[int, int]:
+        major, minor = self.version.split(".")[:2]
+        return int(major), int(minor)
+
+
+RELEASES = {r.version: r for r in (
+    Release("0.10.2.2", "kafka-0.10", "3.4.9"),
+    Release("1.1.1", "kafka-1.1", "3.4.10"),
+    Release("2.4.1", "kafka-2.4", "3.5.7"),
+    Release("2.8.2", "kafka-2.8", "3.5.9"),
+    Release("3.6.2", "kafka-3.6", "3.8.4"),
+    Release("3.9.2", "kafka-3.9", "3.8.4"),
+)}
+DEFAULT_KAFKA_VERSION = "3.9.2"
+KRAFT_VERSION = "4.1.2"  # the kafka-4 bundle
+
+
+def release(version: str) -> Release:
+    """The Release of `version`; raises ConfigError (a usage error) naming the supported ones."""
+    try:
+        return RELEASES[version]
+    except KeyError:
+        raise ConfigError(f"unsupported Kafka version {version!r} for the sandbox; "
+                          f"supported: {', '.join(RELEASES)}") from None
 
 LOG4J1 = """log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -111,9 +151,10 @@ class JavaServer:
     """One JVM: started with its own log file, stopped with SIGTERM and killed after a timeout."""
 
     def __init__(self, name: str, workdir: Path, classpath: list[Path], main: str, args: list[str],
-                 heap: str = "512m"):
+                 heap: str = "512m", jvm_opts: list[str] | None = None):
         self.name = name
         self.heap = heap
+        self.jvm_opts = list(jvm_opts or [])
         self.workdir = workdir
         self.classpath = classpath
         self.main = main
@@ -128,7 +169,7 @@ class JavaServer:
     def command(self) -> list[str]:
         log_opts = [f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
                     f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}"]
-        return ["java", f"-Xmx{self.heap}", *JVM_OPTS, *log_opts, "-cp", os.pathsep.join(map(str, self.classpath)), self.main, *self.args]
+        return ["java", f"-Xmx{self.heap}", *JVM_OPTS, *self.jvm_opts, *log_opts, "-cp", os.pathsep.join(map(str, self.classpath)), self.main, *self.args]
 
     def start(self, attached: bool) -> None:
         (self.workdir / "log4j.properties").write_text(LOG4J1)
@@ -151,6 +192,17 @@ class JavaServer:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+    def cause(self) -> str:
+        """The last error line of the log (its first line only), or its last line: why the JVM stopped."""
+        try:
+            lines = [line.strip() for line in self.log_path.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return "no log"
+        errors = [line for line in lines if " ERROR " in line or " FATAL " in line
+                  or "Exception" in line.split(" ", 1)[0] or line.startswith("Error:")]
+        line = (errors or lines or ["empty log"])[-1]
+        return line if len(line) <= 300 else line[:297] + "..."
 
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM, wait up to `timeout` seconds for a clean shutdown, then SIGKILL."""
@@ -190,26 +242,26 @@ def _pid_alive(pid: int) -> bool:
 
 
 def wait_until(what: str, check, timeout: float, alive=lambda: True, logs=lambda: "") -> None:
-    """Poll `check()` until true; raise SandboxError with the server's logs if it dies or times out."""
+    """Poll `check()` until true; raise SandboxError, one line ending in `logs()`, if it dies or times out."""
     from kafka.errors import KafkaError
 
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         if not alive():
-            raise SandboxError(f"{what} exited while starting; its last log lines:\n{logs()}")
+            raise SandboxError(f"{what} exited while starting: {logs()}")
         try:
             if check():
                 return
         except (OSError, KafkaError) as e:  # refused, reset, no broker yet: not ready, try again
             last_error = e
         time.sleep(0.25)
-    raise SandboxError(f"{what} did not answer within {timeout:.0f}s (last error: {last_error}); "
-                       f"its last log lines:\n{logs()}")
+    raise SandboxError(f"{what} did not answer within {timeout:.0f}s (last error: {last_error}): {logs()}")
 
 
 def _wait(what: str, server: JavaServer, check, timeout: float) -> None:
-    wait_until(what, check, timeout, server.alive, lambda: f"{server.log_path}:\n{server.log_tail()}")
+    # One line: the log's last error and its path; the broker's config dump stays in the log.
+    wait_until(what, check, timeout, server.alive, lambda: f"{server.cause()} (log: {server.log_path})")
 
 
 def zk_answers(host_port: str) -> bool:
@@ -229,8 +281,9 @@ def kafka_ready(bootstrap: str, **client_options) -> bool:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, client_id="zk2kafka-sandbox",
                              **client_options)
     try:
-        if not admin.describe_cluster().get("brokers"):
-            return False
+        # Metadata, not DescribeCluster: brokers before 2.8 lack it, and kafka-python 3.0.12 cannot
+        # parse the v0 answer of 2.8-3.6 (KeyError 'endpoint_type').
+        admin.list_topics()
         # Describing a group makes the broker create __consumer_offsets and load its coordinator,
         # so the first real commit does not race the coordinator's start-up.
         admin.describe_groups(["zk2kafka-sandbox-probe"])
@@ -240,7 +293,10 @@ def kafka_ready(bootstrap: str, **client_options) -> bool:
 
 
 class LocalCluster:
-    """ZooKeeper + ZooKeeper-mode Kafka 3.9 broker(s) (+ optional KRaft Kafka 4) as local JVMs under `home`.
+    """ZooKeeper + ZooKeeper-mode Kafka broker(s) (+ optional KRaft Kafka 4) as local JVMs under `home`.
+
+    `kafka_version` is a key of RELEASES (ConfigError otherwise); ZooKeeper runs from the same
+    release's bundle. The security listeners exist on the default release only.
 
     With `brokers` > 1 the ZooKeeper-mode cluster has that many brokers (`kafka`, `kafka-1`, ...),
     `__consumer_offsets` is replicated to all of them and the bootstrap string lists them all;
@@ -250,7 +306,12 @@ class LocalCluster:
 
     def __init__(self, home: Path, cache_dir: Path, *, kraft: bool = False, attached: bool = True,
                  offsets_partitions: int = 10, zk_heap: str = "512m", broker_heap: str = "512m",
-                 security: bool = False, brokers: int = 1, broker_properties: dict | None = None):
+                 security: bool = False, brokers: int = 1, broker_properties: dict | None = None,
+                 kafka_version: str = DEFAULT_KAFKA_VERSION):
+        self.release = release(kafka_version)
+        if security and self.release.version != DEFAULT_KAFKA_VERSION:
+            raise ConfigError(f"the sandbox's SASL and TLS listeners exist on Kafka {DEFAULT_KAFKA_VERSION} only, "
+                              f"not {kafka_version}")
         self.zk_heap, self.broker_heap = zk_heap, broker_heap  # brokers hold every committed offset in heap
         self.security = security
         self._secured: dict[str, str] = {}  # the secured listeners' Endpoints fields, once chosen
@@ -282,31 +343,33 @@ class LocalCluster:
             raise
 
     def _start_zookeeper(self, timeout: float) -> str:
+        self._claim_home()
         port = free_port()
-        zk = self._server("zookeeper", ensure_bundle("kafka-3.9", self.cache_dir),
+        zk = self._server("zookeeper", ensure_bundle(self.release.bundle, self.cache_dir),
                           "org.apache.zookeeper.server.ZooKeeperServerMain", "zoo.cfg", {
             "dataDir": self.home / "zookeeper" / "data", "clientPort": port, "clientPortAddress": "127.0.0.1",
             "tickTime": 500, "minSessionTimeout": 1000, "maxSessionTimeout": 60000, "maxClientCnxns": 0,
             "admin.enableServer": "false", "4lw.commands.whitelist": "*",
+            # ZooKeeper 3.4 has no admin server or 4lw whitelist; it turns unknown keys into system properties.
             "DigestAuthenticationProvider.superDigest": super_digest(),
-        }, heap=self.zk_heap)
+        }, heap=self.zk_heap, jvm_opts=ZK_JVM_OPTS)
         _wait("ZooKeeper", zk, lambda: zk_answers(f"127.0.0.1:{port}"), timeout)
         return f"127.0.0.1:{port}"
 
     def _start(self, timeout: float) -> Endpoints:
         zk_server = self._start_zookeeper(timeout)
-        jars39 = ensure_bundle("kafka-3.9", self.cache_dir)
+        jars = ensure_bundle(self.release.bundle, self.cache_dir)
         broker_port = free_port()
 
-        broker = self._server("kafka", jars39, "kafka.Kafka", "server.properties", {
+        broker = self._server("kafka", jars, "kafka.Kafka", "server.properties", {
             "broker.id": 0, "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
             "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common("kafka"),
             **(self._secured_listeners(f"PLAINTEXT://127.0.0.1:{broker_port}") if self.security else {}),
         }, heap=self.broker_heap)
-        more = self._start_more_brokers(jars39, zk_server)
+        more = self._start_more_brokers(jars, zk_server)
         kraft_bootstrap = self._start_kraft(timeout) if self.kraft else None
         bootstrap = f"127.0.0.1:{broker_port}"
-        _wait("Kafka (ZooKeeper mode)", broker, lambda: kafka_ready(bootstrap), timeout)
+        _wait(f"Kafka {self.release.version} (ZooKeeper mode)", broker, lambda: kafka_ready(bootstrap), timeout)
         if self.security:
             self._secure(broker, bootstrap, timeout)
         bootstrap = ",".join([bootstrap, *self._wait_brokers(more, timeout)])
@@ -347,15 +410,22 @@ class LocalCluster:
         workdir = self.home / "kraft"
         workdir.mkdir(parents=True, exist_ok=True)
         _write_properties(workdir / "server.properties", props)
-        # kafka-storage reads an id starting with "-" (1 in 64) as an option; Kafka's Uuid.randomUuid() redraws too.
-        cluster_id = "-"
-        while cluster_id.startswith("-"):
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # A second `up` in the same state dir finds the log dir formatted: the broker refuses any other
+        # cluster id, so the stored one is reused (and its data kept).
+        cluster_id = _stored_cluster_id(workdir / "data")
+        if cluster_id is not None:
+            log.info("KRaft: reusing cluster id %s and the data already in %s", cluster_id, workdir / "data")
+        else:
+            # kafka-storage reads an id starting with "-" (1 in 64) as an option; Kafka's Uuid.randomUuid() redraws too.
+            cluster_id = "-"
+            while cluster_id.startswith("-"):
+                cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            log.info("KRaft: formatting %s with a new cluster id %s", workdir / "data", cluster_id)
         fmt = JavaServer("kraft-format", workdir, jars4, "kafka.tools.StorageTool",
                          ["format", "-t", cluster_id, "-c", str(workdir / "server.properties"), "--ignore-formatted"])
         fmt.start(self.attached)
         if fmt.process.wait(timeout=timeout) != 0:
-            raise SandboxError(f"formatting the KRaft log dir failed:\n{fmt.log_tail()}")
+            raise SandboxError(f"formatting the KRaft log dir failed: {fmt.cause()} (log: {fmt.log_path})")
         server = JavaServer("kraft", workdir, jars4, "kafka.Kafka", [str(workdir / "server.properties")])
         server.start(self.attached)
         self.servers.append(server)
@@ -405,20 +475,23 @@ class LocalCluster:
 
     def _broker_common(self, name: str) -> dict:
         replicas = 1 if name == "kraft" else self.brokers   # offsets survive the loss of a broker
-        return {
+        props = {
             "log.dirs": self.home / name / "data",
             "offsets.topic.replication.factor": replicas, "offsets.topic.num.partitions": self.offsets_partitions,
-            "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
-            "group.initial.rebalance.delay.ms": 0, "auto.create.topics.enable": "false",
-            "num.partitions": 1, "log.retention.check.interval.ms": 5000, **self.broker_properties,
+            "auto.create.topics.enable": "false", "num.partitions": 1, "log.retention.check.interval.ms": 5000,
         }
+        # Transactions and the initial rebalance delay came in 0.11: older brokers would warn about unknown keys.
+        if name == "kraft" or self.release.line >= (0, 11):
+            props.update({"transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
+                          "group.initial.rebalance.delay.ms": 0})
+        return {**props, **self.broker_properties}
 
     def _server(self, name: str, jars: list[Path], main: str, config_name: str, props: dict,
-                heap: str = "512m") -> JavaServer:
+                heap: str = "512m", jvm_opts: list[str] | None = None) -> JavaServer:
         workdir = self.home / name
         workdir.mkdir(parents=True, exist_ok=True)
         _write_properties(workdir / config_name, props)
-        server = JavaServer(name, workdir, jars, main, [str(workdir / config_name)], heap)
+        server = JavaServer(name, workdir, jars, main, [str(workdir / config_name)], heap, jvm_opts)
         server.start(self.attached)
         self.servers.append(server)
         return server
@@ -431,8 +504,14 @@ class LocalCluster:
         if self.attached:
             atexit.unregister(self.stop)
 
+    def _claim_home(self) -> None:
+        """Record the release whose data `home` holds; refuse data another release wrote (SandboxError)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        refuse_other_release(self.home, self.release.version)
+        (self.home / VERSION_FILE).write_text(self.release.version + "\n")
+
     def _save_state(self) -> None:
-        state = {"endpoints": asdict(self.endpoints), "servers": [
+        state = {"kafka_version": self.release.version, "endpoints": asdict(self.endpoints), "servers": [
             {"name": s.name, "pid": s.pid, "workdir": str(s.workdir)} for s in self.servers]}
         (self.home / STATE_FILE).write_text(json.dumps(state, indent=1))
 
@@ -443,7 +522,9 @@ class LocalCluster:
             state = json.loads((Path(home) / STATE_FILE).read_text())
         except (OSError, ValueError):
             return None
-        cluster = cls(home, cache_dir=Path(home), attached=False)
+        # A state file from before versions were recorded is the default release's.
+        cluster = cls(home, cache_dir=Path(home), attached=False,
+                      kafka_version=state.get("kafka_version", DEFAULT_KAFKA_VERSION))
         cluster.endpoints = Endpoints(**state["endpoints"])
         for s in state["servers"]:
             server = JavaServer(s["name"], Path(s["workdir"]), [], "", [])
@@ -454,6 +535,7 @@ class LocalCluster:
     def status(self) -> dict:
         """Per server: pid, alive, log file; plus the endpoints."""
         return {
+            "kafka_version": self.release.version,
             "endpoints": asdict(self.endpoints) if self.endpoints else None,
             "servers": [{"name": s.name, "pid": s.pid, "alive": s.alive(), "log": str(s.log_path)}
                         for s in self.servers],
@@ -495,6 +577,35 @@ def make_tls(directory: Path) -> dict[str, Path]:
         pem.write_text((directory / f"{name}-key.pem").read_text() + (directory / f"{name}-cert.pem").read_text())
         pem.chmod(0o600)
     return {"ca": directory / "ca.pem", "broker": directory / "broker.pem", "client": directory / "client.pem"}
+
+
+def recorded_version(home: Path) -> str | None:
+    """The release whose data a sandbox home holds (written by its first start), or None for a fresh home."""
+    try:
+        return (Path(home) / VERSION_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def refuse_other_release(home: Path, version: str) -> None:
+    """Raise SandboxError when `home` holds the data of another release than `version` (no downgrades, no mixes)."""
+    written = recorded_version(home)
+    if written is not None and written != version:
+        raise SandboxError(f"{home} holds the data of a Kafka {written} sandbox, not {version}; "
+                           f"use another --state-dir, or remove {home} to start clean")
+
+
+def _stored_cluster_id(log_dir: Path) -> str | None:
+    """The cluster.id of a formatted KRaft log dir, or None when it was never formatted."""
+    try:
+        text = (log_dir / "meta.properties").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "cluster.id" and value.strip():
+            return value.strip()
+    return None
 
 
 def _write_properties(path: Path, props: dict) -> None:

@@ -63,3 +63,28 @@ def test_lock_pins_the_servers_the_sandbox_runs():
     for arts in lock.values():
         for a in arts:
             assert re.fullmatch(r"[0-9a-f]{64}", a.sha256) and a.size > 0, a
+
+
+def test_every_sandbox_release_has_its_bundle_with_the_zookeeper_it_ships():
+    from migrate.sandbox.cluster import DEFAULT_KAFKA_VERSION, RELEASES
+
+    lock = load_lock()
+    assert DEFAULT_KAFKA_VERSION in RELEASES
+    for version, release in RELEASES.items():
+        jars = {(a.group, a.artifact): a.version for a in lock[release.bundle]}
+        broker = [v for (g, a), v in jars.items() if g == "org.apache.kafka" and a.startswith("kafka_2.")]
+        assert broker == [version], (release.bundle, broker)
+        assert jars[("org.apache.zookeeper", "zookeeper")] == release.zookeeper, release.bundle
+        # Brokers before 2.8 load javax.xml.bind, which left the JDK in 11: their bundles carry it.
+        if release.line < (2, 8):
+            assert ("javax.xml.bind", "jaxb-api") in jars, release.bundle
+
+
+def test_an_unsupported_release_is_a_usage_error_naming_the_supported_ones():
+    from migrate.errors import EXIT_USAGE, ConfigError
+    from migrate.sandbox.cluster import RELEASES, release
+
+    with pytest.raises(ConfigError) as e:
+        release("0.8.2.2")
+    assert e.value.exit_code == EXIT_USAGE and "\n" not in str(e.value)
+    assert all(v in str(e.value) for v in RELEASES)

@@ -161,3 +161,35 @@ def test_plan_parquet_round_trip_keeps_reset_file_stable(tmp_path):
     again = pq.read_table(tmp_path / "plan.parquet")
     files = write_reports(tmp_path, summary(ROWS), again)
     assert files["reset_offsets"].read_text().splitlines() == ["g1,orders,0,40", "g2,pay|ments,0,5"]
+
+
+def test_report_names_the_broker_release_and_the_empty_consumer_groups(tmp_path):
+    """#16 case 4 on the pages: Empty consumer groups are listed with their window and why the time left is unknown;
+    #15: the broker release and how it is known, and the release default where the broker cannot tell."""
+    from migrate.diff.summary import retention_preflight
+
+    sm = summary(ROWS)
+    for g in sm["per_group"]:
+        if g["group"] == "g2":
+            g["group_state"], g["protocol_type"] = "Empty", "consumer"
+    sm["kafka"].update(broker_version="2.8", broker_version_source="inferred from ApiVersions")
+    sm["retention"] = retention_preflight(sm["per_group"], 10080, "2.8", None, 10080)
+    sm["warnings"] = list(sm["retention"]["warnings"])
+    files = write_reports(tmp_path, sm, table(ROWS))
+    md, page = files["markdown"].read_text(), files["html"].read_text()
+    for text in (md, page):
+        assert "Kafka 2.8, inferred from ApiVersions" in text
+        assert "Empty consumer groups: their offsets expire whatever is committed (1)" in text
+        assert "10,080 minutes of becoming Empty" in text
+        assert "unknown: the broker did not say when the group became Empty" in text
+    assert re.search(r"\| g2 \| consumer \| 1 \| 1 \| 10,080 minutes of becoming Empty \| unknown: ", md)
+
+    old = summary(ROWS)
+    old["kafka"].update(broker_version="0.10.2")
+    old["retention"] = retention_preflight(old["per_group"], None, "0.10.2",
+                                           "the broker (Kafka 0.10.2) has no DescribeConfigs (Kafka 0.11+)", 1440)
+    files = write_reports(tmp_path, old, table(ROWS))
+    md = files["markdown"].read_text()
+    assert ("offsets.retention.minutes unknown: the broker (Kafka 0.10.2) has no DescribeConfigs (Kafka 0.11+); "
+            "Kafka 0.10.2's default is 1,440; offsets expire by commit time, for every offset (before Kafka 2.1)") in md
+    assert "Empty consumer groups" not in md

@@ -1,0 +1,163 @@
+"""When did an Empty consumer group become Empty? The one place the broker says it: __consumer_offsets.
+
+From Kafka 2.1 (KIP-211) the offsets of an Empty group that has a protocol type expire
+offsets.retention.minutes after it became Empty. No admin API carries that moment
+(DescribeGroups and ListGroups have no timestamp), but the group's metadata record in
+__consumer_offsets does: GroupMetadataValue v2+ (written from 2.1) holds
+`current_state_timestamp`, set when the group changed state. This reads the latest record of
+each asked group from the partition that holds it (the same `abs(hashCode) % partitions` the
+coordinator uses), within a time budget. It reads only; a group it cannot tell is left out,
+with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Iterable
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaError
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+GROUP_METADATA_KEY = 2   # key version of a group metadata record (0 and 1 are offset commits)
+_CONSUMER_KEYS = ("bootstrap_servers", "client_id", "request_timeout_ms", "security_protocol", "ssl_context",
+                  "ssl_check_hostname", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_crlfile",
+                  "ssl_ciphers", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
+                  "sasl_kerberos_name", "sasl_kerberos_service_name", "sasl_kerberos_domain_name",
+                  "sasl_oauth_token_provider", "proxy_url", "api_version")
+
+
+def partition_for(group: str, partitions: int) -> int:
+    """The __consumer_offsets partition of `group`: Kafka's Utils.abs(groupId.hashCode()) % partitions."""
+    h = 0
+    for unit in struct.unpack(f">{len(group.encode('utf-16-be')) // 2}H", group.encode("utf-16-be")):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    h = h - (1 << 32) if h & 0x80000000 else h
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def parse_key(key: bytes | None) -> str | None:
+    """The group of a group metadata record's key; None for offset commit keys."""
+    if not key or len(key) < 4 or struct.unpack_from(">h", key)[0] != GROUP_METADATA_KEY:
+        return None
+    (n,) = struct.unpack_from(">h", key, 2)
+    return key[4:4 + n].decode("utf-8")
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.at = data, 0
+
+    def int16(self) -> int:
+        (v,) = struct.unpack_from(">h", self.data, self.at)
+        self.at += 2
+        return v
+
+    def int32(self) -> int:
+        (v,) = struct.unpack_from(">i", self.data, self.at)
+        self.at += 4
+        return v
+
+    def int64(self) -> int:
+        (v,) = struct.unpack_from(">q", self.data, self.at)
+        self.at += 8
+        return v
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            byte = self.data[self.at]
+            self.at += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+
+    def string(self, compact: bool) -> str | None:
+        n = self.uvarint() - 1 if compact else self.int16()
+        if n < 0:
+            return None
+        text = self.data[self.at:self.at + n].decode("utf-8")
+        self.at += n
+        return text
+
+
+def parse_state_timestamp(value: bytes) -> tuple[str, int | None, int] | None:
+    """(protocol_type, current_state_timestamp or None, members) of a GroupMetadataValue.
+
+    v0-v1 (before 2.1) carry no timestamp; v2-v3 do; v4 (flexible, compact strings) too.
+    Returns None for a version this does not know.
+    """
+    r = _Reader(value)
+    version = r.int16()
+    if version < 0 or version > 4:
+        return None
+    compact = version >= 4
+    protocol_type = r.string(compact) or ""
+    r.int32()                 # generation
+    r.string(compact)         # protocol
+    r.string(compact)         # leader
+    stamp = r.int64() if version >= 2 else None
+    members = (r.uvarint() - 1) if compact else r.int32()
+    return protocol_type, (None if stamp is None or stamp < 0 else stamp), max(members, 0)
+
+
+def empty_since(admin: KafkaAdminClient, groups: Iterable[str], budget: float = 30.0) -> tuple[dict[str, int], str | None]:
+    """({group: ms since the epoch when it last changed state, for groups whose latest record shows no members},
+    why some or all could not be told, or None). Reads each partition involved from its start to its end
+    as of now, at most `budget` seconds in all."""
+    wanted = set(groups)
+    if not wanted:
+        return {}, None
+    try:
+        topics = admin.describe_topics([OFFSETS_TOPIC])
+    except KafkaError as exc:
+        return {}, f"could not describe {OFFSETS_TOPIC}: {type(exc).__name__}: {exc}"
+    partitions = len(topics[0]["partitions"]) if topics and topics[0]["partitions"] else 0
+    if not partitions:
+        return {}, f"{OFFSETS_TOPIC} is not visible to this client (Describe on the topic is needed)"
+    by_partition: dict[int, set[str]] = {}
+    for group in wanted:
+        by_partition.setdefault(partition_for(group, partitions), set()).add(group)
+    options = {k: v for k, v in admin.config.items() if k in _CONSUMER_KEYS and v is not None}
+    options["client_id"] = f"{options.get('client_id', 'zk2kafka')}-group-clock"
+    latest: dict[str, bytes | None] = {}
+    try:
+        consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, **options)
+    except KafkaError as exc:
+        return {}, f"could not open a reader of {OFFSETS_TOPIC}: {type(exc).__name__}: {exc}"
+    deadline = time.monotonic() + budget
+    try:
+        tps = [TopicPartition(OFFSETS_TOPIC, p) for p in by_partition]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        end = consumer.end_offsets(tps)
+        left = {tp for tp in tps if end[tp] > 0}
+        while left and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                for record in records:
+                    group = parse_key(record.key)
+                    if group in wanted:
+                        latest[group] = record.value   # later records win; None is a tombstone
+            left = {tp for tp in left if consumer.position(tp) < end[tp]}
+    except KafkaError as exc:
+        return {}, f"could not read {OFFSETS_TOPIC}: {type(exc).__name__}: {exc} (Read on the topic is needed)"
+    finally:
+        consumer.close()
+    if left:
+        why = f"reading {OFFSETS_TOPIC} took longer than {budget:.0f}s; {len(left)} partition(s) unfinished"
+        return {}, why   # an unfinished partition may still hold a newer record: tell nothing rather than wrong
+    out: dict[str, int] = {}
+    for group, value in latest.items():
+        parsed = parse_state_timestamp(value) if value else None
+        if parsed and parsed[1] is not None and parsed[2] == 0:
+            out[group] = parsed[1]
+    missing = wanted - set(out)
+    why = (f"{len(missing)} group(s) have no state timestamp in {OFFSETS_TOPIC} (a record older than Kafka 2.1, "
+           "or none)") if missing else None
+    return out, why

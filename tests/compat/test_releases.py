@@ -1,0 +1,247 @@
+"""One real workload per ZooKeeper-mode Kafka release, judged by that release's own tools.
+
+Per release, on a sandbox of that release (the ZooKeeper it ships included):
+its console producer writes distinct messages; on 0.10 and 1.1 its old high-level consumer reads
+part of them and commits to ZooKeeper, on later releases (the old consumer left in 2.0) the
+znodes are written the way custom clients did (2.4.1: Kafka 1.1.0's `/offset/` layout);
+then `zk2kafka scan`, `diff`, `migrate --execute`, `verify`; the release's ConsumerGroupCommand
+must show the migrated offsets, and its new consumer, joining the group, must read exactly the
+messages the old one had not: none skipped, none twice. A copy of the group, seeded
+identically, is migrated and rolled back. On 1.1.1 the same offsets also go to a KRaft 4.x
+cluster, as runbooks/new-kraft-cluster.md does.
+
+Each outcome goes to results.json (the README's support table is rendered from it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from migrate.sandbox.cluster import KRAFT_VERSION, RELEASES, LocalCluster
+
+import support_table
+from release_tools import ReleaseTools
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
+TOPIC, PARTITIONS, MESSAGES, OLD_READS = "orders", 3, 600, 250
+# No name inside another: migrate/zk/reader.py's Selection matches --group with re.search, not the full
+# match DESIGN.md promises, so `--group legacy-app` would also take `legacy-app-copy` (reported, not ours).
+GROUP, COPY, KRAFT_GROUP = "legacy-app", "rollback-copy", "kraft-move"
+# The releases in `make test`; the rest are `slow` (make test-long).
+FAST = {"1.1.1", "2.8.2"}
+ONE_OFFSET_LAYOUT = "2.4.1"  # the release whose znodes use Kafka 1.1.0's singular /offset/ layout
+
+
+def _params():
+    return [pytest.param(v, id=v, marks=() if v in FAST else pytest.mark.slow) for v in RELEASES]
+
+
+def zk2kafka(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "migrate", *argv], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env}, cwd=ROOT)
+
+
+def ok(done: subprocess.CompletedProcess, what: str) -> subprocess.CompletedProcess:
+    assert done.returncode == 0, f"zk2kafka {what} exited {done.returncode}: {done.stderr[-3000:]}\n{done.stdout[-2000:]}"
+    return done
+
+
+def zk_offsets(zookeeper: str, group: str, layout: str) -> dict[int, bytes]:
+    zk = KazooClient(hosts=zookeeper)
+    zk.start(timeout=15)
+    try:
+        base = f"/consumers/{group}/{layout}/{TOPIC}"
+        return {int(p): zk.get(f"{base}/{p}")[0] for p in zk.get_children(base)}
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def write_zk_offsets(zookeeper: str, group: str, layout: str, offsets: dict[int, bytes]) -> None:
+    """What a custom client (or a copy of a group) leaves: one decimal znode per partition."""
+    zk = KazooClient(hosts=zookeeper)
+    zk.start(timeout=15)
+    try:
+        for partition, value in offsets.items():
+            zk.create(f"/consumers/{group}/{layout}/{TOPIC}/{partition}", value, makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def commit_kafka_offsets(bootstrap: str, group: str, offsets: dict[int, int]) -> None:
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+    from kafka.structs import OffsetAndMetadata
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-compat")
+    try:
+        errors = admin.alter_group_offsets(group, {TopicPartition(TOPIC, p): OffsetAndMetadata(o, "", -1)
+                                                   for p, o in offsets.items()})
+        assert all(e.__name__ == "NoError" for e in errors.values()), errors
+    finally:
+        admin.close()
+
+
+def log_positions(bootstrap: str, topic: str) -> dict[str, tuple[int, int]]:
+    """message -> (partition, offset), read with kafka-python: where the release's producer put each one."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        positions: dict[str, tuple[int, int]] = {}
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            for tp, records in consumer.poll(timeout_ms=1000).items():
+                for r in records:
+                    positions[r.value.decode()] = (tp.partition, r.offset)
+        return positions
+    finally:
+        consumer.close()
+
+
+def copy_topic(source: str, target: str, topic: str) -> None:
+    """Every partition's messages, in order, into the same partition of a fresh topic: the same offsets,
+    as an offset-preserving mirror leaves them (runbooks/new-kraft-cluster.md's precondition)."""
+    from kafka import KafkaProducer
+
+    by_partition: dict[int, list[tuple[int, str]]] = {}
+    for message, (partition, offset) in log_positions(source, topic).items():
+        by_partition.setdefault(partition, []).append((offset, message))
+    producer = KafkaProducer(bootstrap_servers=target, acks="all", max_in_flight_requests_per_connection=1)
+    try:
+        for partition, rows in by_partition.items():
+            assert [o for o, _ in sorted(rows)] == list(range(len(rows))), "the source log has gaps"
+            for _, message in sorted(rows):
+                producer.send(topic, value=message.encode(), partition=partition)
+        producer.flush()
+    finally:
+        producer.close()
+
+
+@pytest.mark.parametrize("version", _params())
+def test_release_workload(version: str, tmp_path: Path):
+    release = RELEASES[version]
+    old_consumer = release.line < (2, 0)
+    layout = "offset" if version == ONE_OFFSET_LAYOUT else "offsets"
+    writer = ("its old ZooKeeper consumer" if old_consumer
+              else f"znodes as custom clients wrote them (`/{layout}/`)")
+    proven: dict[str, bool] = {step: False for step in support_table.STEPS}
+    kraft = version == "1.1.1"
+    kraft_proven = {step: False for step in ("scan", "diff", "migrate", "verify", "describe", "resume")}
+    cluster = LocalCluster(tmp_path / "sandbox", CACHE_DIR, kafka_version=version, kraft=kraft, attached=True)
+    try:
+        endpoints = cluster.start()
+        env = {"ZK2KAFKA_ZOOKEEPER": endpoints.zookeeper, "ZK2KAFKA_BOOTSTRAP_SERVER": endpoints.bootstrap_server,
+               "ZK2KAFKA_STATE_DIR": str(tmp_path / "state")}
+        tools = ReleaseTools(version, release.bundle, CACHE_DIR, tmp_path / "tools")
+
+        tools.create_topic(endpoints.zookeeper, endpoints.bootstrap_server, TOPIC, PARTITIONS)
+        messages = [f"{version}-message-{i:04d}" for i in range(MESSAGES)]
+        tools.produce(endpoints.bootstrap_server, TOPIC, messages)
+        positions = log_positions(endpoints.bootstrap_server, TOPIC)
+        assert sorted(positions) == messages, "the producer did not write every message exactly once"
+        proven["produce"] = True
+
+        if old_consumer:
+            read = tools.old_consume(endpoints.zookeeper, TOPIC, GROUP, OLD_READS)
+            assert len(read) == OLD_READS and len(set(read)) == OLD_READS and set(read) <= set(messages)
+            zk_values = zk_offsets(endpoints.zookeeper, GROUP, layout)
+            committed = {p: int(v) for p, v in zk_values.items()}
+            # What it committed is what it read: every message below its offsets, none above.
+            assert set(read) == {m for m, (p, o) in positions.items() if o < committed.get(p, 0)}
+            unread = Counter(messages) - Counter(read)
+        else:
+            ends = Counter(p for p, _ in positions.values())
+            committed = {p: ends[p] * 2 // 5 for p in range(PARTITIONS)}
+            zk_values = {p: str(o).encode() for p, o in committed.items()}
+            write_zk_offsets(endpoints.zookeeper, GROUP, layout, zk_values)
+            unread = Counter(m for m, (p, o) in positions.items() if o >= committed[p])
+        assert 0 < sum(unread.values()) < MESSAGES
+        write_zk_offsets(endpoints.zookeeper, COPY, layout, zk_values)
+        if kraft:
+            write_zk_offsets(endpoints.zookeeper, KRAFT_GROUP, layout, zk_values)
+        proven["zk_offsets"] = True
+
+        assert "scanned" in ok(zk2kafka("scan", env=env), "scan").stdout
+        proven["scan"] = True
+        ok(zk2kafka("diff", env=env), "diff")
+        proven["diff"] = True
+        ok(zk2kafka("migrate", "--execute", "--group", GROUP, env=env), "migrate --execute")
+        proven["migrate"] = True
+        ok(zk2kafka("verify", "--group", GROUP, env=env), "verify")
+        proven["verify"] = True
+
+        shown = tools.describe(endpoints.bootstrap_server, GROUP)
+        assert shown == {(TOPIC, p): o for p, o in committed.items()}, shown
+        proven["describe"] = True
+        resumed = tools.new_consume(endpoints.bootstrap_server, TOPIC, GROUP)
+        assert Counter(resumed) == unread, (
+            f"skipped {sorted(unread - Counter(resumed))[:5]}, read twice or unexpected "
+            f"{sorted(Counter(resumed) - unread)[:5]}")
+        proven["resume"] = True
+
+        if kraft:  # before the rollback, so that a failure there does not hide this path
+            _onto_kraft(endpoints, tmp_path, layout, committed, unread, kraft_proven)
+
+        # The copy: half moved already (Kafka holds older offsets for it), migrated with ZooKeeper winning,
+        # then rolled back: its znodes and its Kafka offsets must be as before. (A group new to Kafka is
+        # rolled back with OffsetDelete, which brokers before 2.4 lack: see the README.)
+        before = {p: o // 2 for p, o in committed.items()}
+        commit_kafka_offsets(endpoints.bootstrap_server, COPY, before)
+        copied = zk2kafka("migrate", "--execute", "--group", COPY, "--on-conflict", "zk", "--json", env=env)
+        # CONFLICT rows stay blockers in the report even when resolved (exit 3); the run itself must be done.
+        conflicts = sum(o != before[p] for p, o in committed.items())
+        assert copied.returncode == (3 if conflicts else 0), copied.stderr[-3000:]
+        assert json.loads(copied.stdout)["state"] == "done" and json.loads(copied.stdout)["written"] == conflicts
+        assert tools.describe(endpoints.bootstrap_server, COPY) == {(TOPIC, p): o for p, o in committed.items()}
+        rollback = ok(zk2kafka("rollback", json.loads(copied.stdout)["run"], "--execute", env=env), "rollback")
+        assert zk_offsets(endpoints.zookeeper, COPY, layout) == zk_values
+        left = tools.describe(endpoints.bootstrap_server, COPY)
+        assert left == {(TOPIC, p): o for p, o in before.items()}, f"after {rollback.stdout!r}: {left}"
+        proven["rollback"] = True
+    finally:
+        cluster.stop()
+        support_table.record("releases", version, {
+            "zookeeper": release.zookeeper, "writer": writer, "proven": proven, "passed": all(proven.values())})
+        if kraft:
+            support_table.record("kraft", f"{version} → {KRAFT_VERSION} (KRaft)", {
+                "writer": writer, "proven": kraft_proven, "passed": all(kraft_proven.values())})
+
+
+def _onto_kraft(endpoints, tmp_path: Path, layout: str, committed: dict[int, int], unread: Counter,
+                proven: dict[str, bool]) -> None:
+    """runbooks/new-kraft-cluster.md: read the old ZooKeeper, write the new KRaft cluster only."""
+    target = endpoints.kraft_bootstrap_server
+    tools = ReleaseTools(KRAFT_VERSION, "kafka-4", CACHE_DIR, tmp_path / "tools-kraft")
+    tools.create_topic("", target, TOPIC, PARTITIONS)
+    copy_topic(endpoints.bootstrap_server, target, TOPIC)
+    env = {"ZK2KAFKA_ZOOKEEPER": endpoints.zookeeper, "ZK2KAFKA_BOOTSTRAP_SERVER": target,
+           "ZK2KAFKA_STATE_DIR": str(tmp_path / "state-kraft")}
+    before = zk_offsets(endpoints.zookeeper, KRAFT_GROUP, layout)
+    assert "scanned" in ok(zk2kafka("scan", "--group", KRAFT_GROUP, env=env), "scan (KRaft)").stdout
+    proven["scan"] = True
+    ok(zk2kafka("diff", "--group", KRAFT_GROUP, env=env), "diff (KRaft)")
+    proven["diff"] = True
+    ok(zk2kafka("migrate", "--execute", "--no-zk-write", "--group", KRAFT_GROUP, env=env), "migrate (KRaft)")
+    assert zk_offsets(endpoints.zookeeper, KRAFT_GROUP, layout) == before, "the old cluster's ZooKeeper changed"
+    proven["migrate"] = True
+    ok(zk2kafka("verify", "--group", KRAFT_GROUP, env=env), "verify (KRaft)")
+    proven["verify"] = True
+    assert tools.describe(target, KRAFT_GROUP) == {(TOPIC, p): o for p, o in committed.items()}
+    proven["describe"] = True
+    resumed = tools.new_consume(target, TOPIC, KRAFT_GROUP)
+    assert Counter(resumed) == unread
+    proven["resume"] = True
