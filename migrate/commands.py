@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -104,6 +102,7 @@ def _plan(settings: Settings, command: str) -> Plan:
     from migrate.diff.summary import build_summary
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import KafkaSnapshot
+    from migrate.plan import plan_id
     from migrate.report.render import write_reports
     from migrate.zk.reader import Selection
 
@@ -140,9 +139,11 @@ def _plan(settings: Settings, command: str) -> Plan:
     result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master, report / "plan.parquet", spark)
     inputs = {"zookeeper": settings.zookeeper, "zk_root": settings.path_template or settings.zk_root,
               "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
+              "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
-    summary = build_summary(run, command, settings, result, kafka, inputs)
+    summary = {**build_summary(run, command, settings, result, kafka, inputs),
+               "plan_id": plan_id(run, result.plan)}   # what a change ticket quotes; `migrate --plan` checks it
     files = {"plan": result.plan, **write_reports(report, summary, result.plan)}
     return Plan(run, summary, files)
 
@@ -168,7 +169,8 @@ def _plan_text(summary: dict[str, Any], files: dict[str, Path]) -> str:
     lines.append(f"blockers: {summary['blockers']:,}" + (" (see the report; exit 3)" if summary["blockers"] else ""))
     lines += [f"warning: {w}" for w in summary["warnings"]]
     lines += [f"{name}: {path}" for name, path in files.items() if name in ("markdown", "html", "reset_offsets")]
-    lines.append(f"run={summary['run']} report={files['summary'].parent}")
+    # The plan id sits before report=: scripts that take the report path as the line's tail still do.
+    lines.append(f"run={summary['run']} plan={summary['plan_id']} report={files['summary'].parent}")
     return "\n".join(lines)
 
 
@@ -190,10 +192,11 @@ def migrate(settings: Settings) -> Result:
         raise MigrateError(f"--on-conflict fail: {plan.summary['counts']['CONFLICT']} CONFLICT row(s) "
                            f"(see {plan.files['markdown']}); nothing was written")
     from migrate.checkpoint import Journal
+    from migrate.plan import writer_digest
 
     groups, skipped = _journal_plan(plan)
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
-        journal.create_run(plan.run, "migrate", _plan_hash(plan.files["plan"]), _settings_record(settings), groups,
+        journal.create_run(plan.run, "migrate", writer_digest(plan.files["plan"]), _settings_record(settings), groups,
                            skipped, report=str(plan.files["summary"].parent))
         return _execute(settings, journal, plan.run, list(groups), plan.summary["blockers"])
 
@@ -201,6 +204,7 @@ def migrate(settings: Settings) -> Result:
 def _resume(settings: Settings) -> Result:
     """Go on with a journaled run: verified groups stay as they are, the rest are re-checked and finished."""
     from migrate.checkpoint import COMMITTED, FAILED, PARTIAL, PENDING, Journal
+    from migrate.plan import readable_writer_digest
 
     with Journal.open(settings.state_dir, writer=f"migrate --execute --resume {settings.resume}") as journal:
         run = journal.run(settings.resume)
@@ -216,7 +220,7 @@ def _resume(settings: Settings) -> Result:
             raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began ({'; '.join(changed)})"
                                "; resume with the same options, or start a new run")
         plan_file = Path(run.report or "", "plan.parquet")
-        if _readable_plan_hash(plan_file) != run.plan_hash:
+        if readable_writer_digest(plan_file) != run.plan_hash:
             raise MigrateError(f"cannot resume {run.run_id}: its plan {plan_file} is missing or was altered")
         todo = [g.name for g in journal.groups(run.run_id) if g.state in (PENDING, COMMITTED, FAILED, PARTIAL)]
         blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
@@ -296,98 +300,13 @@ def _writers(settings: Settings, zk: bool):
 
 def _journal_plan(plan: Plan):
     """The plan's commit rows per group for the journal, and the groups left with nothing to commit (and why)."""
-    groups = _PlannedByGroup(plan.files["plan"])
+    from migrate.plan import PlannedByGroup
+
+    groups = PlannedByGroup(plan.files["plan"])
     planned = set(groups)
     skipped = {g["group"]: "nothing to commit: " + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
                for g in plan.summary["per_group"] if g["group"] not in planned}
     return groups, skipped
-
-
-_COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout", "kafka_offset",
-                   "zk_mzxid"]
-_BATCH_ROWS = 65_536   # rows turned into Python objects at a time: a million offsets never are at once
-
-
-def _commits(plan, columns: list[str] = _COMMIT_COLUMNS):
-    """The plan's commit rows (these columns), a batch at a time, in PLAN_ORDER: plan.parquet is read as it goes."""
-    import pyarrow.compute as pc
-
-    from migrate.diff.schema import COMMIT, plan_batches
-
-    for batch in plan_batches(plan, list(dict.fromkeys(["action", *columns])), _BATCH_ROWS):
-        yield batch.filter(pc.equal(batch.column("action"), COMMIT)).select(columns)
-
-
-class _PlannedByGroup(Mapping):
-    """The plan's commit rows as Planned offsets per group, made a batch of rows at a time while they are read."""
-
-    def __init__(self, plan):
-        import pyarrow.compute as pc
-
-        self._plan = plan
-        groups: dict[str, None] = {}   # in plan order: sorted
-        for batch in _commits(plan, ["group"]):
-            groups.update(dict.fromkeys(pc.unique(batch.column("group")).to_pylist()))
-        self._groups = list(groups)
-
-    def __iter__(self):
-        return iter(self._groups)
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    def __getitem__(self, group: str):
-        rows = [planned for name, planned in self._planned() if name == group]
-        if not rows:
-            raise KeyError(group)
-        return rows
-
-    def items(self):
-        """(group, its Planned offsets) in order, streamed."""
-        group, rows = None, []
-        for name, planned in self._planned():
-            if name != group and rows:
-                yield group, rows
-                rows = []
-            group = name
-            rows.append(planned)
-        if rows:
-            yield group, rows
-
-    def _planned(self):
-        from migrate.checkpoint import Planned
-
-        for batch in _commits(self._plan):
-            for r in batch.to_pylist():
-                yield r["group"], Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"],
-                                          r["zk_version"], r["layout"], r["kafka_offset"], r["zk_mzxid"])
-
-
-def _plan_hash(plan) -> str:
-    """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on.
-
-    checkpoint.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
-    fed a batch at a time.
-    """
-    hashed = hashlib.sha256(b"[")
-    separator = b""
-    for batch in _commits(plan, ["group", "topic", "partition", "planned_offset", "zk_version"]):
-        rows = list(zip(*(column.to_pylist() for column in batch.columns)))
-        if rows:
-            hashed.update(separator + json.dumps(rows, separators=(",", ":"))[1:-1].encode())   # no [ ]
-            separator = b","
-    hashed.update(b"]")
-    return hashed.hexdigest()
-
-
-def _readable_plan_hash(plan_file: Path) -> str | None:
-    """_plan_hash of a plan file, or None when it is gone or no longer a plan (truncated, overwritten)."""
-    import pyarrow as pa
-
-    try:
-        return _plan_hash(plan_file)
-    except (OSError, pa.ArrowException, KeyError):
-        return None
 
 
 # The options that shape what a writing run does (never secrets): resume and rollback compare them.
