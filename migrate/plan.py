@@ -256,7 +256,7 @@ class ReviewedPlan:
         age = (now or time.time()) - self.created
         if age > max_age:
             reasons.append(f"made {_duration(age)} ago, older than --max-plan-age {_duration(max_age)}; run a fresh "
-                           f"`zk2kafka diff` and review it, or pass --max-plan-age {_duration(age + 3600)} "
+                           f"`zk2kafka diff` and review it, or pass --max-plan-age {_duration(max(age * 1.25, age + 60))} "
                            "to execute this one anyway")
         return reasons
 
@@ -267,4 +267,6 @@ def _duration(seconds: float) -> str:
         return f"{math.ceil(seconds / 86400)}d"
     if seconds >= 3600:
         return f"{math.ceil(seconds / 3600)}h"
-    return f"{math.ceil(seconds / 60)}m"
+    if seconds >= 60:
+        return f"{math.ceil(seconds / 60)}m"
+    return f"{math.ceil(seconds)}s"
