@@ -313,6 +313,11 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     if reviewed is None:
         return result
     *lines, run_line = result.text.split("\n")
+    run = journal.run(run_id)
+    if writer.moved and not interrupted and run.groups["failed"] == len(writer.moved) and not any(
+            run.groups[state] for state in ("pending", "committed", "partial")):
+        # Only groups that moved since the review are left: a resume would refuse them again; a fresh diff is what helps.
+        lines = [line for line in lines if not line.startswith("incomplete:")]
     lines += _moved_lines(sorted(writer.moved), reviewed)
     return Result("\n".join([*lines, run_line.replace(" report=", f" plan={reviewed.id} report=", 1)]),
                   {**result.data, "plan_id": reviewed.id, "moved": sorted(writer.moved)}, result.exit_code)

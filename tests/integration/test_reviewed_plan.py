@@ -152,3 +152,22 @@ def test_a_stale_plan_or_one_for_other_stores_or_policies_is_refused(reviewed, k
                            capsys=capsys)
     assert code == 1 and "not the one named" in err, err
     assert kafka_offsets(kafka_admin, reviewed["groups"]) == {g: {} for g in reviewed["groups"]}
+
+
+def test_a_group_a_new_consumer_joined_since_the_review_is_not_written(reviewed, kafka_admin, cluster, capsys):
+    # A new consumer joins g3 and stays, committing nothing: the offsets are as reviewed, the group's state is not.
+    topic, g3 = reviewed["topic"], reviewed["groups"][3]
+    consumer = KafkaConsumer(topic, group_id=g3, bootstrap_servers=cluster.bootstrap_server, enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=500)
+        assert consumer.assignment()
+        code, out, err = run_text("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"], capsys=capsys)
+        assert code == 1, err
+        assert re.search(rf"failed: {re.escape(g3)}: Kafka group state changed since the plan: unknown to Kafka, "
+                         r"0 member\(s\) then, Stable, 1 member\(s\) now", out), out
+        assert f"zk2kafka diff --group {g3}`" in out
+        assert kafka_offsets(kafka_admin, [g3]) == {g3: {}}
+    finally:
+        consumer.close()
