@@ -349,7 +349,10 @@ class DualCommit:
         """Journal `failed` (or `partial`) with the reason for these groups, in one transaction; the run goes on."""
         self.journal.set_groups(self.run_id, {g: (state, reason, None) for g, reason in failures.items()})
         for g, reason in failures.items():
-            log.error("group %s %s: %s", g, state, reason)
+            if self.dry_run:   # nothing was to be written: a finding of the dry run, not a failed write
+                log.warning("group %s would not be written: %s", g, reason)
+            else:
+                log.error("group %s %s: %s", g, state, reason)
             settled[g] = Outcome(g, state, reason, 0)
 
     def _interrupt(self, settled: dict[str, Outcome], groups: list[str], exc: BaseException) -> None:
