@@ -7,7 +7,10 @@ writes a znode, a new consumer commits an offset in Kafka), and the reviewed pla
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -171,3 +174,33 @@ def test_a_group_a_new_consumer_joined_since_the_review_is_not_written(reviewed,
         assert kafka_offsets(kafka_admin, [g3]) == {g3: {}}
     finally:
         consumer.close()
+
+
+def test_a_reviewed_plan_run_resumes_verifies_and_rolls_back_as_any_run(reviewed, zk, kafka_admin, tmp_path, capsys):
+    topic, groups, args = reviewed["topic"], reviewed["groups"], reviewed["args"]
+    rows = planned(reviewed["report"])
+    killed = subprocess.run([sys.executable, "-m", "migrate", "migrate", *args, "--execute", "--plan", reviewed["run"],
+                             "--parallelism", "1", "-q"], env={**os.environ, "ZK2KAFKA_CRASH_AT": "after-kafka-commit"},
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    with Journal.open(tmp_path) as journal:
+        (run,) = journal.runs()
+    assert run.settings["reviewed_plan"] == reviewed["plan_id"] and run.state == "running"
+
+    code, done, err = run_cli("migrate", *args, "--execute", "--resume", run.run_id, capsys=capsys)
+    assert code == 0, err
+    assert done["state"] == "done" and done["groups"]["verified"] == 4 and done["plan_id"] == reviewed["plan_id"]
+    for group in groups:
+        assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [group])[group].items()} == {
+            (topic, p): rows[(group, topic, p)]["planned_offset"] for p in range(2)}
+    code, checked, err = run_cli("verify", *args, "--run", run.run_id, capsys=capsys)
+    assert code == 0 and checked["checked"] == 8, err
+
+    code, back, err = run_cli("rollback", *args, run.run_id, "--execute", capsys=capsys)
+    assert code == 0, err
+    assert kafka_offsets(kafka_admin, groups) == {g: {} for g in groups}
+    for i, group in enumerate(groups):
+        for p in range(2):
+            assert zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0] == str(10 * (i + 1) + p).encode()
+    code, checked, err = run_cli("verify", *args, "--run", run.run_id, capsys=capsys)
+    assert code == 3 and checked["verified"] is False and len(checked["differ"]) == 8, err
