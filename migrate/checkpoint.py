@@ -107,7 +107,7 @@ class Run:
         return {"run": self.run_id, "kind": self.kind, "state": self.state, "plan_hash": self.plan_hash,
                 "settings_digest": self.settings_digest, "rolls_back": self.rolls_back, "report": self.report,
                 "created": iso(self.created), "updated": iso(self.updated), "groups": self.groups,
-                "offsets": self.offsets}
+                "offsets": self.offsets, "reviewed_plan": self.settings.get("reviewed_plan")}
 
 
 def digest(data: Any) -> str:

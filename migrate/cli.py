@@ -35,7 +35,8 @@ COMMANDS: dict[str, str] = {
 EPILOG = """\
 exit codes: 0 success, 1 error (also: diff or migrate found no offsets at all),
             2 usage or configuration error,
-            3 the diff has blockers (diff, dry-run), or verify found a mismatch or no offsets at all
+            3 the diff has blockers (diff, dry-run), groups moved since the review (migrate --plan,
+              dry run), or verify found a mismatch or no offsets at all
 --group, --exclude-group and --topic are full matches (Java's matches()): `billing.*`, not `^billing`
 Options can also come from ZK2KAFKA_<OPTION> environment variables
 (e.g. ZK2KAFKA_ZOOKEEPER, ZK2KAFKA_BOOTSTRAP_SERVER) and a TOML --config file;

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
+import re
 import time
-from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -104,6 +103,7 @@ def _plan(settings: Settings, command: str) -> Plan:
     from migrate.diff.summary import build_summary
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import KafkaSnapshot
+    from migrate.plan import plan_id
     from migrate.report.render import write_reports
     from migrate.zk.reader import Selection
 
@@ -140,9 +140,11 @@ def _plan(settings: Settings, command: str) -> Plan:
     result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master, report / "plan.parquet", spark)
     inputs = {"zookeeper": settings.zookeeper, "zk_root": settings.path_template or settings.zk_root,
               "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
+              "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
-    summary = build_summary(run, command, settings, result, kafka, inputs)
+    summary = {**build_summary(run, command, settings, result, kafka, inputs),
+               "plan_id": plan_id(run, result.plan)}   # what a change ticket quotes; `migrate --plan` checks it
     files = {"plan": result.plan, **write_reports(report, summary, result.plan)}
     return Plan(run, summary, files)
 
@@ -168,7 +170,8 @@ def _plan_text(summary: dict[str, Any], files: dict[str, Path]) -> str:
     lines.append(f"blockers: {summary['blockers']:,}" + (" (see the report; exit 3)" if summary["blockers"] else ""))
     lines += [f"warning: {w}" for w in summary["warnings"]]
     lines += [f"{name}: {path}" for name, path in files.items() if name in ("markdown", "html", "reset_offsets")]
-    lines.append(f"run={summary['run']} report={files['summary'].parent}")
+    # The plan id sits before report=: scripts that take the report path as the line's tail still do.
+    lines.append(f"run={summary['run']} plan={summary['plan_id']} report={files['summary'].parent}")
     return "\n".join(lines)
 
 
@@ -181,6 +184,8 @@ def migrate(settings: Settings) -> Result:
     """The plan of `diff`; with --execute, the dual commit group by group, journaled; --resume RUN_ID goes on."""
     if settings.resume:
         return _resume(settings)
+    if settings.plan:
+        return _reviewed(settings)
     plan = _plan(settings, "migrate")
     if not settings.execute:
         *lines, run_line = _plan_text(plan.summary, plan.files).split("\n")
@@ -190,17 +195,62 @@ def migrate(settings: Settings) -> Result:
         raise MigrateError(f"--on-conflict fail: {plan.summary['counts']['CONFLICT']} CONFLICT row(s) "
                            f"(see {plan.files['markdown']}); nothing was written")
     from migrate.checkpoint import Journal
+    from migrate.plan import writer_digest
 
     groups, skipped = _journal_plan(plan)
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
-        journal.create_run(plan.run, "migrate", _plan_hash(plan.files["plan"]), _settings_record(settings), groups,
+        journal.create_run(plan.run, "migrate", writer_digest(plan.files["plan"]), _settings_record(settings), groups,
                            skipped, report=str(plan.files["summary"].parent))
         return _execute(settings, journal, plan.run, list(groups), plan.summary["blockers"])
+
+
+def _reviewed(settings: Settings) -> Result:
+    """migrate --plan: the commit rows of a reviewed plan, as reviewed; no scan, no Spark. Dry run unless --execute.
+
+    Raises PlanRefused for a plan altered since, made against other stores or policies, or too old.
+    """
+    import tempfile
+
+    from migrate.checkpoint import Journal
+    from migrate.errors import PlanRefused
+    from migrate.plan import PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
+
+    settings.require("zookeeper")
+    settings.require("bootstrap_server")
+    reviewed = ReviewedPlan.load(settings.plan, Path(settings.state_dir) / "reports")
+    current = {**_settings_record(settings), "zk_root": settings.path_template or settings.zk_root}
+    refusals = reviewed.refusals(current, settings.max_plan_age)
+    if refusals:
+        raise PlanRefused(reviewed.id, "; ".join(refusals) + "; nothing was written")
+    counts = reviewed.summary["counts"]
+    if settings.on_conflict == "fail" and counts.get("CONFLICT"):
+        raise PlanRefused(reviewed.id, f"--on-conflict fail: {counts['CONFLICT']} CONFLICT row(s) "
+                                       f"(see {reviewed.report / 'report.md'}); nothing was written")
+    groups = PlannedByGroup(reviewed.file)
+    planned = set(groups)
+    skipped = {g["group"]: "nothing to commit: " + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
+               for g in reviewed.summary["per_group"] if g["group"] not in planned}
+    seen = groups_seen(reviewed.file, planned)
+    record = {**_settings_record(settings), "reviewed_plan": reviewed.id}
+    run_id = new_run_id()
+    log.info("plan %s: %d group(s) to write, as reviewed", reviewed.id, len(planned))
+    if not settings.execute:
+        # The real run's path on a throwaway journal: the same batches and prechecks, stopping at the first write.
+        with tempfile.TemporaryDirectory(prefix="zk2kafka-dry-run-") as scratch, Journal.open(Path(scratch)) as journal:
+            journal.create_run(run_id, "migrate", writer_digest(reviewed.file), record, groups, skipped,
+                               report=str(reviewed.report))
+            return _execute(settings, journal, run_id, list(groups), reviewed.summary["blockers"], seen, reviewed,
+                            dry_run=True)
+    with Journal.open(settings.state_dir, writer=f"migrate --execute --plan {reviewed.id}, run {run_id}") as journal:
+        journal.create_run(run_id, "migrate", writer_digest(reviewed.file), record, groups, skipped,
+                           report=str(reviewed.report))
+        return _execute(settings, journal, run_id, list(groups), reviewed.summary["blockers"], seen, reviewed)
 
 
 def _resume(settings: Settings) -> Result:
     """Go on with a journaled run: verified groups stay as they are, the rest are re-checked and finished."""
     from migrate.checkpoint import COMMITTED, FAILED, PARTIAL, PENDING, Journal
+    from migrate.plan import readable_writer_digest
 
     with Journal.open(settings.state_dir, writer=f"migrate --execute --resume {settings.resume}") as journal:
         run = journal.run(settings.resume)
@@ -216,16 +266,27 @@ def _resume(settings: Settings) -> Result:
             raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began ({'; '.join(changed)})"
                                "; resume with the same options, or start a new run")
         plan_file = Path(run.report or "", "plan.parquet")
-        if _readable_plan_hash(plan_file) != run.plan_hash:
+        if readable_writer_digest(plan_file) != run.plan_hash:
             raise MigrateError(f"cannot resume {run.run_id}: its plan {plan_file} is missing or was altered")
         todo = [g.name for g in journal.groups(run.run_id) if g.state in (PENDING, COMMITTED, FAILED, PARTIAL)]
         blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
         log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
-        return _execute(settings, journal, run.run_id, todo, blockers)
+        seen = reviewed = None
+        if run.settings.get("reviewed_plan"):   # a reviewed plan's groups are still checked against its review
+            from migrate.plan import ReviewedPlan, groups_seen
+
+            seen = groups_seen(plan_file, set(todo))
+            reviewed = ReviewedPlan.load(str(plan_file.parent), Path(settings.state_dir) / "reports")
+        return _execute(settings, journal, run.run_id, todo, blockers, seen, reviewed)
 
 
-def _execute(settings: Settings, journal, run_id: str, groups: list[str], blockers: int) -> Result:
-    """The dual commit over `groups` of a journaled run, then the run's state and the exit code."""
+def _execute(settings: Settings, journal, run_id: str, groups: list[str], blockers: int, seen=None, reviewed=None,
+             dry_run: bool = False) -> Result:
+    """The dual commit over `groups` of a journaled run, then the run's state and the exit code.
+
+    `seen` and `reviewed`: a reviewed plan's groups as the diff saw them, and the plan (migrate --plan).
+    `dry_run`: the same path, stopping before the first write (on a throwaway journal).
+    """
     from migrate.checkpoint import DONE, INCOMPLETE, RUNNING
     from migrate.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
@@ -236,8 +297,8 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
         # ZooKeeper is read even with --no-zk-write: a plan is committed only while its znodes are as planned.
         with _writers(settings, zk=True) as (kafka, zk):
             writer = DualCommit(journal, run_id, kafka, None if settings.no_zk_write else zk, metadata,
-                                settings.offset_semantics, zk_reader=zk)
-            with Progress("groups written", total=len(groups)) as progress:
+                                settings.offset_semantics, zk_reader=zk, seen=seen, dry_run=dry_run)
+            with Progress("groups checked" if dry_run else "groups written", total=len(groups)) as progress:
                 # Two batches in flight: one's reads and journal writes overlap the other's commits.
                 outcomes, interrupted = run_batches(groups, writer.migrate, WRITE_BATCH, 2, progress)
         run = journal.run(run_id)
@@ -246,7 +307,60 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     except StateDirError as exc:
         # The journal could not record a step (a full disk): the step it missed is re-checked on resume.
         raise StateDirError(exc.path, exc.reason, resume=f"zk2kafka migrate --execute --resume {run_id}") from exc
-    return _run_result(journal.run(run_id), outcomes, interrupted, blockers)
+    if dry_run:
+        return _dry_run_result(reviewed, outcomes, interrupted, writer.moved, blockers)
+    result = _run_result(journal.run(run_id), outcomes, interrupted, blockers)
+    if reviewed is None:
+        return result
+    *lines, run_line = result.text.split("\n")
+    run = journal.run(run_id)
+    if writer.moved and not interrupted and run.groups["failed"] == len(writer.moved) and not any(
+            run.groups[state] for state in ("pending", "committed", "partial")):
+        # Only groups that moved since the review are left: a resume would refuse them again; a fresh diff is what helps.
+        lines = [line for line in lines if not line.startswith("incomplete:")]
+    lines += _moved_lines(sorted(writer.moved), reviewed)
+    return Result("\n".join([*lines, run_line.replace(" report=", f" plan={reviewed.id} report=", 1)]),
+                  {**result.data, "plan_id": reviewed.id, "moved": sorted(writer.moved)}, result.exit_code)
+
+
+_REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
+
+
+def _moved_lines(moved: list[str], reviewed) -> list[str]:
+    """What to do about groups that moved since the review: a fresh diff of just those, reviewed, then its plan."""
+    import shlex
+
+    if not moved:
+        return []
+    # --group is a full-match regex: only its metacharacters are escaped, so the usual names read as they are.
+    fresh = " ".join("--group " + shlex.quote(_REGEX_META.sub(r"\\\1", g)) for g in moved)
+    return [f"moved since the review of {reviewed.id}: {len(moved):,} group(s), not written: "
+            f"{', '.join(moved[:10])}{' ...' if len(moved) > 10 else ''}",
+            f"  a fresh diff of just those (with the same connection options): `zk2kafka diff {fresh}`; "
+            "review it, then `zk2kafka migrate --execute --plan <its run>`"]
+
+
+def _dry_run_result(reviewed, outcomes: list, interrupted: bool, moved: set[str], blockers: int) -> Result:
+    """migrate --plan without --execute: what would be written, what moved since the review; exit 3 if anything did."""
+    from migrate.dual_commit import WOULD_WRITE
+
+    would = [o for o in outcomes if o.state == WOULD_WRITE]
+    failed = {o.group: o.reason for o in outcomes if o.state != WOULD_WRITE}
+    lines = [f"plan {reviewed.id}: would write {sum(o.offsets for o in would):,} offsets in {len(would):,} group(s) "
+             f"as reviewed; {len(moved):,} group(s) moved since the review"]
+    lines += [f"  would write: {o.group}: {o.offsets:,} offset(s)" for o in would][:20]
+    lines += [f"  moved: {g}: {why}" for g, why in failed.items() if g in moved][:20]
+    lines += [f"  not checked: {g}: {why}" for g, why in failed.items() if g not in moved][:20]
+    lines += _moved_lines(sorted(moved), reviewed)
+    if blockers:
+        lines.append(f"the plan has {blockers:,} blocker row(s), left alone as reviewed (see {reviewed.report / 'report.md'})")
+    lines.append("dry run: nothing was written; add --execute to write this plan")
+    lines.append(f"run={reviewed.run} plan={reviewed.id} report={reviewed.report}")
+    code = EXIT_ERROR if interrupted or len(failed) > len(moved) else (EXIT_BLOCKERS if moved or blockers else EXIT_OK)
+    data = {"plan_id": reviewed.id, "run": reviewed.run, "report": str(reviewed.report), "dry_run": True,
+            "would_write": {o.group: o.offsets for o in would}, "moved": {g: failed[g] for g in sorted(moved)},
+            "unchecked": {g: why for g, why in failed.items() if g not in moved}, "interrupted": interrupted}
+    return Result("\n".join(lines), data, code)
 
 
 def _run_result(run, outcomes: list, interrupted: bool, blockers: int) -> Result:
@@ -296,98 +410,13 @@ def _writers(settings: Settings, zk: bool):
 
 def _journal_plan(plan: Plan):
     """The plan's commit rows per group for the journal, and the groups left with nothing to commit (and why)."""
-    groups = _PlannedByGroup(plan.files["plan"])
+    from migrate.plan import PlannedByGroup
+
+    groups = PlannedByGroup(plan.files["plan"])
     planned = set(groups)
     skipped = {g["group"]: "nothing to commit: " + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
                for g in plan.summary["per_group"] if g["group"] not in planned}
     return groups, skipped
-
-
-_COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout", "kafka_offset",
-                   "zk_mzxid"]
-_BATCH_ROWS = 65_536   # rows turned into Python objects at a time: a million offsets never are at once
-
-
-def _commits(plan, columns: list[str] = _COMMIT_COLUMNS):
-    """The plan's commit rows (these columns), a batch at a time, in PLAN_ORDER: plan.parquet is read as it goes."""
-    import pyarrow.compute as pc
-
-    from migrate.diff.schema import COMMIT, plan_batches
-
-    for batch in plan_batches(plan, list(dict.fromkeys(["action", *columns])), _BATCH_ROWS):
-        yield batch.filter(pc.equal(batch.column("action"), COMMIT)).select(columns)
-
-
-class _PlannedByGroup(Mapping):
-    """The plan's commit rows as Planned offsets per group, made a batch of rows at a time while they are read."""
-
-    def __init__(self, plan):
-        import pyarrow.compute as pc
-
-        self._plan = plan
-        groups: dict[str, None] = {}   # in plan order: sorted
-        for batch in _commits(plan, ["group"]):
-            groups.update(dict.fromkeys(pc.unique(batch.column("group")).to_pylist()))
-        self._groups = list(groups)
-
-    def __iter__(self):
-        return iter(self._groups)
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    def __getitem__(self, group: str):
-        rows = [planned for name, planned in self._planned() if name == group]
-        if not rows:
-            raise KeyError(group)
-        return rows
-
-    def items(self):
-        """(group, its Planned offsets) in order, streamed."""
-        group, rows = None, []
-        for name, planned in self._planned():
-            if name != group and rows:
-                yield group, rows
-                rows = []
-            group = name
-            rows.append(planned)
-        if rows:
-            yield group, rows
-
-    def _planned(self):
-        from migrate.checkpoint import Planned
-
-        for batch in _commits(self._plan):
-            for r in batch.to_pylist():
-                yield r["group"], Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"],
-                                          r["zk_version"], r["layout"], r["kafka_offset"], r["zk_mzxid"])
-
-
-def _plan_hash(plan) -> str:
-    """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on.
-
-    checkpoint.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
-    fed a batch at a time.
-    """
-    hashed = hashlib.sha256(b"[")
-    separator = b""
-    for batch in _commits(plan, ["group", "topic", "partition", "planned_offset", "zk_version"]):
-        rows = list(zip(*(column.to_pylist() for column in batch.columns)))
-        if rows:
-            hashed.update(separator + json.dumps(rows, separators=(",", ":"))[1:-1].encode())   # no [ ]
-            separator = b","
-    hashed.update(b"]")
-    return hashed.hexdigest()
-
-
-def _readable_plan_hash(plan_file: Path) -> str | None:
-    """_plan_hash of a plan file, or None when it is gone or no longer a plan (truncated, overwritten)."""
-    import pyarrow as pa
-
-    try:
-        return _plan_hash(plan_file)
-    except (OSError, pa.ArrowException, KeyError):
-        return None
 
 
 # The options that shape what a writing run does (never secrets): resume and rollback compare them.
@@ -409,6 +438,8 @@ def verify(settings: Settings) -> Result:
     """A fresh diff; exit 0 only when every selected ZooKeeper offset equals Kafka's (IN_SYNC)."""
     from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
 
+    if settings.run:
+        return _verify_run(settings)
     plan = _plan(settings, "verify")
     counts = plan.summary["counts"]
     checked = plan.summary["offsets"] - counts[KAFKA_ONLY]
@@ -420,6 +451,70 @@ def verify(settings: Settings) -> Result:
     lines.append(f"run={plan.run} report={plan.files['summary'].parent}")
     data = {**_plan_data(plan), "verified": not mismatched, "mismatched": mismatched}
     return Result("\n".join(lines), data, EXIT_BLOCKERS if mismatched else EXIT_OK)
+
+
+def _verify_run(settings: Settings) -> Result:
+    """verify --run RUN_ID: every offset that run wrote (its verified groups) still holds its value in both stores.
+
+    Reads the journal and the stores, a batch of groups at a time; no scan, no Spark. Exit 3 on any
+    difference, or when the run wrote nothing to check.
+    """
+    from migrate.checkpoint import SKIPPED, VERIFIED, Journal
+    from migrate.dual_commit import _offset
+    from migrate.zk.writer import encode
+
+    with Journal.open(settings.state_dir) as journal:
+        run = journal.run(settings.run)
+        if run is None or run.kind != "migrate":
+            raise MigrateError(f"no migrate run {settings.run} in {journal.path}; `zk2kafka status` lists them")
+        wrote_zk = not run.settings.get("no_zk_write")
+        where = ("bootstrap_server", "zookeeper", "zk_root", "path_template") if wrote_zk else ("bootstrap_server",)
+        elsewhere = _changes(run.settings, _settings_record(settings), where)
+        if elsewhere:
+            raise MigrateError(f"cannot verify {run.run_id}: it wrote to other stores than these "
+                               f"({'; '.join(elsewhere)}); point the connection options at the ones it wrote")
+        written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
+        semantics = run.settings.get("offset_semantics", "next")
+        checked, differ = 0, []
+        with _writers(settings, zk=wrote_zk) as (kafka, zk):
+            for i in range(0, len(written), WRITE_BATCH):
+                chunk = written[i:i + WRITE_BATCH]
+                parts = journal.partitions_of(run.run_id, chunk)
+                kafka_now = kafka.committed_many(chunk)
+                zk_now = zk.read([p.zk_path for g in chunk for p in parts[g]]) if zk else {}
+                for g in chunk:
+                    answer = kafka_now[g]
+                    for p in parts[g]:
+                        checked += 1
+                        held = None if isinstance(answer, Exception) else _offset(answer.get(p.key))
+                        if held != p.offset:
+                            differ.append(f"{g} {p.topic}-{p.partition}: Kafka holds {held}, the run wrote {p.offset}")
+                        elif zk and zk_now[p.zk_path].value != encode(p.before_zk_value, p.offset, p.layout, semantics):
+                            differ.append(f"{g} {p.zk_path}: ZooKeeper holds {zk_now[p.zk_path].value!r}, "
+                                          f"not the run's value")
+        rolled_back = journal.rollback_of(run.run_id)
+    plan = run.settings.get("reviewed_plan")
+    stores = "Kafka and ZooKeeper" if wrote_zk else "Kafka"
+    lines = [f"verify of run {run.run_id}{f' (plan {plan})' if plan else ''}: {checked - len(differ):,} of "
+             f"{checked:,} offsets it wrote in {len(written):,} group(s) still hold its values in {stores}"]
+    lines += [f"  differs: {d}" for d in differ[:20]]
+    others = {state: n for state, n in run.groups.items() if n and state not in (VERIFIED, SKIPPED)}
+    if others:
+        lines.append("groups the run did not write: " + ", ".join(f"{k} {n:,}" for k, n in others.items())
+                     + f" (`zk2kafka status {run.run_id}` says why)")
+    if rolled_back is not None:
+        lines.append(f"the run was rolled back by {rolled_back.run_id} ({rolled_back.state})")
+    if not checked:
+        lines.append("nothing verified: the run wrote no offsets (exit 3)")
+    elif differ:
+        lines.append(f"mismatch: {len(differ):,} offset(s) no longer hold what the run wrote (exit 3)")
+    else:
+        lines.append("verified: every offset the run wrote holds its value")
+    lines.append(f"run={run.run_id}{f' plan={plan}' if plan else ''} report={run.report}")
+    ok = checked and not differ
+    data = {**run.to_json(), "reviewed_plan": plan, "checked": checked, "differ": differ, "verified": bool(ok),
+            "not_written": others}
+    return Result("\n".join(lines), data, EXIT_OK if ok else EXIT_BLOCKERS)
 
 
 def sync(settings: Settings) -> Result:
@@ -580,7 +675,9 @@ def status(settings: Settings, run_id: str | None = None) -> Result:
         lines = [f"{run.kind} {run.run_id}: {run.state}; created {run.to_json()['created']}, "
                  f"updated {run.to_json()['updated']}",
                  "groups: " + ", ".join(f"{s} {n:,}" for s, n in run.groups.items() if n),
-                 f"offsets: {run.offsets:,}; report: {run.report}"]
+                 f"offsets: {run.offsets:,}; report: {run.report}"
+                 + (f"; executed the reviewed plan {run.settings['reviewed_plan']}"
+                    if run.settings.get("reviewed_plan") else "")]
         lines += [f"  {g.state}: {g.name}: {g.reason}" for g in failed]
         return Result("\n".join(lines), {**run.to_json(),
                                          "failed": {g.name: g.reason for g in failed if g.state == FAILED},

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 
@@ -23,6 +23,7 @@ from kazoo.exceptions import KazooException, ZookeeperError
 from migrate import checkpoint as j
 from migrate.errors import MigrateError, ZkUnavailable
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
+from migrate.plan import GroupSeen
 from migrate.progress import Progress
 from migrate.zk.walk import RETRIABLE
 from migrate.zk.writer import ZkChanged, ZkOffsetWriter, encode
@@ -30,6 +31,7 @@ from migrate.zk.writer import ZkChanged, ZkOffsetWriter, encode
 log = logging.getLogger(__name__)
 
 CRASH_ENV = "ZK2KAFKA_CRASH_AT"
+WOULD_WRITE = "would write"   # a dry run's outcome for a group that passed every check
 Key = tuple[str, int]
 
 
@@ -59,12 +61,19 @@ class DualCommit:
     """Writes a run's groups batch by batch (or, for a rollback run, restores them one by one); thread-safe."""
 
     def __init__(self, journal: j.Journal, run_id: str, kafka: KafkaOffsetWriter, zk: ZkOffsetWriter | None,
-                 metadata: str, semantics: str = "next", zk_reader: ZkOffsetWriter | None = None):
+                 metadata: str, semantics: str = "next", zk_reader: ZkOffsetWriter | None = None,
+                 seen: Mapping[str, GroupSeen] | None = None, dry_run: bool = False):
+        """`seen`: each group's Kafka state when planned (a reviewed plan's), checked with the offsets and znodes.
+        `dry_run`: everything up to the first write (reads, prechecks), then each group that passed is
+        settled WOULD_WRITE; neither store nor the before-values are touched.
+        """
         self.journal, self.run_id = journal, run_id
         self.kafka, self.zk = kafka, zk
         # --no-zk-write still reads ZooKeeper: a plan is only committed while its znodes are the ones planned from.
         self.zk_reader = zk or zk_reader
         self.metadata, self.semantics = metadata, semantics
+        self.seen, self.dry_run = seen, dry_run
+        self.moved: set[str] = set()   # groups whose stores moved since the plan, before anything was written
 
     # -- migrate -----------------------------------------------------------------------------------------------
 
@@ -87,6 +96,8 @@ class DualCommit:
         parts = self.journal.partitions_of(self.run_id, groups)
         kafka_now = self.kafka.committed_many(groups)
         zk_now = self.zk_reader.read([p.zk_path for g in groups for p in parts[g]]) if self.zk_reader else {}
+        untouched = [g for g in groups if not states[g].before_recorded]
+        state_now = self._group_states(untouched) if self.seen is not None and untouched else {}
 
         # Untouched groups: both stores must still be as the diff saw them. Groups caught in flight by a
         # crash: each partition holds its before-value, this run's value, or none (expired in an outage).
@@ -99,7 +110,13 @@ class DualCommit:
                     if self.zk is None:   # nothing of ours is in ZooKeeper: it must still be as planned
                         self._check_zk_unchanged(g, parts[g], zk_now)
                 else:
-                    self._check_unchanged(g, parts[g], now, zk_now)
+                    try:
+                        self._check_unchanged(g, parts[g], now, zk_now)
+                        if self.seen is not None:
+                            self._check_state(g, state_now.get(g))
+                    except REFUSALS:
+                        self.moved.add(g)
+                        raise
                     before[g] = ({p.key: now.get(p.key) for p in parts[g]},
                                  {p.zk_path: (zk_now[p.zk_path].value, zk_now[p.zk_path].version) if self.zk
                                   else (None, None) for p in parts[g]})
@@ -109,6 +126,9 @@ class DualCommit:
         in_flight = {g: reason for g, reason in failures.items() if states[g].before_recorded}
         self._fail(settled, self._put_back_many(in_flight, parts, settled))
         self._fail(settled, {g: reason for g, reason in failures.items() if g not in in_flight})
+        if self.dry_run:   # the lowest write point: from here on, everything writes
+            settled.update((g, Outcome(g, WOULD_WRITE, None, len(parts[g]))) for g in groups if g not in settled)
+            return
         self.journal.record_before_many(self.run_id, before)
         for g, (kafka, zk) in before.items():   # what the journal now holds, without reading it back
             parts[g] = [replace(p, before_kafka_offset=_offset(kafka.get(p.key)),
@@ -148,6 +168,18 @@ class DualCommit:
         if moved:
             raise GroupFailed(group, f"Kafka offsets changed since the plan: {', '.join(moved[:3])}")
         self._check_zk_unchanged(group, parts, zk_now)
+
+    def _group_states(self, groups: list[str]) -> dict[str, tuple[str | None, int]]:
+        """Each group's Kafka state and member count now (DescribeGroups, batched per coordinator)."""
+        described = self.kafka.policy.call("describe groups", lambda: self.kafka.admin.describe_groups(groups))
+        return {g: (d.get("group_state"), len(d.get("members") or [])) for g, d in described.items()}
+
+    def _check_state(self, group: str, now: tuple[str | None, int] | None) -> None:
+        seen = self.seen.get(group)
+        state, members = now or (None, 0)
+        if seen is not None and not seen.matches(state, members):
+            raise GroupFailed(group, f"Kafka group state changed since the plan: {seen} then, "
+                                     f"{state or 'unknown to Kafka'}, {members} member(s) now")
 
     @staticmethod
     def _check_zk_unchanged(group: str, parts: list[j.Partition], zk_now: dict) -> None:
@@ -317,7 +349,10 @@ class DualCommit:
         """Journal `failed` (or `partial`) with the reason for these groups, in one transaction; the run goes on."""
         self.journal.set_groups(self.run_id, {g: (state, reason, None) for g, reason in failures.items()})
         for g, reason in failures.items():
-            log.error("group %s %s: %s", g, state, reason)
+            if self.dry_run:   # nothing was to be written: a finding of the dry run, not a failed write
+                log.warning("group %s would not be written: %s", g, reason)
+            else:
+                log.error("group %s %s: %s", g, state, reason)
             settled[g] = Outcome(g, state, reason, 0)
 
     def _interrupt(self, settled: dict[str, Outcome], groups: list[str], exc: BaseException) -> None:

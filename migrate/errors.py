@@ -99,3 +99,11 @@ class WriterBusy(MigrateError):
         super().__init__(f"{lock}: the state dir is in use by another writer ({holder}); "
                          "wait for it to end (`zk2kafka status` shows its progress), or use another --state-dir")
         self.lock, self.holder = lock, holder
+
+
+class PlanRefused(MigrateError):
+    """A reviewed plan that cannot be executed as it stands: altered, made elsewhere or with other policies, too old."""
+
+    def __init__(self, plan: str, reason: str):
+        super().__init__(f"plan {plan}: {reason}")
+        self.plan, self.reason = plan, reason

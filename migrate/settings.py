@@ -102,6 +102,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("zk_readers", "int", 1, "ZooKeeper reader processes, each with its own session; groups are sharded over them", commands=("scan",) + PLAN_COMMANDS, metavar="N"),
     Option("execute", "bool", False, "really write; without it the command is a dry run", commands=("migrate", "rollback", "sync")),
     Option("resume", "str", None, "continue the interrupted run RUN_ID", commands=("migrate",), env=False, metavar="RUN_ID"),
+    Option("plan", "str", None, "execute the plan a `diff` wrote (its run id, plan id RUN@sha, or report dir), the one "
+           "reviewed: no new scan or diff; a group that moved since is not written", commands=("migrate",), env=False,
+           metavar="RUN_ID"),
+    Option("max_plan_age", "duration", 86400.0, "with --plan: refuse a plan older than this (e.g. 24h, 3d)",
+           commands=("migrate",), metavar="DURATION"),
+    Option("run", "str", None, "verify what that migrate run wrote (from its journal), without a new diff",
+           commands=("verify",), env=False, metavar="RUN_ID"),
     Option("on_conflict", "choice", "skip", "when Kafka already has a different offset", choices=("skip", "zk", "kafka", "max", "fail"), commands=PLAN_COMMANDS),
     Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log", choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS),
     Option("metadata", "str", None, "commit metadata (default names the run)", commands=WRITE_COMMANDS, metavar="TEXT"),
@@ -146,6 +153,9 @@ class Settings:
     offset_semantics: str = "next"
     execute: bool = False
     resume: str | None = None
+    plan: str | None = None
+    max_plan_age: float = 86400.0
+    run: str | None = None
     on_conflict: str = "skip"
     out_of_range: str = "skip"
     metadata: str | None = None
@@ -332,6 +342,8 @@ def _check(s: Settings) -> None:
             raise ConfigError("--zk-auth must look like SCHEME:CREDENTIAL, e.g. digest:user:password")
     if s.parallelism < 1:
         raise ConfigError(f"--parallelism must be at least 1, got {s.parallelism}")
+    if s.plan and s.resume:
+        raise ConfigError("--plan and --resume go apart: a run of a reviewed plan resumes with --resume RUN_ID alone")
     if s.zk_write_via == "broker":
         raise ConfigError(
             "--zk-write-via broker is not available: it needs OffsetCommit v0, and kafka-python 3 carries "

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from migrate import plan as p
 from migrate.diff import schema as s
 
 ROWS_COLUMNS = ("group", "topic", "partition", "zk_offset", "kafka_offset", "log_start", "log_end", "status",
@@ -79,7 +80,7 @@ def write_rows(plan: Plan, path: Path) -> None:
     with path.open("wb") as out:
         out.write((",".join(ROWS_COLUMNS) + "\n").encode())   # Arrow quotes header names; spreadsheets need not
         with pacsv.CSVWriter(out, _schema(ROWS_COLUMNS), write_options=options) as rows:
-            for batch in s.plan_batches(plan, list(ROWS_COLUMNS)):
+            for batch in p.plan_batches(plan, list(ROWS_COLUMNS)):
                 rows.write_batch(batch)
 
 
@@ -90,8 +91,8 @@ def write_reset_offsets(plan: Plan, path: Path) -> int:
     options = pacsv.WriteOptions(include_header=False, quoting_style="none")
     left_out = 0
     with pacsv.CSVWriter(path, _schema(columns), write_options=options) as out:
-        for batch in s.plan_batches(plan, ["action", *columns]):
-            commits = batch.filter(pc.equal(batch.column("action"), s.COMMIT)).select(columns)
+        for batch in p.plan_batches(plan, ["action", *columns]):
+            commits = batch.filter(pc.equal(batch.column("action"), p.COMMIT)).select(columns)
             parsable = pc.invert(pc.or_(_unparsable(commits.column("group")), _unparsable(commits.column("topic"))))
             kept = commits.filter(parsable)
             out.write_batch(kept)
@@ -100,7 +101,7 @@ def write_reset_offsets(plan: Plan, path: Path) -> int:
 
 
 def _schema(columns) -> pa.Schema:
-    return pa.schema([s.PLAN_SCHEMA.field(name) for name in columns])
+    return pa.schema([p.PLAN_SCHEMA.field(name) for name in columns])
 
 
 def _unparsable(names: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -121,7 +122,7 @@ class ReportView:
     def build(cls, summary: dict[str, Any], plan: Plan) -> ReportView:
         blocker_rows, histogram = [], LagHistogram()
         blocker_statuses = pa.array(sorted(s.BLOCKERS))
-        for batch in s.plan_batches(plan, list(dict.fromkeys([*BLOCKER_COLUMNS, "lag"]))):
+        for batch in p.plan_batches(plan, list(dict.fromkeys([*BLOCKER_COLUMNS, "lag"]))):
             histogram.add(batch)
             if len(blocker_rows) < MAX_BLOCKER_ROWS:   # the first ones in plan order
                 blockers = batch.filter(pc.is_in(batch.column("status"), value_set=blocker_statuses))
@@ -160,7 +161,7 @@ class LagHistogram:
 def lag_histogram(plan: Plan) -> list[tuple[str, int]]:
     """LagHistogram of a whole plan."""
     histogram = LagHistogram()
-    for batch in s.plan_batches(plan, ["status", "lag"]):
+    for batch in p.plan_batches(plan, ["status", "lag"]):
         histogram.add(batch)
     return histogram.buckets()
 
@@ -176,7 +177,7 @@ def _si(n: int) -> str:
 
 def render_markdown(view: ReportView) -> str:
     sm = view.summary
-    lines = [f"# zk2kafka {sm['command']}: run {sm['run']}", "",
+    lines = [f"# zk2kafka {sm['command']}: run {sm['run']}", "", *_plan_line(sm, "`"),
              *(f"- {label}: {value}" for label, value in _facts(sm)), "",
              f"**{sm['offsets']:,} offsets in {sm['groups']:,} groups. Planned: commit "
              f"{sm['planned']['commit_offsets']:,} offsets in {sm['planned']['commit_groups']:,} groups. "
@@ -212,6 +213,14 @@ def render_markdown(view: ReportView) -> str:
               "Kafka already knows; and Kafka's tool leaves ZooKeeper as it is)",
               "- `summary.json`: these figures, for gating", ""]
     return "\n".join(lines)
+
+
+def _plan_line(sm: dict[str, Any], quote: str = "") -> list[str]:
+    """The plan's identity, for the change ticket, and how to execute exactly this plan."""
+    if not sm.get("plan_id"):
+        return []
+    return [f"Plan {quote}{sm['plan_id']}{quote}: quote it in the change ticket; "
+            f"{quote}zk2kafka migrate --execute --plan {sm['plan_id']}{quote} writes exactly this plan.", ""]
 
 
 def _facts(sm: dict[str, Any]) -> list[tuple[str, str]]:
@@ -307,7 +316,7 @@ def render_html(view: ReportView) -> str:
            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>zk2kafka {e(sm['command'])} {e(sm['run'])}</title><style>{CSS}</style></head><body>",
-           f"<h1>zk2kafka {e(sm['command'])}: run {e(sm['run'])}</h1>",
+           f"<h1>zk2kafka {e(sm['command'])}: run {e(sm['run'])}</h1>", *(f"<p>{e(t)}</p>" for t in _plan_line(sm)),
            '<ul class="facts">' + "".join(f"<li>{e(k)}: {e(v)}</li>" for k, v in _facts(sm)) + "</ul>",
            '<div class="tiles">',
            _tile("offsets", sm["offsets"]), _tile("groups", sm["groups"]),

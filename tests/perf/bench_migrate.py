@@ -4,6 +4,7 @@
     python tests/perf/bench_migrate.py --parallelism 1 8 32 --json migrate.json
     python tests/perf/bench_migrate.py --skip-zk2kafka --tool-sample 20 --naive-sample 500
     python tests/perf/bench_migrate.py --zookeeper HOST:2181/kafka --bootstrap-server HOST:9092
+    python tests/perf/bench_migrate.py --skip-baselines --parallelism 32   # re-planning vs the reviewed plan
 
 Starts its own sandbox (ZooKeeper + a ZooKeeper-mode Kafka 3.9 broker) unless --bootstrap-server
 (and, for zk2kafka, --zookeeper with the chroot where /consumers lives) is given. Every group has
@@ -23,6 +24,9 @@ read back with KafkaAdminClient.list_group_offsets and must hold exactly the off
   row gives its write phase alone (from the journal: plan journaled -> run done), the part that does
   what the baselines do, and more. Its groups are seeded into ZooKeeper first (not timed). A failing
   command is reported in its row.
+- zk2kafka with a reviewed plan (unless --skip-reviewed-plan): fresh groups, `zk2kafka diff` (the
+  plan a change ticket would carry), then `zk2kafka migrate --execute --plan RUN` (no scan, no Spark),
+  each timed, and their sum: against `migrate --execute`, which scans and diffs again.
 
 Prints a Markdown table; exits 1 when a method failed or its offsets did not land. Groups, topics
 and znodes are left behind on a cluster given with --bootstrap-server / --zookeeper.
@@ -233,6 +237,36 @@ def bench_zk2kafka(zookeeper: str, bootstrap: str, prefix: str, groups: int, par
     return out
 
 
+def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, parallelism: int,
+                   state: Path) -> dict:
+    """`zk2kafka diff`, then `zk2kafka migrate --execute --plan RUN` over the groups named `prefix*`, each timed."""
+    base = ["--zookeeper", zookeeper, "--bootstrap-server", bootstrap, "--state-dir", str(state),
+            "--group", f"{prefix}.*", "--json", "-q"]
+    start = time.perf_counter()
+    diffed = subprocess.run([sys.executable, "-m", "migrate", "diff", *base], capture_output=True, text=True, cwd=ROOT)
+    diff_s = time.perf_counter() - start
+    out = {"diff_s": diff_s, "timed_groups": groups, "error": None}
+    if diffed.returncode != 0:
+        return {**out, "seconds": diff_s, "error": f"diff exit {diffed.returncode}: {_tail(diffed.stderr or diffed.stdout)}"}
+    plan = json.loads(diffed.stdout)["plan_id"]
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "migrate", "migrate", "--execute", "--plan", plan,
+                           "--parallelism", str(parallelism), *base], capture_output=True, text=True, cwd=ROOT)
+    out.update(execute_s=time.perf_counter() - start, plan=plan)
+    out["seconds"] = out["diff_s"] + out["execute_s"]
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        result = None
+    if done.returncode != 0:
+        out["error"] = f"exit {done.returncode}: {_tail(done.stderr or done.stdout)}"
+    elif not isinstance(result, dict) or result.get("state") != "done":
+        out["error"] = f"unexpected output: {_tail(done.stdout)}"
+    else:
+        out["written"] = result.get("written")
+    return out
+
+
 def _tail(text: str, lines: int = 5) -> str:
     return " / ".join(line.strip() for line in text.strip().splitlines()[-lines:]) or "(no output)"
 
@@ -249,6 +283,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--naive-sample", type=int, default=500, help="groups timed with the kafka-python loop")
     ap.add_argument("--parallelism", type=int, nargs="+", default=[8], help="zk2kafka --parallelism values")
     ap.add_argument("--skip-zk2kafka", action="store_true", help="time the two baselines only")
+    ap.add_argument("--skip-baselines", action="store_true", help="time zk2kafka only (no tool, no naive loop)")
+    ap.add_argument("--skip-reviewed-plan", action="store_true", help="no diff + migrate --execute --plan rows")
     ap.add_argument("--verify-sample", type=int, default=200, help="groups read back per method")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
@@ -284,20 +320,21 @@ def main(argv: list[str] | None = None) -> dict:
         _say(f"run {run}: {args.topics} topics x {args.partitions} partitions x {args.messages} messages "
              f"in {setup['topics_s']}s; Kafka {bootstrap}, ZooKeeper {zookeeper}")
 
-        prefix = f"{run}-tool-"
-        _say(f"Kafka's tool: {tool_sample} groups, one JVM each")
-        rows.append({"method": "Kafka tool (ConsumerGroupCommand --reset-offsets, one JVM per group)",
-                     "key": "tool", "extrapolated": tool_sample < args.groups,
-                     **bench_tool(bootstrap, layout, prefix, tool_sample, jars, work)})
-        rows[-1].update(verify(bootstrap, layout, prefix, list(range(rows[-1]["timed_groups"])),
-                               args.verify_sample))
+        if not args.skip_baselines:
+            prefix = f"{run}-tool-"
+            _say(f"Kafka's tool: {tool_sample} groups, one JVM each")
+            rows.append({"method": "Kafka tool (ConsumerGroupCommand --reset-offsets, one JVM per group)",
+                         "key": "tool", "extrapolated": tool_sample < args.groups,
+                         **bench_tool(bootstrap, layout, prefix, tool_sample, jars, work)})
+            rows[-1].update(verify(bootstrap, layout, prefix, list(range(rows[-1]["timed_groups"])),
+                                   args.verify_sample))
 
-        prefix = f"{run}-naive-"
-        _say(f"naive kafka-python: {naive_sample} groups")
-        rows.append({"method": "naive kafka-python (consumer + commit + close per group)", "key": "naive",
-                     "extrapolated": naive_sample < args.groups,
-                     **bench_naive(bootstrap, layout, prefix, naive_sample)})
-        rows[-1].update(verify(bootstrap, layout, prefix, list(range(naive_sample)), args.verify_sample))
+            prefix = f"{run}-naive-"
+            _say(f"naive kafka-python: {naive_sample} groups")
+            rows.append({"method": "naive kafka-python (consumer + commit + close per group)", "key": "naive",
+                         "extrapolated": naive_sample < args.groups,
+                         **bench_naive(bootstrap, layout, prefix, naive_sample)})
+            rows[-1].update(verify(bootstrap, layout, prefix, list(range(naive_sample)), args.verify_sample))
 
         if not args.skip_zk2kafka:
             for n in args.parallelism:
@@ -319,6 +356,24 @@ def main(argv: list[str] | None = None) -> dict:
                     rows.append({**row, "method": f"zk2kafka --parallelism {n}, write phase only (dual commit, "
                                                   "read-backs, journal; no scan, snapshot or Spark)",
                                  "key": f"zk2kafka-p{n}-write", "seconds": row["write_phase_s"]})
+                if args.skip_reviewed_plan:
+                    continue
+                prefix = f"{run}-plan-p{n}-"
+                seed_zookeeper(zookeeper, layout, prefix, args.groups)
+                _say(f"zk2kafka --parallelism {n}: diff, then migrate --execute --plan")
+                row = {"method": f"zk2kafka diff + migrate --execute --plan --parallelism {n}",
+                       "key": f"zk2kafka-plan-p{n}", "extrapolated": False,
+                       **bench_reviewed(zookeeper, bootstrap, prefix, args.groups, n, work / f"state-plan-p{n}")}
+                if row["error"] is None and row.get("written") != total:
+                    row["error"] = f"wrote {row.get('written')} of {total:,} offsets"
+                if row["error"] is None:
+                    row.update(verify(bootstrap, layout, prefix, list(range(args.groups)), args.verify_sample))
+                rows.append(row)
+                if row["error"] is None:
+                    rows.append({**row, "method": "the same: `zk2kafka diff` alone (scan, snapshot, Spark, report)",
+                                 "key": f"zk2kafka-plan-p{n}-diff", "seconds": row["diff_s"]})
+                    rows.append({**row, "method": "the same: `migrate --execute --plan` alone (no scan, no Spark)",
+                                 "key": f"zk2kafka-plan-p{n}-exec", "seconds": row["execute_s"]})
     finally:
         if cluster is not None:
             cluster.stop()

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from migrate import commands
+from migrate import plan as planmod
 from migrate.checkpoint import Planned, digest
 from migrate.diff import schema as s
 
@@ -50,20 +50,20 @@ def all_at_once(table: pa.Table) -> dict[str, list[Planned]]:
 
 @pytest.mark.parametrize("batch", [1, 3, 65_536])
 def test_the_plan_hash_is_the_digest_of_the_sorted_commit_rows(monkeypatch, tmp_path, batch):
-    monkeypatch.setattr(commands, "_BATCH_ROWS", batch)
+    monkeypatch.setattr(planmod, "BATCH_ROWS", batch)
     table = plan_table()
     rows = [(r["group"], r["topic"], r["partition"], r["planned_offset"], r["zk_version"])
             for r in table.to_pylist() if r["action"] == s.COMMIT]
-    assert commands._plan_hash(plan_file(tmp_path, table)) == commands._plan_hash(table) == digest(sorted(rows))
-    assert commands._plan_hash(table.slice(0, 0)) == digest([])
+    assert planmod.writer_digest(plan_file(tmp_path, table)) == planmod.writer_digest(table) == digest(sorted(rows))
+    assert planmod.writer_digest(table.slice(0, 0)) == digest([])
 
 
 @pytest.mark.parametrize("batch", [1, 4, 65_536])
 def test_planned_rows_stream_per_group_in_order(monkeypatch, tmp_path, batch):
-    monkeypatch.setattr(commands, "_BATCH_ROWS", batch)
+    monkeypatch.setattr(planmod, "BATCH_ROWS", batch)
     table = plan_table()
     expected = all_at_once(table)
-    streamed = commands._PlannedByGroup(plan_file(tmp_path, table))
+    streamed = planmod.PlannedByGroup(plan_file(tmp_path, table))
     assert list(streamed) == sorted(expected) and len(streamed) == len(expected)
     assert list(streamed.items()) == list(expected.items())
     first = sorted(expected)[0]
@@ -76,10 +76,10 @@ def test_planned_rows_stream_per_group_in_order(monkeypatch, tmp_path, batch):
 
 def test_a_plan_file_gone_truncated_or_not_a_plan_has_no_hash(tmp_path):
     path = plan_file(tmp_path, plan_table())
-    assert commands._readable_plan_hash(path) == commands._plan_hash(plan_table())
+    assert planmod.readable_writer_digest(path) == planmod.writer_digest(plan_table())
     path.write_bytes(path.read_bytes()[:200])
-    assert commands._readable_plan_hash(path) is None
+    assert planmod.readable_writer_digest(path) is None
     pq.write_table(pa.table({"group": ["g"]}), path)   # a Parquet file, but not a plan
-    assert commands._readable_plan_hash(path) is None
+    assert planmod.readable_writer_digest(path) is None
     path.unlink()
-    assert commands._readable_plan_hash(path) is None
+    assert planmod.readable_writer_digest(path) is None

@@ -1,0 +1,272 @@
+"""The plan: its row schema and order, its identity, its hashes, and reading it back a batch or a group at a time.
+
+`diff` writes reports/<run>/plan.parquet (PLAN_SCHEMA rows in PLAN_ORDER). Everything after
+the diff reads it through this module: the report, the journal (the commit rows per group and
+the writer's digest), the writer's precheck (what each group looked like when planned) and
+`migrate --plan` (a reviewed plan, found, checked and executed as it was reviewed).
+No reader holds a whole plan: a million rows are a few hundred MiB in Arrow.
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import json
+import math
+import re
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+# What the writer does with a row: commit `planned_offset`, nothing to do, or leave it alone.
+COMMIT, NOTHING, SKIP = "commit", "none", "skip"
+
+PLAN_SCHEMA = pa.schema([
+    ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("status", pa.string()),            # one of diff.schema.STATUSES
+    ("reason", pa.string()),            # why, in words, for the report
+    ("action", pa.string()),            # COMMIT, NOTHING or SKIP
+    ("planned_offset", pa.int64()),     # what both stores hold after the run; null unless action is COMMIT
+    ("zk_offset", pa.int64()), ("zk_raw", pa.string()), ("zk_status", pa.string()),
+    ("zk_version", pa.int32()), ("zk_mzxid", pa.int64()), ("zk_mtime", pa.timestamp("ms", tz="UTC")),
+    ("zk_path", pa.string()),
+    ("layout", pa.string()), ("zk_consumers", pa.int32()),
+    ("kafka_offset", pa.int64()), ("kafka_metadata", pa.string()),
+    ("group_state", pa.string()), ("kafka_members", pa.int32()), ("protocol_type", pa.string()),
+    ("log_start", pa.int64()), ("log_end", pa.int64()),
+    ("lag", pa.int64()),                # log_end - zk_offset: messages the group has still to read
+    ("zk_minus_kafka", pa.int64()),     # zk_offset - kafka_offset: >0 Kafka is behind ZooKeeper
+])
+
+# The plan's order, which the diff writes it in and every reader relies on (a group's rows are together).
+# Spark's string order (UTF-8 bytes) is Arrow's and Python's (code points); nulls (an unlistable
+# directory has no topic or partition) come first.
+PLAN_ORDER = [("group", "ascending"), ("topic", "ascending"), ("partition", "ascending")]
+BATCH_ROWS = 65_536   # plan rows read (and turned into Python objects) at a time
+
+PLAN_FILE = "plan.parquet"
+SHORT_HASH = 12        # hex digits of the file's sha256 in a plan id: what a ticket quotes
+
+
+def plan_batches(plan: pa.Table | Path, columns: list[str] | None = None,
+                 batch_rows: int | None = None) -> Iterator[pa.RecordBatch]:
+    """The plan a batch at a time, in PLAN_ORDER: a table's rows, or plan.parquet's read as they are used."""
+    batch_rows = batch_rows or BATCH_ROWS
+    if isinstance(plan, pa.Table):
+        yield from (plan.select(columns) if columns else plan).to_batches(max_chunksize=batch_rows)
+    else:
+        with pq.ParquetFile(plan) as parquet:
+            yield from parquet.iter_batches(batch_size=batch_rows, columns=columns)
+
+
+COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout", "kafka_offset",
+                  "zk_mzxid"]
+
+
+def commits(plan: pa.Table | Path, columns: list[str] = COMMIT_COLUMNS) -> Iterator[pa.RecordBatch]:
+    """The plan's commit rows (these columns), a batch at a time, in PLAN_ORDER."""
+    for batch in plan_batches(plan, list(dict.fromkeys(["action", *columns]))):
+        yield batch.filter(pc.equal(batch.column("action"), COMMIT)).select(columns)
+
+
+class PlannedByGroup(Mapping):
+    """The plan's commit rows as checkpoint.Planned offsets per group, made a batch of rows at a time."""
+
+    def __init__(self, plan: pa.Table | Path):
+        self._plan = plan
+        groups: dict[str, None] = {}   # in plan order: sorted
+        for batch in commits(plan, ["group"]):
+            groups.update(dict.fromkeys(pc.unique(batch.column("group")).to_pylist()))
+        self._groups = list(groups)
+
+    def __iter__(self):
+        return iter(self._groups)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def __getitem__(self, group: str):
+        rows = [planned for name, planned in self._planned() if name == group]
+        if not rows:
+            raise KeyError(group)
+        return rows
+
+    def items(self):
+        """(group, its Planned offsets) in order, streamed."""
+        group, rows = None, []
+        for name, planned in self._planned():
+            if name != group and rows:
+                yield group, rows
+                rows = []
+            group = name
+            rows.append(planned)
+        if rows:
+            yield group, rows
+
+    def _planned(self):
+        from migrate.checkpoint import Planned
+
+        for batch in commits(self._plan):
+            for r in batch.to_pylist():
+                yield r["group"], Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"],
+                                          r["zk_version"], r["layout"], r["kafka_offset"], r["zk_mzxid"])
+
+
+@dataclass(frozen=True)
+class GroupSeen:
+    """A group's Kafka state when the plan was made (null state: Kafka did not know the group)."""
+
+    state: str | None
+    members: int
+
+    def matches(self, state: str | None, members: int) -> bool:
+        # Kafka answers a group it does not know with the state Dead.
+        return (self.state or "Dead") == (state or "Dead") and self.members == members
+
+    def __str__(self) -> str:
+        return f"{self.state or 'unknown to Kafka'}, {self.members} member(s)"
+
+
+def groups_seen(plan: pa.Table | Path, groups: set[str] | None = None) -> dict[str, GroupSeen]:
+    """Each group's Kafka state and member count as the diff saw them (the same on all of a group's rows)."""
+    seen: dict[str, GroupSeen] = {}
+    for batch in plan_batches(plan, ["group", "group_state", "kafka_members"]):
+        for group, state, members in zip(*(c.to_pylist() for c in batch.columns)):
+            if group not in seen and (groups is None or group in groups):
+                seen[group] = GroupSeen(state, members or 0)
+    return seen
+
+
+def writer_digest(plan: pa.Table | Path) -> str:
+    """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on.
+
+    checkpoint.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
+    fed a batch at a time. The journal keeps it; resume refuses a plan file whose digest changed.
+    """
+    hashed = hashlib.sha256(b"[")
+    separator = b""
+    for batch in commits(plan, ["group", "topic", "partition", "planned_offset", "zk_version"]):
+        rows = list(zip(*(column.to_pylist() for column in batch.columns)))
+        if rows:
+            hashed.update(separator + json.dumps(rows, separators=(",", ":"))[1:-1].encode())   # no [ ]
+            separator = b","
+    hashed.update(b"]")
+    return hashed.hexdigest()
+
+
+def readable_writer_digest(plan_file: Path) -> str | None:
+    """writer_digest of a plan file, or None when it is gone or no longer a plan (truncated, overwritten)."""
+    try:
+        return writer_digest(plan_file)
+    except (OSError, pa.ArrowException, KeyError):
+        return None
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of the plan file's bytes, read a MiB at a time: any change to the file changes it."""
+    hashed = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            hashed.update(chunk)
+    return hashed.hexdigest()
+
+
+def plan_id(run: str, plan_file: Path) -> str:
+    """The plan's identity, as the change ticket quotes it: `<run>@<short sha256 of plan.parquet>`."""
+    return f"{run}@{file_sha256(plan_file)[:SHORT_HASH]}"
+
+
+# -- a reviewed plan -------------------------------------------------------------------------------------------
+
+_ID = re.compile(r"^(?P<run>[^@/\s]+)(?:@(?P<sha>[0-9a-f]{4,64}))?$")
+
+
+@dataclass(frozen=True)
+class ReviewedPlan:
+    """A plan a `diff` wrote, found by run id, plan id (`RUN@sha`) or report dir, and checked against its summary."""
+
+    run: str
+    report: Path
+    summary: dict[str, Any]
+    id: str          # as recorded in summary.json, and equal to the file's now (else load() refused it)
+
+    @property
+    def file(self) -> Path:
+        return self.report / PLAN_FILE
+
+    @property
+    def created(self) -> float:
+        return calendar.timegm(time.strptime(self.summary["created"], "%Y-%m-%dT%H:%M:%SZ"))
+
+    @classmethod
+    def load(cls, ref: str, reports: Path) -> ReviewedPlan:
+        """The plan `ref` names; raises PlanRefused when it is missing, not a diff's plan, or altered since."""
+        from migrate.errors import PlanRefused
+
+        path, match = Path(ref), _ID.match(ref)
+        if path.is_dir():
+            report, pinned = path, None
+        elif match:
+            report, pinned = reports / match["run"], match["sha"]
+        else:
+            raise PlanRefused(ref, "not a run id, a plan id (RUN@sha) or a report directory")
+        try:
+            summary = json.loads((report / "summary.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise PlanRefused(ref, f"no readable summary.json in {report} ({exc.__class__.__name__}); "
+                                   "`zk2kafka diff` writes one per run") from exc
+        recorded = summary.get("plan_id")
+        if summary.get("command") not in ("diff", "migrate") or not recorded:
+            raise PlanRefused(ref, f"{report} holds no reviewable plan (a {summary.get('command')} run "
+                                   "without a plan id); make one with `zk2kafka diff`")
+        try:
+            now = plan_id(summary["run"], report / PLAN_FILE)
+        except OSError as exc:
+            raise PlanRefused(recorded, f"{report / PLAN_FILE} is missing ({exc.strerror})") from exc
+        if now != recorded:
+            raise PlanRefused(recorded, f"{report / PLAN_FILE} was altered since the diff wrote it "
+                                        f"(its id is now {now}); nothing was written")
+        if pinned and not recorded.split("@")[1].startswith(pinned):
+            raise PlanRefused(ref, f"the plan in {report} is {recorded}, not the one named; nothing was written")
+        return cls(summary["run"], report, summary, recorded)
+
+    def refusals(self, current: Mapping[str, Any], max_age: float, now: float | None = None) -> list[str]:
+        """Why this plan cannot be executed with these options (the stores, policies and selection of `current`)."""
+        inputs, policies = self.summary.get("inputs", {}), self.summary.get("policies", {})
+        reasons = []
+        stores = [f"--{k.replace('_', '-')} {inputs.get(k)!r} in the plan, {current[k]!r} now"
+                  for k in ("zookeeper", "zk_root", "bootstrap_server") if inputs.get(k) != current[k]]
+        if stores:
+            reasons.append("made against other stores (" + "; ".join(stores) + ")")
+        made_with = {**policies, "no_zk_write": inputs.get("no_zk_write", False)}
+        changed = [f"--{k.replace('_', '-')} {v!r} in the plan, {current[k]!r} now" for k, v in made_with.items()
+                   if k in current and v != current[k]]
+        if changed:
+            reasons.append("made with other policies (" + "; ".join(changed) + ")")
+        selection = [f"--{k.replace('_', '-')} {inputs.get(k)} in the plan, {list(current[k])} now"
+                     for k in ("groups", "exclude_groups", "topics") if current[k] and list(current[k]) != inputs.get(k)]
+        if selection:
+            reasons.append("another selection (" + "; ".join(selection) + "); leave the selection out to take the plan's")
+        age = (now or time.time()) - self.created
+        if age > max_age:
+            reasons.append(f"made {_duration(age)} ago, older than --max-plan-age {_duration(max_age)}; run a fresh "
+                           f"`zk2kafka diff` and review it, or pass --max-plan-age {_duration(max(age * 1.25, age + 60))} "
+                           "to execute this one anyway")
+        return reasons
+
+
+def _duration(seconds: float) -> str:
+    """A duration as --max-plan-age takes it, rounded up: 90m, 30h, 3d."""
+    if seconds >= 2 * 86400:
+        return f"{math.ceil(seconds / 86400)}d"
+    if seconds >= 3600:
+        return f"{math.ceil(seconds / 3600)}h"
+    if seconds >= 60:
+        return f"{math.ceil(seconds / 60)}m"
+    return f"{math.ceil(seconds)}s"

@@ -1,0 +1,72 @@
+"""migrate/plan.py's pure parts: a reviewed plan's identity, and why one is refused."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from migrate import plan as p
+from migrate.errors import PlanRefused
+
+CURRENT = {"zookeeper": "zk:2181/kafka", "zk_root": "/consumers", "bootstrap_server": "k:9092",
+           "groups": [], "exclude_groups": [], "topics": [], "on_conflict": "skip", "out_of_range": "skip",
+           "offset_semantics": "next", "allow_live_zk_consumers": False, "no_zk_write": False}
+
+
+def write_plan(reports: Path, run: str = "20261123T010203Z-3f2a", created: float | None = None) -> Path:
+    report = reports / run
+    report.mkdir(parents=True)
+    rows = [{"group": "g", "topic": "t", "partition": 0, "status": "MIGRATE", "action": p.COMMIT,
+             "planned_offset": 5, "zk_path": "/consumers/g/offsets/t/0", "zk_version": 0, "layout": "standard",
+             "group_state": None, "kafka_members": 0}]
+    pq.write_table(pa.Table.from_pylist(rows, schema=p.PLAN_SCHEMA), report / p.PLAN_FILE)
+    summary = {"run": run, "command": "diff", "plan_id": p.plan_id(run, report / p.PLAN_FILE),
+               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created or time.time())),
+               "inputs": {k: CURRENT[k] for k in ("zookeeper", "zk_root", "bootstrap_server", "groups",
+                                                  "exclude_groups", "topics", "no_zk_write")},
+               "policies": {k: CURRENT[k] for k in ("on_conflict", "out_of_range", "offset_semantics",
+                                                    "allow_live_zk_consumers")}}
+    (report / "summary.json").write_text(json.dumps(summary))
+    return report
+
+
+def test_a_plan_is_found_by_run_id_plan_id_or_report_dir(tmp_path):
+    report = write_plan(tmp_path)
+    by_run = p.ReviewedPlan.load("20261123T010203Z-3f2a", tmp_path)
+    assert by_run.id.startswith("20261123T010203Z-3f2a@") and len(by_run.id.split("@")[1]) == p.SHORT_HASH
+    assert p.ReviewedPlan.load(by_run.id, tmp_path).id == by_run.id == p.ReviewedPlan.load(str(report), tmp_path).id
+    assert not by_run.refusals(CURRENT, 86400)
+
+
+def test_a_changed_byte_or_another_id_is_refused(tmp_path):
+    report = write_plan(tmp_path)
+    good = p.ReviewedPlan.load("20261123T010203Z-3f2a", tmp_path).id
+    with pytest.raises(PlanRefused, match="not the one named"):
+        p.ReviewedPlan.load(good[:-4] + ("0000" if not good.endswith("0000") else "1111"), tmp_path)
+    with open(report / p.PLAN_FILE, "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(PlanRefused, match="was altered since the diff wrote it"):
+        p.ReviewedPlan.load("20261123T010203Z-3f2a", tmp_path)
+
+
+def test_other_stores_policies_selection_or_age_are_refused(tmp_path):
+    write_plan(tmp_path, created=time.time() - 30 * 3600)
+    plan = p.ReviewedPlan.load("20261123T010203Z-3f2a", tmp_path)
+    assert plan.refusals(CURRENT, 2 * 86400) == []
+    (old,) = plan.refusals(CURRENT, 86400)
+    assert "older than --max-plan-age 24h" in old and "--max-plan-age 38h" in old
+    elsewhere = plan.refusals({**CURRENT, "zk_root": "/other", "on_conflict": "kafka", "groups": ["x"]}, 3 * 86400)
+    assert [r.split(" (")[0] for r in elsewhere] == ["made against other stores", "made with other policies",
+                                                     "another selection"]
+
+
+def test_groups_seen_reads_each_groups_state_once(tmp_path):
+    write_plan(tmp_path)
+    seen = p.groups_seen(tmp_path / "20261123T010203Z-3f2a" / p.PLAN_FILE)
+    assert seen == {"g": p.GroupSeen(None, 0)}
+    assert seen["g"].matches("Dead", 0) and not seen["g"].matches("Empty", 0) and not seen["g"].matches(None, 1)
