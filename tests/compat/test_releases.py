@@ -33,8 +33,8 @@ from release_tools import ReleaseTools
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 TOPIC, PARTITIONS, MESSAGES, OLD_READS = "orders", 3, 600, 250
-# No name inside another: migrate/zk/reader.py's Selection matches --group with re.search, not the full
-# match DESIGN.md promises, so `--group legacy-app` would also take `legacy-app-copy` (reported, not ours).
+# No name inside another, so a selection that matched by substring (as --group did before it became a
+# full match) would show here as a group migrated that nobody selected.
 GROUP, COPY, KRAFT_GROUP = "legacy-app", "rollback-copy", "kraft-move"
 # The releases in `make test`; the rest are `slow` (make test-long).
 FAST = {"1.1.1", "2.8.2"}
