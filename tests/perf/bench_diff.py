@@ -101,7 +101,9 @@ def synthesize(groups: int, partitions: int, topics: int, topic_partitions: int)
         "group": group, "topic": topic, "partition": partition, "raw": raw, "offset": offset, "status": status,
         "reason": reason, "mtime": pa.repeat(pa.scalar(T0, ZK_SCHEMA.field("mtime").type), n),
         "ctime": pa.repeat(pa.scalar(T0, ZK_SCHEMA.field("ctime").type), n),
-        "version": pa.repeat(pa.scalar(1, pa.int32()), n), "layout": pa.repeat(pa.scalar("standard"), n),
+        "version": pa.repeat(pa.scalar(1, pa.int32()), n),
+        "mzxid": pa.array(range(1, n + 1), ZK_SCHEMA.field("mzxid").type),   # each znode's own last change
+        "layout": pa.repeat(pa.scalar("standard"), n),
         "path": path, "zk_consumers": consumers, "zk_owned_partitions": owned,
     }, schema=ZK_SCHEMA)
     return zk, _kafka(zk, g, i, groups, partitions, topics, topic_partitions, slots)
