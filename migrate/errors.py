@@ -1,6 +1,6 @@
 """One exception root for zk2kafka; subclasses carry fields, the CLI maps them to exit codes.
 
-Exit codes (DESIGN.md): 0 success, 1 error, 2 usage or configuration error,
+Exit codes (docs/design.md): 0 success, 1 error, 2 usage or configuration error,
 3 the diff has blockers, or verify found a mismatch or no offsets at all.
 """
 

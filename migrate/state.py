@@ -1,4 +1,4 @@
-"""Where a run's files live in the state dir, as DESIGN.md lists them, and how runs are named."""
+"""Where a run's files live in the state dir, as docs/design.md lists them, and how runs are named."""
 
 from __future__ import annotations
 

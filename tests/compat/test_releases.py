@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 TOPIC, PARTITIONS, MESSAGES, OLD_READS = "orders", 3, 600, 250
 # No name inside another: migrate/zk/reader.py's Selection matches --group with re.search, not the full
-# match DESIGN.md promises, so `--group legacy-app` would also take `legacy-app-copy` (reported, not ours).
+# match docs/design.md promises, so `--group legacy-app` would also take `legacy-app-copy` (reported, not ours).
 GROUP, COPY, KRAFT_GROUP = "legacy-app", "rollback-copy", "kraft-move"
 # The releases in `make test`; the rest are `slow` (make test-long).
 FAST = {"1.1.1", "2.8.2"}
