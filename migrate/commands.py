@@ -12,11 +12,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.checkpoint import iso
 from migrate.errors import (EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, NothingFound, SandboxError,
                             StateDirError)
 from migrate.settings import Settings
-from migrate.state import StateDir, new_run_id
+from migrate.state import StateDir, iso, new_run_id
 
 log = logging.getLogger(__name__)
 

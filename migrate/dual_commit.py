@@ -22,7 +22,7 @@ from kazoo.exceptions import KazooException, ZookeeperError
 
 from migrate import checkpoint as j
 from migrate.errors import MigrateError, ZkUnavailable
-from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
 from migrate.plan import GroupSeen
 from migrate.progress import Progress
 from migrate.zk.walk import RETRIABLE
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 CRASH_ENV = "ZK2KAFKA_CRASH_AT"
 WOULD_WRITE = "would write"   # a dry run's outcome for a group that passed every check
-Key = tuple[str, int]
 
 
 def crash_point(name: str) -> None:

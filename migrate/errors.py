@@ -59,17 +59,6 @@ class ZkUnavailable(MigrateError):
     """ZooKeeper could not be reached, or stayed unreachable past the retry deadline."""
 
 
-class BlockersFound(MigrateError):
-    """A dry-run or diff found rows that block the migration (exit 3)."""
-
-    exit_code = EXIT_BLOCKERS
-
-    def __init__(self, blockers: int, report: str | None = None):
-        super().__init__(f"{blockers} blocker(s) found" + (f"; see {report}" if report else ""))
-        self.blockers = blockers
-        self.report = report
-
-
 class KafkaUnavailable(MigrateError):
     """Kafka could not be reached, refused us, or stayed failing past the retry deadline."""
 

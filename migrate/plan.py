@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from migrate.state import ISO_FORMAT
+
 # What the writer does with a row: commit `planned_offset`, nothing to do, or leave it alone.
 COMMIT, NOTHING, SKIP = "commit", "none", "skip"
 
@@ -202,7 +204,7 @@ class ReviewedPlan:
 
     @property
     def created(self) -> float:
-        return calendar.timegm(time.strptime(self.summary["created"], "%Y-%m-%dT%H:%M:%SZ"))
+        return calendar.timegm(time.strptime(self.summary["created"], ISO_FORMAT))
 
     @classmethod
     def load(cls, ref: str, reports: Path) -> ReviewedPlan:

@@ -199,8 +199,7 @@ class Settings:
         found = list(self.kafka_client.secrets()) if self.kafka_client else []
         if self.zk_sasl_password is not None:
             found.append(self.zk_sasl_password.reveal())
-        if self.zk_auth is not None:
-            scheme, _, credential = self.zk_auth.reveal().partition(":")
+        for scheme, credential in self.zk_auth_data():
             # digest:user:password: the password, and the credential kazoo logs as one string.
             found += [credential, credential.partition(":")[2]] if scheme == "digest" else [credential]
         return [s for s in found if s]
@@ -210,7 +209,7 @@ class Settings:
         if self.zk_auth is None:
             return []
         scheme, _, credential = self.zk_auth.reveal().partition(":")
-        return [(scheme, credential)]
+        return [(scheme, credential)] if scheme and credential else []
 
 
 def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
@@ -336,10 +335,8 @@ def _check(s: Settings) -> None:
     """Cross-field and format checks that types alone cannot express."""
     if not s.zk_root.startswith("/") or (len(s.zk_root) > 1 and s.zk_root.endswith("/")):
         raise ConfigError(f"--zk-root must be an absolute ZooKeeper path like /consumers, got {s.zk_root!r}")
-    if s.zk_auth is not None:
-        scheme, sep, cred = s.zk_auth.reveal().partition(":")
-        if not sep or not scheme or not cred:
-            raise ConfigError("--zk-auth must look like SCHEME:CREDENTIAL, e.g. digest:user:password")
+    if s.zk_auth is not None and not s.zk_auth_data():
+        raise ConfigError("--zk-auth must look like SCHEME:CREDENTIAL, e.g. digest:user:password")
     if s.parallelism < 1:
         raise ConfigError(f"--parallelism must be at least 1, got {s.parallelism}")
     if s.plan and s.resume:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from migrate import cli, commands
-from migrate.errors import BlockersFound, ConfigError
+from migrate.errors import ConfigError, NothingFound
 
 DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "rollback", "status", "sandbox"}
 
@@ -64,7 +64,7 @@ def test_environment_feeds_options(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("error, code", [
-    (BlockersFound(4, "reports/r1"), 3), (ConfigError("bad"), 2), (KeyboardInterrupt(), 1), (RuntimeError("boom"), 1),
+    (NothingFound("verify", "zk:2181/consumers", "every group", exit_code=3), 3), (ConfigError("bad"), 2), (KeyboardInterrupt(), 1), (RuntimeError("boom"), 1),
 ])
 def test_one_place_maps_errors_to_exit_codes(monkeypatch, error, code, capsys):
     def fail(*_args):
