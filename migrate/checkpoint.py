@@ -210,8 +210,8 @@ class Journal:
                 " before_zk_version=? WHERE run_id=? AND grp=? AND topic=? AND part=?",
                 ((*(kafka.get(p.key) or (None, None)), *zk[p.zk_path], run_id, group, p.topic, p.partition)
                  for group, (kafka, zk) in before.items() for p in parts[group]))
-            db.executemany("UPDATE groups SET before_recorded=1, attempts=attempts+1, updated=? WHERE run_id=? AND grp=?",
-                           ((now, run_id, group) for group in before))
+            db.executemany("UPDATE groups SET before_recorded=1, attempts=attempts+1, updated=?"
+                           " WHERE run_id=? AND grp=?", ((now, run_id, group) for group in before))
 
     def set_group(self, run_id: str, group: str, state: str, reason: str | None = None,
                   zk_after: Mapping[str, int] | None = None) -> None:
@@ -233,7 +233,8 @@ class Journal:
                            ((v, run_id, group, path) for group, (_, _, after) in changes.items()
                             for path, v in (after or {}).items()))
 
-    def record_mirrored(self, run_id: str, group: str, mirrored: Iterable[tuple[Planned, tuple[int, str] | None]]) -> None:
+    def record_mirrored(self, run_id: str, group: str,
+                        mirrored: Iterable[tuple[Planned, tuple[int, str] | None]]) -> None:
         """A sync run committed `mirrored` to Kafka for `group`: each offset with what Kafka held before.
 
         The group's row appears at its first commit; a partition's before-value is the one from

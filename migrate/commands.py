@@ -315,7 +315,8 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     run = journal.run(run_id)
     if writer.moved and not interrupted and run.groups["failed"] == len(writer.moved) and not any(
             run.groups[state] for state in ("pending", "committed", "partial")):
-        # Only groups that moved since the review are left: a resume would refuse them again; a fresh diff is what helps.
+        # Only groups that moved since the review are left: a resume would refuse them again;
+        # a fresh diff is what helps.
         lines = [line for line in lines if not line.startswith("incomplete:")]
     lines += _moved_lines(sorted(writer.moved), reviewed)
     return Result("\n".join([*lines, run_line.replace(" report=", f" plan={reviewed.id} report=", 1)]),
@@ -352,7 +353,8 @@ def _dry_run_result(reviewed, outcomes: list, interrupted: bool, moved: set[str]
     lines += [f"  not checked: {g}: {why}" for g, why in failed.items() if g not in moved][:20]
     lines += _moved_lines(sorted(moved), reviewed)
     if blockers:
-        lines.append(f"the plan has {blockers:,} blocker row(s), left alone as reviewed (see {reviewed.report / 'report.md'})")
+        lines.append(f"the plan has {blockers:,} blocker row(s), left alone as reviewed "
+                     f"(see {reviewed.report / 'report.md'})")
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={reviewed.run} plan={reviewed.id} report={reviewed.report}")
     code = EXIT_ERROR if interrupted or len(failed) > len(moved) else (EXIT_BLOCKERS if moved or blockers else EXIT_OK)
@@ -563,7 +565,8 @@ def sync(settings: Settings) -> Result:
 
         # As migrate: an explicit --metadata, even "", is what is written; the journal records it for later runs.
         metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
-        follower = Follower(client, make_reader(client, settings), KafkaOffsetWriter(admin, policy, settings.parallelism),
+        follower = Follower(client, make_reader(client, settings),
+                            KafkaOffsetWriter(admin, policy, settings.parallelism),
                             kafka_groups, kafka_partitions, journal, run_id, metadata,
                             settings.rescan_every, settings.renew_every, report / "sync-status.json")
         if settings.stop_after:
@@ -571,7 +574,8 @@ def sync(settings: Settings) -> Result:
             timer.daemon = True   # never what keeps the process alive
             timer.start()
         log.info("sync %s: following %s%s into %s%s; stop with Ctrl-C or SIGTERM", run_id, settings.zookeeper,
-                 settings.zk_root, settings.bootstrap_server, "" if settings.execute else " (dry run: nothing is written)")
+                 settings.zk_root, settings.bootstrap_server,
+                 "" if settings.execute else " (dry run: nothing is written)")
         try:
             status = follower.run(stop)
         except KeyboardInterrupt:

@@ -194,7 +194,8 @@ class DualCommit:
                       expired: bool = False) -> None:
         # `expired`: no offset at all is fine too (Kafka expired them), and the write puts them back.
         strays = [f"{p.topic}-{p.partition}" for p in parts
-                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset, *([None] if expired else []))]
+                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset,
+                                                           *([None] if expired else []))]
         if strays:
             raise GroupFailed(group, f"Kafka offsets moved by someone else {since}: {', '.join(strays[:3])}")
 

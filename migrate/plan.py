@@ -252,13 +252,16 @@ class ReviewedPlan:
         if changed:
             reasons.append("made with other policies (" + "; ".join(changed) + ")")
         selection = [f"--{k.replace('_', '-')} {inputs.get(k)} in the plan, {list(current[k])} now"
-                     for k in ("groups", "exclude_groups", "topics") if current[k] and list(current[k]) != inputs.get(k)]
+                     for k in ("groups", "exclude_groups", "topics")
+                     if current[k] and list(current[k]) != inputs.get(k)]
         if selection:
-            reasons.append("another selection (" + "; ".join(selection) + "); leave the selection out to take the plan's")
+            reasons.append("another selection (" + "; ".join(selection)
+                           + "); leave the selection out to take the plan's")
         age = (now or time.time()) - self.created
         if age > max_age:
             reasons.append(f"made {_duration(age)} ago, older than --max-plan-age {_duration(max_age)}; run a fresh "
-                           f"`zk2kafka diff` and review it, or pass --max-plan-age {_duration(max(age * 1.25, age + 60))} "
+                           "`zk2kafka diff` and review it, or pass --max-plan-age "
+                           f"{_duration(max(age * 1.25, age + 60))} "
                            "to execute this one anyway")
         return reasons
 

@@ -78,7 +78,8 @@ class SyncStatus:
     def line(self, groups: dict[str, GroupState]) -> str:
         synced = sum(1 for g in groups.values() if g.stopped is None)
         stopped = {name: g.stopped for name, g in groups.items() if g.stopped}
-        ago = f"{time.time() - self.last_change_at:.0f}s ago ({self.last_change})" if self.last_change_at else "none yet"
+        ago = (f"{time.time() - self.last_change_at:.0f}s ago ({self.last_change})" if self.last_change_at
+               else "none yet")
         unmirrored = sum(len(g.unmirrored) for g in groups.values() if g.stopped is None)
         text = (f"sync: {synced} group(s) synced, {self.offsets:,} offset change(s) mirrored in {self.commits:,} "
                 f"commit(s), {self.renewals:,} renewal(s); last change {ago}; {unmirrored:,} row(s) it cannot "

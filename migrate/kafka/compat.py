@@ -149,7 +149,8 @@ def broker_setting(admin: KafkaAdminClient, features: BrokerFeatures, broker: in
     if not features.has(ApiKey.DescribeConfigs):
         return BrokerSetting(None, f"the broker (Kafka {features.release}) has no DescribeConfigs (Kafka 0.11+)")
     try:
-        configs = features.call("DescribeConfigs", lambda: call("describe broker configs", lambda: admin.describe_configs(
+        configs = features.call("DescribeConfigs",
+                                lambda: call("describe broker configs", lambda: admin.describe_configs(
             [ConfigResource(ConfigResourceType.BROKER, str(broker), [key])], config_filter="all")))
     except KafkaError as exc:
         return BrokerSetting(None, f"DescribeConfigs of broker {broker} failed: {type(exc).__name__}: {exc}")
@@ -178,7 +179,8 @@ def describe_groups(admin: KafkaAdminClient, features: BrokerFeatures, groups: S
 
 
 def group_states(admin: KafkaAdminClient, features: BrokerFeatures,
-                 call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn(), chunk: int = 1000) -> dict[str, str]:
+                 call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn(),
+                 chunk: int = 1000) -> dict[str, str]:
     """{group: state} of every group Kafka knows, on any release: from ListGroups v4+ (Kafka 2.6+), else
     DescribeGroups of every listed group (before 2.6 ListGroups carries no state, and a state of None
     must not read as "no such group" while consumers are live)."""

@@ -216,7 +216,8 @@ class KafkaSnapshot:
 
     def _empty_since(self, listed: dict[str, dict]) -> tuple[dict[str, int], str | None]:
         """When each Empty consumer group became Empty, where the broker keeps it (2.1+; see group_clock)."""
-        empty = sorted(g for g, info in listed.items() if info.get("group_state") == "Empty" and info.get("protocol_type"))
+        empty = sorted(g for g, info in listed.items()
+                       if info.get("group_state") == "Empty" and info.get("protocol_type"))
         if not empty or self.features.at_least(2, 1) is False:   # before 2.1 offsets expire by commit time
             return {}, None
         found, why = group_clock.empty_since(self.admin, empty)

@@ -51,7 +51,8 @@ class KafkaOffsetWriter:
     def committed(self, group: str) -> dict[Key, tuple[int, str]]:
         """{(topic, partition): (offset, metadata)} Kafka holds for `group`; raises GroupRejected or KafkaError."""
         def fetch():
-            return self.features.call("OffsetFetch", lambda: self.admin.list_group_offsets({group: None})).get(group, {})
+            answer = self.features.call("OffsetFetch", lambda: self.admin.list_group_offsets({group: None}))
+            return answer.get(group, {})
         offsets = self._call(group, "read committed offsets", fetch)
         return {(tp.topic, tp.partition): (om.offset, om.metadata) for tp, om in offsets.items()}
 

@@ -20,7 +20,8 @@ def test_a_run_moves_group_by_group_and_survives_reopening(tmp_path):
                            {"a": [planned(partition=0), planned(partition=1, offset=11)], "b": [planned()]},
                            skipped={"c": "nothing to commit: CONFLICT 1"}, report="/reports/r1")
         journal.record_before_many("r1", {"a": ({("t", 0): (5, "old")},
-                                   {"/consumers/g/offsets/t/0": (b" 10\n", 3), "/consumers/g/offsets/t/1": (b"11", 3)})})
+                                   {"/consumers/g/offsets/t/0": (b" 10\n", 3),
+                                    "/consumers/g/offsets/t/1": (b"11", 3)})})
         journal.set_group("r1", "a", j.COMMITTED)
         journal.set_group("r1", "a", j.VERIFIED, zk_after={"/consumers/g/offsets/t/0": 4})
         journal.set_group("r1", "b", j.FAILED, "UnknownMemberIdError")

@@ -64,7 +64,8 @@ def test_environment_feeds_options(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("error, code", [
-    (NothingFound("verify", "zk:2181/consumers", "every group", exit_code=3), 3), (ConfigError("bad"), 2), (KeyboardInterrupt(), 1), (RuntimeError("boom"), 1),
+    (NothingFound("verify", "zk:2181/consumers", "every group", exit_code=3), 3), (ConfigError("bad"), 2),
+                                         (KeyboardInterrupt(), 1), (RuntimeError("boom"), 1),
 ])
 def test_one_place_maps_errors_to_exit_codes(monkeypatch, error, code, capsys):
     def fail(*_args):
