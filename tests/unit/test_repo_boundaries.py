@@ -1,4 +1,5 @@
-"""The repository links nothing outside itself: the contract is docs/design.md, in the repo."""
+"""The repository keeps to its bounds: it links nothing outside itself (the contract is docs/design.md), and
+what zk2kafka runs does not import the test harnesses."""
 
 from __future__ import annotations
 
@@ -46,3 +47,11 @@ def test_markdown_links_to_files_resolve_inside_the_repo():
 def test_the_readme_points_at_the_contract_in_the_repo():
     assert "](docs/design.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     assert (ROOT / "docs" / "design.md").is_file()
+
+
+def test_nothing_zk2kafka_runs_imports_the_test_harnesses():
+    # migrate/testing/ serves the tests only (kazoo's way): the shipped commands must not depend on it.
+    package = ROOT / "migrate"
+    users = [str(p.relative_to(ROOT)) for p in package.rglob("*.py")
+             if "testing" not in p.relative_to(package).parts[:1] and "migrate.testing" in p.read_text("utf-8")]
+    assert not users, f"modules outside migrate/testing/ import it: {users}"
