@@ -96,3 +96,24 @@ class PlanRefused(MigrateError):
     def __init__(self, plan: str, reason: str):
         super().__init__(f"plan {plan}: {reason}")
         self.plan, self.reason = plan, reason
+
+
+class LibraryMismatch(MigrateError):
+    """An installed client library lacks an internal name zk2kafka relies on (checked when it is imported)."""
+
+    def __init__(self, library: str, installed: str, missing: list[str], tested: str):
+        super().__init__(f"{library} {installed} lacks {', '.join(missing)}, which zk2kafka uses; it was tested "
+                         f"with {library} {tested}: install that (pip install '{library}=={tested}.*')")
+        self.library, self.installed, self.missing, self.tested = library, installed, missing, tested
+
+
+def check_names(library: str, tested: str, needed: dict[str, object]) -> None:
+    """Raise LibraryMismatch naming every `needed` entry that is falsy ({"Class.attr": found?})."""
+    missing = [name for name, found in needed.items() if not found]
+    if missing:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            installed = version(library)
+        except PackageNotFoundError:
+            installed = "(version unknown)"
+        raise LibraryMismatch(library, installed, missing, tested)
