@@ -102,7 +102,7 @@ def _plan(settings: Settings, command: str) -> Plan:
     from migrate.diff.summary import build_summary
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import KafkaSnapshot
-    from migrate.plan import plan_id
+    from migrate.diff.plan import plan_id
     from migrate.report.render import write_reports
     from migrate.zk.reader import Selection
 
@@ -193,8 +193,8 @@ def migrate(settings: Settings) -> Result:
     if settings.on_conflict == "fail" and plan.summary["counts"]["CONFLICT"]:
         raise MigrateError(f"--on-conflict fail: {plan.summary['counts']['CONFLICT']} CONFLICT row(s) "
                            f"(see {plan.files['markdown']}); nothing was written")
-    from migrate.checkpoint import Journal
-    from migrate.plan import writer_digest
+    from migrate.apply.journal import Journal
+    from migrate.diff.plan import writer_digest
 
     groups, skipped = _journal_plan(plan)
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
@@ -210,9 +210,9 @@ def _reviewed(settings: Settings) -> Result:
     """
     import tempfile
 
-    from migrate.checkpoint import Journal
+    from migrate.apply.journal import Journal
     from migrate.errors import PlanRefused
-    from migrate.plan import PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
+    from migrate.diff.plan import PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
 
     settings.require("zookeeper")
     settings.require("bootstrap_server")
@@ -248,8 +248,8 @@ def _reviewed(settings: Settings) -> Result:
 
 def _resume(settings: Settings) -> Result:
     """Go on with a journaled run: verified groups stay as they are, the rest are re-checked and finished."""
-    from migrate.checkpoint import COMMITTED, FAILED, PARTIAL, PENDING, Journal
-    from migrate.plan import readable_writer_digest
+    from migrate.apply.journal import COMMITTED, FAILED, PARTIAL, PENDING, Journal
+    from migrate.diff.plan import readable_writer_digest
 
     with Journal.open(settings.state_dir, writer=f"migrate --execute --resume {settings.resume}") as journal:
         run = journal.run(settings.resume)
@@ -272,7 +272,7 @@ def _resume(settings: Settings) -> Result:
         log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
         seen = reviewed = None
         if run.settings.get("reviewed_plan"):   # a reviewed plan's groups are still checked against its review
-            from migrate.plan import ReviewedPlan, groups_seen
+            from migrate.diff.plan import ReviewedPlan, groups_seen
 
             seen = groups_seen(plan_file, set(todo))
             reviewed = ReviewedPlan.load(str(plan_file.parent), Path(settings.state_dir) / "reports")
@@ -286,8 +286,8 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     `seen` and `reviewed`: a reviewed plan's groups as the diff saw them, and the plan (migrate --plan).
     `dry_run`: the same path, stopping before the first write (on a throwaway journal).
     """
-    from migrate.checkpoint import DONE, INCOMPLETE, RUNNING
-    from migrate.dual_commit import DualCommit, run_batches
+    from migrate.apply.journal import DONE, INCOMPLETE, RUNNING
+    from migrate.apply.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
 
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
@@ -342,7 +342,7 @@ def _moved_lines(moved: list[str], reviewed) -> list[str]:
 
 def _dry_run_result(reviewed, outcomes: list, interrupted: bool, moved: set[str], blockers: int) -> Result:
     """migrate --plan without --execute: what would be written, what moved since the review; exit 3 if anything did."""
-    from migrate.dual_commit import WOULD_WRITE
+    from migrate.apply.dual_commit import WOULD_WRITE
 
     would = [o for o in outcomes if o.state == WOULD_WRITE]
     failed = {o.group: o.reason for o in outcomes if o.state != WOULD_WRITE}
@@ -411,7 +411,7 @@ def _writers(settings: Settings, zk: bool):
 
 def _journal_plan(plan: Plan):
     """The plan's commit rows per group for the journal, and the groups left with nothing to commit (and why)."""
-    from migrate.plan import PlannedByGroup
+    from migrate.diff.plan import PlannedByGroup
 
     groups = PlannedByGroup(plan.files["plan"])
     planned = set(groups)
@@ -460,8 +460,8 @@ def _verify_run(settings: Settings) -> Result:
     Reads the journal and the stores, a batch of groups at a time; no scan, no Spark. Exit 3 on any
     difference, or when the run wrote nothing to check.
     """
-    from migrate.checkpoint import SKIPPED, VERIFIED, Journal
-    from migrate.dual_commit import _offset
+    from migrate.apply.journal import SKIPPED, VERIFIED, Journal
+    from migrate.apply.dual_commit import _offset
     from migrate.zk.writer import encode
 
     with Journal.open(settings.state_dir) as journal:
@@ -527,12 +527,12 @@ def sync(settings: Settings) -> Result:
     import signal
     import threading
 
-    from migrate.checkpoint import DONE, Journal
+    from migrate.apply.journal import DONE, Journal
     from migrate.kafka.client import open_admin
     from migrate.kafka.compat import BrokerFeatures, group_states
     from migrate.kafka.retry import RetryPolicy
     from migrate.kafka.writer import KafkaOffsetWriter
-    from migrate.sync import Follower
+    from migrate.apply.sync import Follower
     from migrate.zk.client import close, connect
     from migrate.zk.scan import make_reader
 
@@ -609,8 +609,8 @@ def sync(settings: Settings) -> Result:
 
 def rollback(settings: Settings, run_id: str) -> Result:
     """Put back the values a run journaled before it wrote, in Kafka and ZooKeeper; dry run unless --execute."""
-    from migrate.checkpoint import DONE, INCOMPLETE, RUNNING, VERIFIED, Journal
-    from migrate.dual_commit import DualCommit, run_batches
+    from migrate.apply.journal import DONE, INCOMPLETE, RUNNING, VERIFIED, Journal
+    from migrate.apply.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
 
     writer = f"rollback --execute {run_id}" if settings.execute else None   # a dry run only reads
@@ -659,7 +659,7 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
 def status(settings: Settings, run_id: str | None = None) -> Result:
     """Runs in the journal, or one run's groups by state with the reasons of those that failed."""
-    from migrate.checkpoint import FAILED, PARTIAL, Journal
+    from migrate.apply.journal import FAILED, PARTIAL, Journal
 
     if not (Path(settings.state_dir) / "journal.sqlite").exists():
         return Result(f"no runs yet: {settings.state_dir}/journal.sqlite does not exist", {"runs": []})

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from migrate import plan as p
+from migrate.diff import plan as p
 from migrate.diff import schema as s
 
 ROWS_COLUMNS = ("group", "topic", "partition", "zk_offset", "kafka_offset", "log_start", "log_end", "status",

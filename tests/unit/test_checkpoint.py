@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from migrate import checkpoint as j
+from migrate.apply import journal as j
 from migrate.errors import MigrateError, StateDirError
 
 

@@ -78,7 +78,7 @@ def commits(plan: pa.Table | Path, columns: list[str] = COMMIT_COLUMNS) -> Itera
 
 
 class PlannedByGroup(Mapping):
-    """The plan's commit rows as checkpoint.Planned offsets per group, made a batch of rows at a time."""
+    """The plan's commit rows as journal.Planned offsets per group, made a batch of rows at a time."""
 
     def __init__(self, plan: pa.Table | Path):
         self._plan = plan
@@ -112,7 +112,7 @@ class PlannedByGroup(Mapping):
             yield group, rows
 
     def _planned(self):
-        from migrate.checkpoint import Planned
+        from migrate.apply.journal import Planned
 
         for batch in commits(self._plan):
             for r in batch.to_pylist():
@@ -148,7 +148,7 @@ def groups_seen(plan: pa.Table | Path, groups: set[str] | None = None) -> dict[s
 def writer_digest(plan: pa.Table | Path) -> str:
     """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on.
 
-    checkpoint.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
+    journal.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
     fed a batch at a time. The journal keeps it; resume refuses a plan file whose digest changed.
     """
     hashed = hashlib.sha256(b"[")

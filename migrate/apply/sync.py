@@ -35,9 +35,9 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from migrate import checkpoint as j
+from migrate.apply import journal as j
 from migrate.kafka.snapshot import IDLE_STATES
-from migrate.dual_commit import OUTAGES
+from migrate.apply.dual_commit import OUTAGES
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
 from migrate.zk import layouts
 from migrate.state import iso

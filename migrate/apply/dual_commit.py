@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, ZookeeperError
 
-from migrate import checkpoint as j
+from migrate.apply import journal as j
 from migrate.errors import MigrateError, ZkUnavailable
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
-from migrate.plan import GroupSeen
+from migrate.diff.plan import GroupSeen
 from migrate.progress import Progress
 from migrate.zk.walk import RETRIABLE
 from migrate.zk.writer import ZkChanged, ZkOffsetWriter, encode
