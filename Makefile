@@ -43,7 +43,9 @@ demo: install
 	done; \
 	echo "demo state and reports: $(DEMO_STATE)"
 
+# ruff first: a lint finding fails in seconds, before the suite's real services start.
 test: install
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-long: install

@@ -58,10 +58,8 @@ def _add_option(parser: argparse.ArgumentParser, opt: Option) -> None:
         parser.add_argument(opt.cli_flag, metavar=opt.metavar or opt.name.upper(), **common)
 
 
-def _options_parser(command: str | None) -> argparse.ArgumentParser:
-    """A parent parser with the global options, plus the ones specific to `command`."""
-    parent = argparse.ArgumentParser(add_help=False)
-    glob = parent.add_argument_group("global options")
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    glob = parser.add_argument_group("global options")
     for opt in OPTIONS:
         if not opt.commands:
             _add_option(glob, opt)
@@ -69,6 +67,12 @@ def _options_parser(command: str | None) -> argparse.ArgumentParser:
                       help="more log output (repeatable)")
     glob.add_argument("-q", "--quiet", dest="quiet", action="store_true", default=argparse.SUPPRESS,
                       help="only warnings and errors on stderr")
+
+
+def _options_parser(command: str | None) -> argparse.ArgumentParser:
+    """A parent parser with the global options, plus the ones specific to `command`."""
+    parent = argparse.ArgumentParser(add_help=False)
+    _add_global_options(parent)
     specific = [o for o in OPTIONS if command in o.commands]
     if specific:
         group = parent.add_argument_group(f"{command} options")
@@ -86,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"zk2kafka {__version__}")
+    # Global options are taken before the command too (`zk2kafka --zookeeper X scan`), as operators type
+    # them. Their defaults are SUPPRESS on both sides, so a flag given after the command wins over the
+    # same flag given before it, and an unset one stays unset for the environment and the file.
+    _add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, summary in COMMANDS.items():
         p = sub.add_parser(name, help=summary, description=summary, epilog=EPILOG,

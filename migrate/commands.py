@@ -12,11 +12,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.checkpoint import iso
 from migrate.errors import (EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, NothingFound, SandboxError,
                             StateDirError)
 from migrate.settings import Settings
-from migrate.state import StateDir, new_run_id
+from migrate.state import StateDir, iso, new_run_id
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +102,7 @@ def _plan(settings: Settings, command: str) -> Plan:
     from migrate.diff.summary import build_summary
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import KafkaSnapshot
-    from migrate.plan import plan_id
+    from migrate.diff.plan import plan_id
     from migrate.report.render import write_reports
     from migrate.zk.reader import Selection
 
@@ -194,8 +193,8 @@ def migrate(settings: Settings) -> Result:
     if settings.on_conflict == "fail" and plan.summary["counts"]["CONFLICT"]:
         raise MigrateError(f"--on-conflict fail: {plan.summary['counts']['CONFLICT']} CONFLICT row(s) "
                            f"(see {plan.files['markdown']}); nothing was written")
-    from migrate.checkpoint import Journal
-    from migrate.plan import writer_digest
+    from migrate.apply.journal import Journal
+    from migrate.diff.plan import writer_digest
 
     groups, skipped = _journal_plan(plan)
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
@@ -211,9 +210,9 @@ def _reviewed(settings: Settings) -> Result:
     """
     import tempfile
 
-    from migrate.checkpoint import Journal
+    from migrate.apply.journal import Journal
     from migrate.errors import PlanRefused
-    from migrate.plan import PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
+    from migrate.diff.plan import PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
 
     settings.require("zookeeper")
     settings.require("bootstrap_server")
@@ -249,8 +248,8 @@ def _reviewed(settings: Settings) -> Result:
 
 def _resume(settings: Settings) -> Result:
     """Go on with a journaled run: verified groups stay as they are, the rest are re-checked and finished."""
-    from migrate.checkpoint import COMMITTED, FAILED, PARTIAL, PENDING, Journal
-    from migrate.plan import readable_writer_digest
+    from migrate.apply.journal import COMMITTED, FAILED, PARTIAL, PENDING, Journal
+    from migrate.diff.plan import readable_writer_digest
 
     with Journal.open(settings.state_dir, writer=f"migrate --execute --resume {settings.resume}") as journal:
         run = journal.run(settings.resume)
@@ -273,7 +272,7 @@ def _resume(settings: Settings) -> Result:
         log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
         seen = reviewed = None
         if run.settings.get("reviewed_plan"):   # a reviewed plan's groups are still checked against its review
-            from migrate.plan import ReviewedPlan, groups_seen
+            from migrate.diff.plan import ReviewedPlan, groups_seen
 
             seen = groups_seen(plan_file, set(todo))
             reviewed = ReviewedPlan.load(str(plan_file.parent), Path(settings.state_dir) / "reports")
@@ -287,8 +286,8 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     `seen` and `reviewed`: a reviewed plan's groups as the diff saw them, and the plan (migrate --plan).
     `dry_run`: the same path, stopping before the first write (on a throwaway journal).
     """
-    from migrate.checkpoint import DONE, INCOMPLETE, RUNNING
-    from migrate.dual_commit import DualCommit, run_batches
+    from migrate.apply.journal import DONE, INCOMPLETE, RUNNING
+    from migrate.apply.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
 
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
@@ -316,7 +315,8 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     run = journal.run(run_id)
     if writer.moved and not interrupted and run.groups["failed"] == len(writer.moved) and not any(
             run.groups[state] for state in ("pending", "committed", "partial")):
-        # Only groups that moved since the review are left: a resume would refuse them again; a fresh diff is what helps.
+        # Only groups that moved since the review are left: a resume would refuse them again;
+        # a fresh diff is what helps.
         lines = [line for line in lines if not line.startswith("incomplete:")]
     lines += _moved_lines(sorted(writer.moved), reviewed)
     return Result("\n".join([*lines, run_line.replace(" report=", f" plan={reviewed.id} report=", 1)]),
@@ -342,7 +342,7 @@ def _moved_lines(moved: list[str], reviewed) -> list[str]:
 
 def _dry_run_result(reviewed, outcomes: list, interrupted: bool, moved: set[str], blockers: int) -> Result:
     """migrate --plan without --execute: what would be written, what moved since the review; exit 3 if anything did."""
-    from migrate.dual_commit import WOULD_WRITE
+    from migrate.apply.dual_commit import WOULD_WRITE
 
     would = [o for o in outcomes if o.state == WOULD_WRITE]
     failed = {o.group: o.reason for o in outcomes if o.state != WOULD_WRITE}
@@ -353,7 +353,8 @@ def _dry_run_result(reviewed, outcomes: list, interrupted: bool, moved: set[str]
     lines += [f"  not checked: {g}: {why}" for g, why in failed.items() if g not in moved][:20]
     lines += _moved_lines(sorted(moved), reviewed)
     if blockers:
-        lines.append(f"the plan has {blockers:,} blocker row(s), left alone as reviewed (see {reviewed.report / 'report.md'})")
+        lines.append(f"the plan has {blockers:,} blocker row(s), left alone as reviewed "
+                     f"(see {reviewed.report / 'report.md'})")
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={reviewed.run} plan={reviewed.id} report={reviewed.report}")
     code = EXIT_ERROR if interrupted or len(failed) > len(moved) else (EXIT_BLOCKERS if moved or blockers else EXIT_OK)
@@ -410,7 +411,7 @@ def _writers(settings: Settings, zk: bool):
 
 def _journal_plan(plan: Plan):
     """The plan's commit rows per group for the journal, and the groups left with nothing to commit (and why)."""
-    from migrate.plan import PlannedByGroup
+    from migrate.diff.plan import PlannedByGroup
 
     groups = PlannedByGroup(plan.files["plan"])
     planned = set(groups)
@@ -459,8 +460,8 @@ def _verify_run(settings: Settings) -> Result:
     Reads the journal and the stores, a batch of groups at a time; no scan, no Spark. Exit 3 on any
     difference, or when the run wrote nothing to check.
     """
-    from migrate.checkpoint import SKIPPED, VERIFIED, Journal
-    from migrate.dual_commit import _offset
+    from migrate.apply.journal import SKIPPED, VERIFIED, Journal
+    from migrate.apply.dual_commit import _offset
     from migrate.zk.writer import encode
 
     with Journal.open(settings.state_dir) as journal:
@@ -526,12 +527,12 @@ def sync(settings: Settings) -> Result:
     import signal
     import threading
 
-    from migrate.checkpoint import DONE, Journal
+    from migrate.apply.journal import DONE, Journal
     from migrate.kafka.client import open_admin
     from migrate.kafka.compat import BrokerFeatures, group_states
     from migrate.kafka.retry import RetryPolicy
     from migrate.kafka.writer import KafkaOffsetWriter
-    from migrate.sync import Follower
+    from migrate.apply.sync import Follower
     from migrate.zk.client import close, connect
     from migrate.zk.scan import make_reader
 
@@ -564,7 +565,8 @@ def sync(settings: Settings) -> Result:
 
         # As migrate: an explicit --metadata, even "", is what is written; the journal records it for later runs.
         metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
-        follower = Follower(client, make_reader(client, settings), KafkaOffsetWriter(admin, policy, settings.parallelism),
+        follower = Follower(client, make_reader(client, settings),
+                            KafkaOffsetWriter(admin, policy, settings.parallelism),
                             kafka_groups, kafka_partitions, journal, run_id, metadata,
                             settings.rescan_every, settings.renew_every, report / "sync-status.json")
         if settings.stop_after:
@@ -572,7 +574,8 @@ def sync(settings: Settings) -> Result:
             timer.daemon = True   # never what keeps the process alive
             timer.start()
         log.info("sync %s: following %s%s into %s%s; stop with Ctrl-C or SIGTERM", run_id, settings.zookeeper,
-                 settings.zk_root, settings.bootstrap_server, "" if settings.execute else " (dry run: nothing is written)")
+                 settings.zk_root, settings.bootstrap_server,
+                 "" if settings.execute else " (dry run: nothing is written)")
         try:
             status = follower.run(stop)
         except KeyboardInterrupt:
@@ -606,8 +609,8 @@ def sync(settings: Settings) -> Result:
 
 def rollback(settings: Settings, run_id: str) -> Result:
     """Put back the values a run journaled before it wrote, in Kafka and ZooKeeper; dry run unless --execute."""
-    from migrate.checkpoint import DONE, INCOMPLETE, RUNNING, VERIFIED, Journal
-    from migrate.dual_commit import DualCommit, run_batches
+    from migrate.apply.journal import DONE, INCOMPLETE, RUNNING, VERIFIED, Journal
+    from migrate.apply.dual_commit import DualCommit, run_batches
     from migrate.progress import Progress
 
     writer = f"rollback --execute {run_id}" if settings.execute else None   # a dry run only reads
@@ -656,7 +659,7 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
 def status(settings: Settings, run_id: str | None = None) -> Result:
     """Runs in the journal, or one run's groups by state with the reasons of those that failed."""
-    from migrate.checkpoint import FAILED, PARTIAL, Journal
+    from migrate.apply.journal import FAILED, PARTIAL, Journal
 
     if not (Path(settings.state_dir) / "journal.sqlite").exists():
         return Result(f"no runs yet: {settings.state_dir}/journal.sqlite does not exist", {"runs": []})

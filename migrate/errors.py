@@ -1,6 +1,6 @@
 """One exception root for zk2kafka; subclasses carry fields, the CLI maps them to exit codes.
 
-Exit codes (DESIGN.md): 0 success, 1 error, 2 usage or configuration error,
+Exit codes (docs/design.md): 0 success, 1 error, 2 usage or configuration error,
 3 the diff has blockers, or verify found a mismatch or no offsets at all.
 """
 
@@ -59,17 +59,6 @@ class ZkUnavailable(MigrateError):
     """ZooKeeper could not be reached, or stayed unreachable past the retry deadline."""
 
 
-class BlockersFound(MigrateError):
-    """A dry-run or diff found rows that block the migration (exit 3)."""
-
-    exit_code = EXIT_BLOCKERS
-
-    def __init__(self, blockers: int, report: str | None = None):
-        super().__init__(f"{blockers} blocker(s) found" + (f"; see {report}" if report else ""))
-        self.blockers = blockers
-        self.report = report
-
-
 class KafkaUnavailable(MigrateError):
     """Kafka could not be reached, refused us, or stayed failing past the retry deadline."""
 
@@ -107,3 +96,24 @@ class PlanRefused(MigrateError):
     def __init__(self, plan: str, reason: str):
         super().__init__(f"plan {plan}: {reason}")
         self.plan, self.reason = plan, reason
+
+
+class LibraryMismatch(MigrateError):
+    """An installed client library lacks an internal name zk2kafka relies on (checked when it is imported)."""
+
+    def __init__(self, library: str, installed: str, missing: list[str], tested: str):
+        super().__init__(f"{library} {installed} lacks {', '.join(missing)}, which zk2kafka uses; it was tested "
+                         f"with {library} {tested}: install that (pip install '{library}=={tested}.*')")
+        self.library, self.installed, self.missing, self.tested = library, installed, missing, tested
+
+
+def check_names(library: str, tested: str, needed: dict[str, object]) -> None:
+    """Raise LibraryMismatch naming every `needed` entry that is falsy ({"Class.attr": found?})."""
+    missing = [name for name, found in needed.items() if not found]
+    if missing:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            installed = version(library)
+        except PackageNotFoundError:
+            installed = "(version unknown)"
+        raise LibraryMismatch(library, installed, missing, tested)

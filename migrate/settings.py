@@ -74,34 +74,55 @@ PLAN_COMMANDS = ("diff", "migrate", "verify", "sync")
 WRITE_COMMANDS = ("migrate", "sync", "rollback")
 
 OPTIONS: tuple[Option, ...] = (
-    Option("zookeeper", "str", None, "ZooKeeper connect string; a chroot suffix (host:2181/kafka) is honoured", metavar="CONNECT"),
+    Option("zookeeper", "str", None, "ZooKeeper connect string; a chroot suffix (host:2181/kafka) is honoured",
+           metavar="CONNECT"),
     Option("zk_root", "str", "/consumers", "root of the legacy offsets tree", metavar="PATH"),
-    Option("zk_auth", "secret", None, "ZooKeeper auth as SCHEME:CREDENTIAL, e.g. digest:user:password", metavar="SCHEME:CRED"),
+    Option("zk_auth", "secret", None, "ZooKeeper auth as SCHEME:CREDENTIAL, e.g. digest:user:password",
+           metavar="SCHEME:CRED"),
     Option("bootstrap_server", "str", None, "Kafka bootstrap servers, host:port[,host:port...]", metavar="HOSTS"),
-    Option("command_config", "path", None, "Kafka client properties file, as kafka-consumer-groups.sh takes it", metavar="FILE"),
-    Option("config", "path", None, "TOML file holding any of these options (keys as the flags, without dashes)", metavar="FILE"),
+    Option("command_config", "path", None, "Kafka client properties file, as kafka-consumer-groups.sh takes it",
+           metavar="FILE"),
+    Option("config", "path", None, "TOML file holding any of these options (keys as the flags, without dashes)",
+           metavar="FILE"),
     Option("zk_sasl_mechanism", "str", None, "ZooKeeper SASL mechanism (DIGEST-MD5 or GSSAPI)", metavar="MECH"),
     Option("zk_sasl_username", "str", None, "ZooKeeper SASL user (DIGEST-MD5)", metavar="USER"),
-    Option("zk_sasl_password", "secret", None, "ZooKeeper SASL password (DIGEST-MD5); prefer the environment or --config", metavar="PASSWORD"),
+    Option("zk_sasl_password", "secret", None,
+           "ZooKeeper SASL password (DIGEST-MD5); prefer the environment or --config", metavar="PASSWORD"),
     Option("zk_tls", "bool", False, "connect to ZooKeeper over TLS"),
-    Option("zk_tls_cafile", "path", None, "CA bundle (PEM) that signed the ZooKeeper server certificate", metavar="FILE"),
+    Option("zk_tls_cafile", "path", None, "CA bundle (PEM) that signed the ZooKeeper server certificate",
+           metavar="FILE"),
     Option("zk_tls_certfile", "path", None, "client certificate (PEM) for ZooKeeper TLS", metavar="FILE"),
     Option("zk_tls_keyfile", "path", None, "client key (PEM) for ZooKeeper TLS", metavar="FILE"),
-    Option("groups", "regexes", (), "select groups whose whole name matches REGEX (repeatable)", flag="--group", metavar="REGEX"),
-    Option("exclude_groups", "regexes", (), "leave out groups whose whole name matches REGEX (repeatable)", flag="--exclude-group", metavar="REGEX"),
-    Option("topics", "regexes", (), "select topics whose whole name matches REGEX (repeatable)", flag="--topic", metavar="REGEX"),
+    Option("groups", "regexes", (), "select groups whose whole name matches REGEX (repeatable)", flag="--group",
+           metavar="REGEX"),
+    Option("exclude_groups", "regexes", (), "leave out groups whose whole name matches REGEX (repeatable)",
+           flag="--exclude-group", metavar="REGEX"),
+    Option("topics", "regexes", (), "select topics whose whole name matches REGEX (repeatable)", flag="--topic",
+           metavar="REGEX"),
     Option("state_dir", "path", Path("zk2kafka-state"), "snapshots, reports and the run journal", metavar="DIR"),
     Option("cache_dir", "path", Path("~/.cache/zk2kafka"), "downloaded Kafka jars for the sandbox", metavar="DIR"),
-    Option("spark_master", "str", "local[*]", "Spark master: local[*], spark://host:7077, yarn, k8s://...", metavar="URL"),
+    Option("spark_master", "str", "local[*]", "Spark master: local[*], spark://host:7077, yarn, k8s://...",
+           metavar="URL"),
     Option("log_format", "choice", "text", "log format on stderr", choices=("text", "json")),
     Option("json", "bool", False, "print the result as JSON on stdout"),
     Option("debug", "bool", False, "show tracebacks of errors"),
-    Option("offset_semantics", "choice", "next", "what the znodes hold: the next offset to read (next) or the last one processed (last: one is added)", choices=("next", "last"), commands=("scan",) + PLAN_COMMANDS),
-    Option("layout", "choice", "standard", "offset layout in ZooKeeper: standard (/consumers/<g>/offsets/<t>/<p>, also Kafka 1.1.0's /offset/), storm (storm-kafka spout JSON under --zk-root), template (--path-template)", choices=("standard", "storm", "template"), commands=("scan",) + PLAN_COMMANDS),
-    Option("path_template", "str", None, "a path template such as /myapp/{group}/{topic}/{partition} (implies --layout template)", commands=("scan",) + PLAN_COMMANDS, metavar="TEMPLATE"),
-    Option("zk_readers", "int", 1, "ZooKeeper reader processes, each with its own session; groups are sharded over them", commands=("scan",) + PLAN_COMMANDS, metavar="N"),
-    Option("execute", "bool", False, "really write; without it the command is a dry run", commands=("migrate", "rollback", "sync")),
-    Option("resume", "str", None, "continue the interrupted run RUN_ID", commands=("migrate",), env=False, metavar="RUN_ID"),
+    Option("offset_semantics", "choice", "next",
+           "what the znodes hold: the next offset to read (next) or the last one processed (last: one is added)",
+           choices=("next", "last"), commands=("scan",) + PLAN_COMMANDS),
+    Option("layout", "choice", "standard",
+           "offset layout in ZooKeeper: standard (/consumers/<g>/offsets/<t>/<p>, also Kafka 1.1.0's /offset/), "
+           "storm (storm-kafka spout JSON under --zk-root), template (--path-template)",
+           choices=("standard", "storm", "template"), commands=("scan",) + PLAN_COMMANDS),
+    Option("path_template", "str", None,
+           "a path template such as /myapp/{group}/{topic}/{partition} (implies --layout template)",
+           commands=("scan",) + PLAN_COMMANDS, metavar="TEMPLATE"),
+    Option("zk_readers", "int", 1,
+           "ZooKeeper reader processes, each with its own session; groups are sharded over them",
+           commands=("scan",) + PLAN_COMMANDS, metavar="N"),
+    Option("execute", "bool", False, "really write; without it the command is a dry run",
+           commands=("migrate", "rollback", "sync")),
+    Option("resume", "str", None, "continue the interrupted run RUN_ID", commands=("migrate",), env=False,
+           metavar="RUN_ID"),
     Option("plan", "str", None, "execute the plan a `diff` wrote (its run id, plan id RUN@sha, or report dir), the one "
            "reviewed: no new scan or diff; a group that moved since is not written", commands=("migrate",), env=False,
            metavar="RUN_ID"),
@@ -109,11 +130,16 @@ OPTIONS: tuple[Option, ...] = (
            commands=("migrate",), metavar="DURATION"),
     Option("run", "str", None, "verify what that migrate run wrote (from its journal), without a new diff",
            commands=("verify",), env=False, metavar="RUN_ID"),
-    Option("on_conflict", "choice", "skip", "when Kafka already has a different offset", choices=("skip", "zk", "kafka", "max", "fail"), commands=PLAN_COMMANDS),
-    Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log", choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS),
+    Option("on_conflict", "choice", "skip", "when Kafka already has a different offset",
+           choices=("skip", "zk", "kafka", "max", "fail"), commands=PLAN_COMMANDS),
+    Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log",
+           choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS),
     Option("metadata", "str", None, "commit metadata (default names the run)", commands=WRITE_COMMANDS, metavar="TEXT"),
-    Option("no_zk_write", "bool", False, "commit to Kafka only; do not keep ZooKeeper in agreement", commands=WRITE_COMMANDS),
-    Option("zk_write_via", "choice", "zk", "how the ZooKeeper half is written: zk (kazoo, conditioned on the scanned znode versions) or broker (OffsetCommit v0; not available, see README)", choices=("zk", "broker"), commands=WRITE_COMMANDS),
+    Option("no_zk_write", "bool", False, "commit to Kafka only; do not keep ZooKeeper in agreement",
+           commands=WRITE_COMMANDS),
+    Option("zk_write_via", "choice", "zk",
+           "how the ZooKeeper half is written: zk (kazoo, conditioned on the scanned znode versions) "
+           "or broker (OffsetCommit v0; not available, see README)", choices=("zk", "broker"), commands=WRITE_COMMANDS),
     Option("parallelism", "int", 32, "Kafka commits in flight at once (groups are read and journaled in batches)",
            commands=WRITE_COMMANDS, metavar="N"),
     Option("rescan_every", "duration", 30.0, "sync: full re-scan of ZooKeeper this often, catching what a watch "
@@ -125,7 +151,8 @@ OPTIONS: tuple[Option, ...] = (
            "consumer joining stops that", commands=("sync",), metavar="DURATION"),
     Option("stop_after", "duration", None, "sync: stop by itself after this long (default: until SIGINT or SIGTERM)",
            commands=("sync",), metavar="DURATION"),
-    Option("allow_live_zk_consumers", "bool", False, "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS),
+    Option("allow_live_zk_consumers", "bool", False,
+           "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS),
 )
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -199,8 +226,7 @@ class Settings:
         found = list(self.kafka_client.secrets()) if self.kafka_client else []
         if self.zk_sasl_password is not None:
             found.append(self.zk_sasl_password.reveal())
-        if self.zk_auth is not None:
-            scheme, _, credential = self.zk_auth.reveal().partition(":")
+        for scheme, credential in self.zk_auth_data():
             # digest:user:password: the password, and the credential kazoo logs as one string.
             found += [credential, credential.partition(":")[2]] if scheme == "digest" else [credential]
         return [s for s in found if s]
@@ -210,7 +236,7 @@ class Settings:
         if self.zk_auth is None:
             return []
         scheme, _, credential = self.zk_auth.reveal().partition(":")
-        return [(scheme, credential)]
+        return [(scheme, credential)] if scheme and credential else []
 
 
 def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
@@ -336,10 +362,8 @@ def _check(s: Settings) -> None:
     """Cross-field and format checks that types alone cannot express."""
     if not s.zk_root.startswith("/") or (len(s.zk_root) > 1 and s.zk_root.endswith("/")):
         raise ConfigError(f"--zk-root must be an absolute ZooKeeper path like /consumers, got {s.zk_root!r}")
-    if s.zk_auth is not None:
-        scheme, sep, cred = s.zk_auth.reveal().partition(":")
-        if not sep or not scheme or not cred:
-            raise ConfigError("--zk-auth must look like SCHEME:CREDENTIAL, e.g. digest:user:password")
+    if s.zk_auth is not None and not s.zk_auth_data():
+        raise ConfigError("--zk-auth must look like SCHEME:CREDENTIAL, e.g. digest:user:password")
     if s.parallelism < 1:
         raise ConfigError(f"--parallelism must be at least 1, got {s.parallelism}")
     if s.plan and s.resume:

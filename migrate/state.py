@@ -1,4 +1,5 @@
-"""Where a run's files live in the state dir, as DESIGN.md lists them, and how runs are named."""
+"""Where a run's files live in the state dir, as docs/design.md lists them, how runs are named, and the
+timestamp format every file and JSON output uses."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from migrate.errors import StateDirError
+
+
+# The UTC timestamp of every file and JSON output of zk2kafka (summary.json, the journal's JSON, status).
+ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def iso(ts: float) -> str:
+    """A Unix time (seconds) as an ISO_FORMAT timestamp."""
+    return time.strftime(ISO_FORMAT, time.gmtime(ts))
 
 
 def new_run_id() -> str:

@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(items):
 
 def test_backend() -> str:
     """The backend the fixtures use, resolving `auto`."""
-    from migrate.sandbox.containers import docker_engine_answers
+    from migrate.testing.containers import docker_engine_answers
 
     backend = os.environ.get("ZK2KAFKA_TEST_BACKEND", "auto")
     if backend == "auto":
@@ -42,7 +42,7 @@ test_backend.__test__ = False  # a helper, not a test
 def cluster(tmp_path_factory) -> Endpoints:
     """A running ZooKeeper + ZooKeeper-mode Kafka 3.9 + KRaft Kafka 4, for the whole session."""
     if test_backend() == "testcontainers":
-        from migrate.sandbox.containers import ContainerCluster
+        from migrate.testing.containers import ContainerCluster
 
         running = ContainerCluster(kraft=True)
     else:

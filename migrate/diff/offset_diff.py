@@ -167,7 +167,8 @@ def _status_reason() -> Column:
     return (
         F.when(status.isin(s.UNREADABLE, s.MALFORMED), F.col("zk_reason"))
         .when(status == s.UNKNOWN_PARTITION, F.when(
-            F.col("partition").isNull(), F.lit("no partition number")).otherwise(F.lit("no such topic or partition in Kafka")))
+            F.col("partition").isNull(), F.lit("no partition number"))
+            .otherwise(F.lit("no such topic or partition in Kafka")))
         .when(status == s.IN_SYNC, F.concat(F.lit("both hold "), zk))
         .when(status == s.GROUP_ACTIVE_KAFKA, F.concat(
             F.lit("Kafka group is "), F.coalesce(F.col("group_state"), F.lit("active")), F.lit(" with "),

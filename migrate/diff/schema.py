@@ -1,6 +1,6 @@
 """The diff's contract: statuses, their precedence and what blocks.
 
-The plan's rows (PLAN_SCHEMA, in migrate/plan.py) carry them; every layer after
+The plan's rows (PLAN_SCHEMA, in migrate/diff/plan.py) carry them; every layer after
 the diff (writer, reports, verify) reads those rows and never recomputes a status.
 """
 
@@ -29,5 +29,5 @@ STATUSES = PRECEDENCE + (KAFKA_ONLY,)
 BLOCKERS = frozenset({CONFLICT, BELOW_LOG_START, ABOVE_LOG_END, GROUP_ACTIVE_KAFKA, GROUP_ACTIVE_ZK,
                       MALFORMED, UNREADABLE})
 
-# The plan's row schema, order and reading live in migrate/plan.py; the diff writes what it defines.
-from migrate.plan import BATCH_ROWS, COMMIT, NOTHING, PLAN_ORDER, PLAN_SCHEMA, SKIP, plan_batches  # noqa: E402,F401
+# The plan's row schema, order and reading live in migrate/diff/plan.py; the diff writes what it defines.
+from migrate.diff.plan import BATCH_ROWS, COMMIT, NOTHING, PLAN_ORDER, PLAN_SCHEMA, SKIP, plan_batches  # noqa: E402,F401

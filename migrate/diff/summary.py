@@ -11,6 +11,7 @@ from migrate.diff.run import DiffResult
 from migrate.kafka.compat import HOW_VERSION_IS_KNOWN, RETENTION_DEFAULT_BEFORE_2_0
 from migrate.kafka.snapshot import IDLE_STATES, SnapshotInfo
 from migrate.settings import Settings
+from migrate.state import iso
 
 # Kafka's default before 2.0 (KIP-186) and after: used when neither the broker nor its release says.
 RETENTION_FALLBACK = "1 day before Kafka 2.0, 7 days since"
@@ -41,7 +42,7 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
     if settings.on_conflict == "fail" and counts[s.CONFLICT]:
         warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); migrate --execute will refuse")
     return {
-        "run": run, "command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run": run, "command": command, "created": iso(time.time()),
         "versions": _versions(),
         "inputs": {**inputs, "groups": list(settings.groups), "exclude_groups": list(settings.exclude_groups),
                    "topics": list(settings.topics)},
@@ -161,7 +162,7 @@ def _left(seconds: int) -> str:
 
 
 def _iso(ms: int | None) -> str | None:
-    return None if ms is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+    return None if ms is None else iso(ms / 1000)
 
 
 def _names(groups: list[str]) -> str:

@@ -1,4 +1,4 @@
-"""What a broker can answer, and every workaround for kafka-python 3.0.x, in one place.
+"""What a broker can answer (by release), and the workarounds for kafka-python 3.0.x's answers, in one place.
 
 zk2kafka supports ZooKeeper-mode brokers from 0.10.2 to 3.9 and KRaft 4.x. Each asks
 for different protocol versions, so what the snapshot and the writer send is chosen
@@ -14,7 +14,8 @@ kafka-python assumes:
 | delete one offset       | OffsetDelete (2.4+)               | refused with a clear reason               |
 
 An answer kafka-python cannot parse is an `UnreadableAnswer` naming the call and the
-broker's release, never a bare KeyError.
+broker's release, never a bare KeyError. The library's private names this needs are reached
+through `migrate/kafka/_compat.py` (which checks them when imported), never directly.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from kafka.errors import KafkaError
 from kafka.protocol.api_key import ApiKey
 
 from migrate.errors import MigrateError
+from migrate.kafka import _compat as lib
 
 T = TypeVar("T")
 
@@ -66,7 +68,7 @@ class BrokerFeatures:
     def of(cls, admin: KafkaAdminClient) -> BrokerFeatures:
         """The bootstrap broker's features (kafka-python negotiates with every broker alike from these)."""
         # Set by the bootstrap's ApiVersions exchange (kafka-python 3.0.x keeps it on the private manager).
-        data = getattr(getattr(admin, "_manager", None), "broker_version_data", None)
+        data = lib.broker_version_data(admin)
         if data is None:
             return cls(None, {})
         return cls(tuple(data.broker_version), {int(k): tuple(v) for k, v in (data.api_versions or {}).items()})
@@ -130,7 +132,7 @@ def describe_cluster(admin: KafkaAdminClient, features: BrokerFeatures) -> Clust
         answer = features.call("DescribeCluster", admin.describe_cluster)
         return ClusterFacts(sorted(b["broker_id"] for b in answer.get("brokers", [])), answer.get("cluster_id"),
                             f"DescribeCluster v{features.max_version(ApiKey.DescribeCluster)}")
-    answer = features.call("Metadata", lambda: admin._manager.run(admin._get_cluster_metadata, []))
+    answer = features.call("Metadata", lambda: lib.cluster_metadata(admin))
     return ClusterFacts(sorted(b["node_id"] for b in answer.get("brokers", [])), answer.get("cluster_id"), "Metadata")
 
 
@@ -149,7 +151,8 @@ def broker_setting(admin: KafkaAdminClient, features: BrokerFeatures, broker: in
     if not features.has(ApiKey.DescribeConfigs):
         return BrokerSetting(None, f"the broker (Kafka {features.release}) has no DescribeConfigs (Kafka 0.11+)")
     try:
-        configs = features.call("DescribeConfigs", lambda: call("describe broker configs", lambda: admin.describe_configs(
+        configs = features.call("DescribeConfigs",
+                                lambda: call("describe broker configs", lambda: admin.describe_configs(
             [ConfigResource(ConfigResourceType.BROKER, str(broker), [key])], config_filter="all")))
     except KafkaError as exc:
         return BrokerSetting(None, f"DescribeConfigs of broker {broker} failed: {type(exc).__name__}: {exc}")
@@ -178,7 +181,8 @@ def describe_groups(admin: KafkaAdminClient, features: BrokerFeatures, groups: S
 
 
 def group_states(admin: KafkaAdminClient, features: BrokerFeatures,
-                 call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn(), chunk: int = 1000) -> dict[str, str]:
+                 call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn(),
+                 chunk: int = 1000) -> dict[str, str]:
     """{group: state} of every group Kafka knows, on any release: from ListGroups v4+ (Kafka 2.6+), else
     DescribeGroups of every listed group (before 2.6 ListGroups carries no state, and a state of None
     must not read as "no such group" while consumers are live)."""
@@ -227,14 +231,14 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
         for group in groups:
             if len(in_flight) >= window:
                 await settle()
-            in_flight.append((group, admin._manager.call_soon(admin._async_list_group_offsets, {group: None})))
+            in_flight.append((group, lib.call_soon(admin, lib.list_group_offsets_async(admin), {group: None})))
         while in_flight:
             await settle()
         return answers
 
     found: dict = {}
     refused: dict[str, KafkaError] = {}
-    for group, answer in admin._manager.run(fetch_all).items():
+    for group, answer in lib.run(admin, fetch_all).items():
         if isinstance(answer, KafkaError):
             if getattr(answer, "retriable", False):
                 raise answer

@@ -107,7 +107,8 @@ def parse_state_timestamp(value: bytes) -> tuple[str, int | None, int] | None:
     return protocol_type, (None if stamp is None or stamp < 0 else stamp), max(members, 0)
 
 
-def empty_since(admin: KafkaAdminClient, groups: Iterable[str], budget: float = 30.0) -> tuple[dict[str, int], str | None]:
+def empty_since(admin: KafkaAdminClient, groups: Iterable[str],
+                budget: float = 30.0) -> tuple[dict[str, int], str | None]:
     """({group: ms since the epoch when it last changed state, for groups whose latest record shows no members},
     why some or all could not be told, or None). Reads each partition involved from its start to its end
     as of now, at most `budget` seconds in all."""

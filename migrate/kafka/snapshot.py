@@ -28,6 +28,7 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, OffsetSpec
 from kafka.errors import KafkaError
 
+from migrate.batches import chunks
 from migrate.errors import KafkaUnavailable
 from migrate.kafka import compat, group_clock
 from migrate.kafka.client import fetch_committed
@@ -107,7 +108,7 @@ class KafkaSnapshot:
         path.parent.mkdir(parents=True, exist_ok=True)
         committed, offset_errors, all_topics = 0, {}, set(topics)
         with pq.ParquetWriter(path, schema) as out:
-            for chunk in _chunks(sorted(listed), GROUP_CHUNK):
+            for chunk in chunks(sorted(listed), GROUP_CHUNK):
                 found, errors = self._committed(chunk)
                 offset_errors.update(errors)
                 rows = [{"kind": OFFSET, "group": group, "topic": tp.topic, "partition": tp.partition,
@@ -147,7 +148,7 @@ class KafkaSnapshot:
         """Member count of each group in `groups` (DescribeGroups, batched per coordinator); with `states`,
         also fill each group's `group_state` (and protocol_type when ListGroups gave none) from the answer."""
         out: dict[str, int] = {}
-        for chunk in _chunks(groups, GROUP_CHUNK):
+        for chunk in chunks(groups, GROUP_CHUNK):
             described = self._call("describe groups", lambda c=chunk: compat.describe_groups(
                 self.admin, self.features, c))
             out.update({g: len(d.get("members") or []) for g, d in described.items()})
@@ -162,7 +163,7 @@ class KafkaSnapshot:
         """Committed offsets per group; a group Kafka refuses to show (e.g. not authorized) gets an error instead."""
         committed: dict = {}
         errors: dict[str, str] = {}
-        for chunk in _chunks(groups, GROUP_CHUNK):
+        for chunk in chunks(groups, GROUP_CHUNK):
             try:
                 found, refused = fetch_committed(self.admin, self.policy, chunk)
             except KafkaError as exc:
@@ -175,7 +176,7 @@ class KafkaSnapshot:
         """One row per partition of the existing `topics` with log bounds; and how many topics Kafka lacks."""
         rows: list[dict] = []
         missing = 0
-        for chunk in _chunks(topics, GROUP_CHUNK):
+        for chunk in chunks(topics, GROUP_CHUNK):
             for topic in self._call("describe topics", lambda c=chunk: self.features.call(
                     "Metadata", lambda: self.admin.describe_topics(c))):
                 if not topic["partitions"]:  # unknown, invalid or unauthorized: no partition to commit to
@@ -188,7 +189,7 @@ class KafkaSnapshot:
                                  "leader": leader,
                                  "error": error or (None if leader >= 0 else "partition has no leader")})
         readable = [r for r in rows if r["error"] is None]
-        for chunk in _chunks(readable, PARTITION_CHUNK):
+        for chunk in chunks(readable, PARTITION_CHUNK):
             self._log_bounds(chunk)
         return rows, missing
 
@@ -215,7 +216,8 @@ class KafkaSnapshot:
 
     def _empty_since(self, listed: dict[str, dict]) -> tuple[dict[str, int], str | None]:
         """When each Empty consumer group became Empty, where the broker keeps it (2.1+; see group_clock)."""
-        empty = sorted(g for g, info in listed.items() if info.get("group_state") == "Empty" and info.get("protocol_type"))
+        empty = sorted(g for g, info in listed.items()
+                       if info.get("group_state") == "Empty" and info.get("protocol_type"))
         if not empty or self.features.at_least(2, 1) is False:   # before 2.1 offsets expire by commit time
             return {}, None
         found, why = group_clock.empty_since(self.admin, empty)
@@ -240,13 +242,3 @@ class KafkaSnapshot:
             log.warning("could not read %s: %s", key, why)
             return None, why, cluster.cluster_id
 
-
-def read_metadata(path: Path) -> dict[str, str]:
-    """The snapshot's metadata (retention, cluster id) as strings."""
-    meta = pq.read_schema(path).metadata or {}
-    return {k.decode(): v.decode() for k, v in meta.items()}
-
-
-def _chunks(items: Sequence[T], size: int) -> Iterable[list[T]]:
-    for i in range(0, len(items), size):
-        yield list(items[i:i + size])

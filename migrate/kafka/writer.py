@@ -18,6 +18,7 @@ from kafka.errors import KafkaError, NoError
 from kafka.structs import OffsetAndMetadata
 
 from migrate.errors import MigrateError
+from migrate.kafka import _compat as lib
 from migrate.kafka import compat
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.retry import RetryPolicy, is_retriable
@@ -51,7 +52,8 @@ class KafkaOffsetWriter:
     def committed(self, group: str) -> dict[Key, tuple[int, str]]:
         """{(topic, partition): (offset, metadata)} Kafka holds for `group`; raises GroupRejected or KafkaError."""
         def fetch():
-            return self.features.call("OffsetFetch", lambda: self.admin.list_group_offsets({group: None})).get(group, {})
+            answer = self.features.call("OffsetFetch", lambda: self.admin.list_group_offsets({group: None}))
+            return answer.get(group, {})
         offsets = self._call(group, "read committed offsets", fetch)
         return {(tp.topic, tp.partition): (om.offset, om.metadata) for tp, om in offsets.items()}
 
@@ -93,7 +95,7 @@ class KafkaOffsetWriter:
     def _pipelined(self, requests: dict[str, dict]) -> dict[str, dict | BaseException]:
         # kafka-python's admin offers only a blocking alter_group_offsets. Its coroutine, scheduled on the
         # client's IO loop with a window of futures, keeps `in_flight` commits on the wire without a
-        # thread hand-off per commit. The one place using these private names.
+        # thread hand-off per commit (the private names behind this are in kafka/_compat.py).
         admin = self.admin
         window = self.in_flight
 
@@ -110,13 +112,13 @@ class KafkaOffsetWriter:
             for group, request in requests.items():
                 if len(in_flight) >= window:
                     await settle()
-                in_flight.append((group, admin._manager.call_soon(admin._async_alter_group_offsets, group, request,
-                                                                   None)))
+                in_flight.append((group, lib.call_soon(admin, lib.alter_group_offsets_async(admin), group, request,
+                                                       None)))
             while in_flight:
                 await settle()
             return answers
 
-        return admin._manager.run(send_all) if requests else {}
+        return lib.run(admin, send_all) if requests else {}
 
     def commit(self, group: str, offsets: Mapping[Key, int], metadata: str) -> None:
         """Commit `offsets` for `group` in one OffsetCommit; every partition must be accepted."""
@@ -160,13 +162,8 @@ class KafkaOffsetWriter:
 
     def _forget(self, groups: Sequence[str]) -> None:
         # kafka-python caches coordinators and never drops one that moved or died, so every
-        # retry would go to the same broker. The cache is private: this is the one place touching it.
-        cluster = getattr(getattr(self.admin, "_manager", None), "cluster", None)
-        coordinators = getattr(cluster, "_coordinators", None)
-        if isinstance(coordinators, dict):
-            names = set(groups)
-            for key in [k for k in list(coordinators) if k[1] in names]:
-                coordinators.pop(key, None)
+        # retry would go to the same broker. The cache is private (kafka/_compat.py).
+        lib.forget_coordinators(self.admin, groups)
 
 
 def _request(offsets: Mapping[Key, int], metadata: str) -> dict[TopicPartition, OffsetAndMetadata]:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from migrate import plan as p
+from migrate.diff import plan as p
 from migrate.diff import schema as s
 
 ROWS_COLUMNS = ("group", "topic", "partition", "zk_offset", "kafka_offset", "log_start", "log_end", "status",
@@ -186,7 +186,8 @@ def render_markdown(view: ReportView) -> str:
     empty = _empty_groups(sm)
     if empty:
         lines += ["", f"## Empty consumer groups: their offsets expire whatever is committed ({len(empty):,})", "",
-                  "| group | protocol | offsets | to commit | expires within | time left |", "|---|---|--:|--:|---|---|"]
+                  "| group | protocol | offsets | to commit | expires within | time left |",
+                  "|---|---|--:|--:|---|---|"]
         lines += [f"| {_md(g['group'])} | {_md(g['protocol_type'])} | {g['offsets']:,} | {g['planned']:,} | "
                   f"{_md(_within(g))} | {_md(_time_left(g))} |" for g in empty[:MAX_GROUPS]]
     lines += ["", "## Offsets per status", "", "| status | offsets | blocks the run | meaning |", "|---|--:|---|---|"]

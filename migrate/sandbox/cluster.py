@@ -169,7 +169,8 @@ class JavaServer:
     def command(self) -> list[str]:
         log_opts = [f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
                     f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}"]
-        return ["java", f"-Xmx{self.heap}", *JVM_OPTS, *self.jvm_opts, *log_opts, "-cp", os.pathsep.join(map(str, self.classpath)), self.main, *self.args]
+        return ["java", f"-Xmx{self.heap}", *JVM_OPTS, *self.jvm_opts, *log_opts, "-cp",
+                os.pathsep.join(map(str, self.classpath)), self.main, *self.args]
 
     def start(self, attached: bool) -> None:
         (self.workdir / "log4j.properties").write_text(LOG4J1)

@@ -1,7 +1,8 @@
 """ZooKeeper's multiRead (opcode 22, ZooKeeper >= 3.6): many getData/getChildren answered in one round trip.
 
 kazoo 2.11 has no multiRead, so this adds the request type on kazoo's own wire
-classes. It is the only place zk2kafka goes below kazoo's public API; the
+classes. It is the only place zk2kafka goes below kazoo's public API (its private
+names are reached through migrate/zk/_compat.py, checked when imported); the
 benchmark in tests/perf/bench_scan.py is why (kazoo spends most of its time per
 request, not per byte).
 """
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from kazoo.client import KazooClient, _prefix_root
+from kazoo.client import KazooClient
 from kazoo.exceptions import EXCEPTIONS
 from kazoo.protocol.serialization import (GetChildren, GetData, MultiHeader, int_struct, multiheader_struct,
                                           read_buffer, read_string, stat_struct)
 from kazoo.protocol.states import ZnodeStat
+
+from migrate.zk import _compat as lib
 
 
 class MultiRead(namedtuple("MultiRead", "operations")):
@@ -55,8 +58,8 @@ class MultiRead(namedtuple("MultiRead", "operations")):
 
 def multi_read_async(client: KazooClient, operations: list[tuple[str, str]]):
     """Send [(op, path)] with op "get" or "children" as one multiRead; returns kazoo's async result."""
-    request = MultiRead([(GetData if op == "get" else GetChildren)(_prefix_root(client.chroot, path), None)
+    request = MultiRead([(GetData if op == "get" else GetChildren)(lib.prefix_root(client, path), None)
                          for op, path in operations])
     result = client.handler.async_result()
-    client._call(request, result)
+    lib.call(client, request, result)
     return result

@@ -67,7 +67,8 @@ class ReleaseTools:
         old, _, since, new = moved[tool]
         return new if self.line >= since else old
 
-    def run(self, main: str, args: list[str], *, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, main: str, args: list[str], *, stdin: str | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
         command = ["java", "-Xmx256m", "-XX:+UseSerialGC",
                    f"-Dlog4j.configuration=file:{self.workdir / 'tools-log4j.properties'}",
                    f"-Dlog4j2.configurationFile={self.workdir / 'tools-log4j2.properties'}",

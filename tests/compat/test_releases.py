@@ -51,7 +51,8 @@ def zk2kafka(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def ok(done: subprocess.CompletedProcess, what: str) -> subprocess.CompletedProcess:
-    assert done.returncode == 0, f"zk2kafka {what} exited {done.returncode}: {done.stderr[-3000:]}\n{done.stdout[-2000:]}"
+    assert done.returncode == 0, \
+        f"zk2kafka {what} exited {done.returncode}: {done.stderr[-3000:]}\n{done.stdout[-2000:]}"
     return done
 
 

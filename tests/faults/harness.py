@@ -26,8 +26,9 @@ from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
-from migrate import cli, dual_commit
-from migrate.checkpoint import Journal
+from migrate import cli
+from migrate.apply import dual_commit
+from migrate.apply.journal import Journal
 from migrate.sandbox.cluster import BROKER_CHROOT, JavaServer, LocalCluster, kafka_ready, zk_answers
 from seeding import kafka_offsets
 

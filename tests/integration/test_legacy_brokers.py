@@ -158,7 +158,7 @@ def test_diff_runs_and_names_the_release(seeded, tmp_path, capsys):
 
 
 def test_writer_commits_reads_back_and_deletes_where_the_release_can(seeded):
-    admin, topic, g, release = seeded["admin"], seeded["topic"], seeded["groups"], seeded["release"]
+    admin, topic, g = seeded["admin"], seeded["topic"], seeded["groups"]
     writer = KafkaOffsetWriter(admin)
     fresh, standalone = g["fresh"], g["standalone"]
     failed = writer.commit_many({fresh: {(topic, 0): 11, (topic, 1): 12}, standalone: {(topic, 1): 13}}, "zk2kafka t")

@@ -15,7 +15,7 @@ from kafka.errors import NodeNotReadyError
 from kafka.structs import OffsetAndMetadata
 
 from migrate import cli
-from migrate.checkpoint import Journal
+from migrate.apply.journal import Journal
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.sandbox.cluster import LocalCluster
 from seeding import kafka_offsets, make_topic, put, zk_tree
@@ -187,7 +187,8 @@ def test_rollback_restores_both_stores_exactly(cluster, zk, zk_chroot, kafka_adm
     everyone = legacy["groups"] + [legacy["conflict"]]
     before = (zk_tree(zk), kafka_offsets(kafka_admin, everyone))
     code, done = zk2kafka("migrate", *args, "--execute", "--on-conflict", "zk", capsys=capsys)
-    assert code == 3 and done["groups"]["verified"] == 4   # CONFLICT stays a blocker (DESIGN.md), resolved by policy
+    # CONFLICT stays a blocker (docs/design.md), resolved by policy.
+    assert code == 3 and done["groups"]["verified"] == 4
     assert kafka_offsets(kafka_admin, [legacy["conflict"]])[legacy["conflict"]][(legacy["topic"], 0)][0] == 30
 
     code, dry = zk2kafka("rollback", done["run"], "--state-dir", str(tmp_path), capsys=capsys)

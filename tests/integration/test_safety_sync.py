@@ -21,7 +21,7 @@ from kafka.structs import OffsetAndMetadata
 from kazoo.security import make_digest_acl
 
 from migrate import cli
-from migrate.checkpoint import Journal
+from migrate.apply.journal import Journal
 from seeding import kafka_offsets, make_topic, put
 
 ROOT = Path(__file__).parents[2]
@@ -74,7 +74,7 @@ def test_sync_restart_does_not_rewind_new_consumer(cluster, zk, zk_chroot, kafka
     assert "taken over" in second["groups_stopped"][group] and group not in second["groups_ready"]
     assert f"{topic}-0" in second["groups_stopped"][group]   # which partition Kafka holds someone else's value for
     with Journal.open(state) as journal:
-        assert journal.group(second["run"], group).state == "skipped"
+        assert journal.groups_of(second["run"], [group])[group].state == "skipped"
 
 
 def test_sync_with_custom_metadata_tells_its_own_commits_by_the_journal(cluster, zk, zk_chroot, kafka_admin, prefix,

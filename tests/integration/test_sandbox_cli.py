@@ -49,7 +49,8 @@ def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
         seeded = zk2kafka("sandbox", "seed", *state, cwd=tmp_path, env=exports)
         assert seeded.returncode == 0, seeded.stderr
         _check_seed(exports["ZK2KAFKA_ZOOKEEPER"], exports["ZK2KAFKA_BOOTSTRAP_SERVER"])
-        assert zk2kafka("sandbox", "seed", *state, cwd=tmp_path).returncode == 0  # idempotent, and finds the sandbox itself
+        assert zk2kafka("sandbox", "seed", *state,
+                        cwd=tmp_path).returncode == 0  # idempotent, and finds the sandbox itself
     finally:
         down = zk2kafka("sandbox", "down", *state, cwd=tmp_path)
     assert down.returncode == 0 and down.stdout.strip() == "stopped kafka, zookeeper"

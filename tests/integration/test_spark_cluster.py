@@ -17,7 +17,7 @@ from migrate.diff.offset_diff import Policy
 from migrate.diff.run import run_diff
 from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.sandbox.cluster import wait_until
-from migrate.sandbox.spark import StandaloneSpark
+from migrate.testing.spark import StandaloneSpark
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

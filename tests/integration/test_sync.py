@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from migrate.checkpoint import Journal
+from migrate.apply.journal import Journal
 from migrate.sandbox.artifacts import ensure_bundle
 from seeding import kafka_offsets, make_topic, put
 from tests.conftest import CACHE_DIR
@@ -144,7 +144,8 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
             return {(topic, p): int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0]) for p in range(partitions)}
 
         for g in groups:
-            wait_for(f"old consumer of {g} to commit", lambda g=g: zk.get(f"/consumers/{g}/offsets/{topic}/1")[1].version,
+            wait_for(f"old consumer of {g} to commit",
+                     lambda g=g: zk.get(f"/consumers/{g}/offsets/{topic}/1")[1].version,
                      timeout=60)
         time.sleep(2 * COMMIT_INTERVAL)
         target = zk_offsets(groups[0])
@@ -160,7 +161,8 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
             old[g].send_signal(signal.SIGTERM)   # its shutdown hook commits, then its session closes
             old[g].wait(timeout=30)
             final = zk_offsets(g)
-            wait_for(f"{g} ready in sync's status", lambda g=g: g in json.loads(status_file.read_text())["groups_ready"],
+            wait_for(f"{g} ready in sync's status",
+                     lambda g=g: g in json.loads(status_file.read_text())["groups_ready"],
                      timeout=20)
             assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [g])[g].items()} == final
             new[g] = NewConsumer(cluster.bootstrap_server, topic, g)
@@ -203,7 +205,8 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
 
     # Rollback of a sync run puts back what Kafka held before sync committed, where nobody moved on since:
     # the idle group had nothing; the switched groups belong to their new consumers now.
-    rollback = subprocess.run([sys.executable, "-m", "migrate", "rollback", run.run_id, "--execute", "--bootstrap-server",
+    rollback = subprocess.run([sys.executable, "-m", "migrate", "rollback", run.run_id, "--execute",
+                               "--bootstrap-server",
                                cluster.bootstrap_server, "--state-dir", str(state), "--json", "-q"],
                               capture_output=True, text=True, cwd=HERE.parents[1], timeout=120)
     rolled = json.loads(rollback.stdout)

@@ -193,7 +193,8 @@ def bench_tool(bootstrap: str, layout: Layout, prefix: str, sample: int, jars: l
         if done.returncode != 0:
             error = f"exit {done.returncode} on {g}: {_tail(done.stderr or done.stdout)}"
             break
-    return {"seconds": time.perf_counter() - start, "timed_groups": len(each), "per_group_min_s": min(each, default=None),
+    return {"seconds": time.perf_counter() - start, "timed_groups": len(each),
+            "per_group_min_s": min(each, default=None),
             "per_group_max_s": max(each, default=None), "error": error}
 
 
@@ -247,7 +248,8 @@ def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, par
     diff_s = time.perf_counter() - start
     out = {"diff_s": diff_s, "timed_groups": groups, "error": None}
     if diffed.returncode != 0:
-        return {**out, "seconds": diff_s, "error": f"diff exit {diffed.returncode}: {_tail(diffed.stderr or diffed.stdout)}"}
+        return {**out, "seconds": diff_s,
+                "error": f"diff exit {diffed.returncode}: {_tail(diffed.stderr or diffed.stdout)}"}
     plan = json.loads(diffed.stdout)["plan_id"]
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "migrate", "migrate", "--execute", "--plan", plan,

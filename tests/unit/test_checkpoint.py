@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from migrate import checkpoint as j
+from migrate.apply import journal as j
 from migrate.errors import MigrateError, StateDirError
 
 
@@ -19,8 +19,9 @@ def test_a_run_moves_group_by_group_and_survives_reopening(tmp_path):
         journal.create_run("r1", "migrate", "hash", {"on_conflict": "skip"},
                            {"a": [planned(partition=0), planned(partition=1, offset=11)], "b": [planned()]},
                            skipped={"c": "nothing to commit: CONFLICT 1"}, report="/reports/r1")
-        journal.record_before("r1", "a", {("t", 0): (5, "old")},
-                              {"/consumers/g/offsets/t/0": (b" 10\n", 3), "/consumers/g/offsets/t/1": (b"11", 3)})
+        journal.record_before_many("r1", {"a": ({("t", 0): (5, "old")},
+                                   {"/consumers/g/offsets/t/0": (b" 10\n", 3),
+                                    "/consumers/g/offsets/t/1": (b"11", 3)})})
         journal.set_group("r1", "a", j.COMMITTED)
         journal.set_group("r1", "a", j.VERIFIED, zk_after={"/consumers/g/offsets/t/0": 4})
         journal.set_group("r1", "b", j.FAILED, "UnknownMemberIdError")
@@ -34,9 +35,9 @@ def test_a_run_moves_group_by_group_and_survives_reopening(tmp_path):
         assert (a0.before_kafka_offset, a0.before_kafka_metadata, a0.before_zk_value, a0.after_zk_version) == (
             5, "old", b" 10\n", 4)
         assert (a1.before_kafka_offset, a1.before_zk_value, a1.after_zk_version) == (None, b"11", None)
-        assert journal.group("r1", "a").before_recorded and journal.group("r1", "a").attempts == 1
-        assert journal.group("r1", "b") == j.Group("b", j.FAILED, "UnknownMemberIdError", 0, False)
-        assert journal.group("r1", "c").reason == "nothing to commit: CONFLICT 1"
+        assert journal.groups_of("r1", ["a"])["a"].before_recorded and journal.groups_of("r1", ["a"])["a"].attempts == 1
+        assert journal.groups_of("r1", ["b"])["b"] == j.Group("b", j.FAILED, "UnknownMemberIdError", 0, False)
+        assert journal.groups_of("r1", ["c"])["c"].reason == "nothing to commit: CONFLICT 1"
 
 
 def test_rollback_runs_are_found_by_the_run_they_undo(tmp_path):
@@ -82,9 +83,9 @@ def test_a_journal_write_that_cannot_start_is_reported_and_leaves_the_journal_us
             journal.set_group("r1", "a", j.COMMITTED)
         other.execute("ROLLBACK")
         other.close()
-        assert journal.group("r1", "a").state == j.PENDING   # answers: no lock left held (it hung before)
+        assert journal.groups_of("r1", ["a"])["a"].state == j.PENDING   # answers: no lock left held (it hung before)
         journal.set_group("r1", "a", j.COMMITTED)
-        assert journal.group("r1", "a").state == j.COMMITTED
+        assert journal.groups_of("r1", ["a"])["a"].state == j.COMMITTED
 
 
 def test_one_writer_per_state_dir_and_readers_never_wait(tmp_path):

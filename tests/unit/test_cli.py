@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from migrate import cli, commands
-from migrate.errors import BlockersFound, ConfigError
+from migrate.errors import ConfigError, NothingFound
 
 DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "rollback", "status", "sandbox"}
 
@@ -64,7 +64,8 @@ def test_environment_feeds_options(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("error, code", [
-    (BlockersFound(4, "reports/r1"), 3), (ConfigError("bad"), 2), (KeyboardInterrupt(), 1), (RuntimeError("boom"), 1),
+    (NothingFound("verify", "zk:2181/consumers", "every group", exit_code=3), 3), (ConfigError("bad"), 2),
+                                         (KeyboardInterrupt(), 1), (RuntimeError("boom"), 1),
 ])
 def test_one_place_maps_errors_to_exit_codes(monkeypatch, error, code, capsys):
     def fail(*_args):
@@ -95,3 +96,21 @@ def test_results_go_to_stdout_as_text_or_json(monkeypatch, capsys):
 def test_python_dash_m_runs_the_same_cli():
     done = subprocess.run([sys.executable, "-m", "migrate", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("zk2kafka ")
+
+
+def test_global_options_are_taken_before_the_command_as_after_it():
+    parser = cli.build_parser()
+    before = vars(parser.parse_args(["--zookeeper", "zk:2181/kafka", "--group", "billing", "-q", "scan"]))
+    after = vars(parser.parse_args(["scan", "--zookeeper", "zk:2181/kafka", "--group", "billing", "-q"]))
+    assert before == after == {"command": "scan", "zookeeper": "zk:2181/kafka", "groups": ["billing"],
+                               "quiet": True}
+    # Given on both sides, the one after the command wins; command options before the command are refused.
+    both = vars(parser.parse_args(["--state-dir", "a", "diff", "--state-dir", "b"]))
+    assert both["state_dir"] == "b"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--execute", "migrate"])
+
+
+def test_global_option_before_the_command_reaches_the_settings(capsys):
+    assert cli.main(["--bootstrap-server", "not-a-host-port", "diff"]) == 2
+    assert "'not-a-host-port' is not host:port" in capsys.readouterr().err

@@ -28,7 +28,7 @@ COMPOSE = ROOT / "docker" / "compose.yaml"
 PYPROJECT = ROOT / "pyproject.toml"
 
 TOOL_SERVICE = "zk2kafka"
-# Commands that never write to ZooKeeper or Kafka (DESIGN.md); migrate and rollback are dry runs without --execute.
+# Commands that never write to ZooKeeper or Kafka (docs/design.md); migrate and rollback are dry runs without --execute.
 READ_ONLY_COMMANDS = {"scan", "diff", "verify", "status"}
 DRY_RUN_UNLESS_EXECUTE = {"migrate", "rollback"}
 

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from migrate import plan as planmod
-from migrate.checkpoint import Planned, digest
+from migrate.diff import plan as planmod
+from migrate.apply.journal import Planned, digest
 from migrate.diff import schema as s
 
 NAMES = ["a", "B", "é", "Z", "日本", "a-1", "\U0001F600", "a b", "ä"]

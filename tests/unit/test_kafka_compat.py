@@ -91,7 +91,8 @@ def test_settings_and_deletes_the_release_lacks_are_reasons_not_errors():
         None, "the broker (Kafka 0.10.2) has no DescribeConfigs (Kafka 0.11+)")
     assert "has no OffsetDelete (Kafka 2.4+)" in compat.can_delete_offsets(features)
     assert compat.can_delete_offsets(compat.BrokerFeatures((2, 4), apis(OffsetDelete=0))) is None
-    assert not compat.states_in_list(features) and compat.states_in_list(compat.BrokerFeatures((2, 6), apis(ListGroups=4)))
+    assert not compat.states_in_list(features) and compat.states_in_list(compat.BrokerFeatures((2, 6),
+                                                                                               apis(ListGroups=4)))
 
 
 def test_group_states_come_from_describe_groups_before_list_groups_v4():
@@ -127,6 +128,7 @@ def test_group_clock_finds_the_coordinator_partition_and_reads_the_state_timesta
     assert group_clock.parse_state_timestamp(v3) == ("consumer", 1234, 0)
     v1 = struct.pack(">h", 1) + s("consumer") + struct.pack(">i", 4) + s("range") + s("m-1") + struct.pack(">i", 0)
     assert group_clock.parse_state_timestamp(v1) == ("consumer", None, 0)   # before 2.1: no timestamp
-    v4 = struct.pack(">h", 4) + bytes([9]) + b"consumer" + struct.pack(">i", 4) + bytes([0, 0]) + struct.pack(">q", 77) \
+    v4 = struct.pack(">h", 4) + bytes([9]) + b"consumer" + struct.pack(">i", 4) + bytes([0, 0]) + struct.pack(">q",
+                                                                                                              77) \
         + bytes([1, 0])
     assert group_clock.parse_state_timestamp(v4) == ("consumer", 77, 0)

@@ -95,13 +95,15 @@ def test_secrets_stay_out_of_repr_and_errors(tmp_path: Path):
     shown = repr(config) + str(config) + repr(config.redacted())
     assert "key-s3cret" not in shown and "jaas-s3cret" not in shown
     with pytest.raises(ConfigError) as info:
-        load_client_config(write(tmp_path, 'sasl.jaas.config=x.PlainLoginModule required password="jaas-s3cret" junk\n'))
+        load_client_config(write(tmp_path,
+                                 'sasl.jaas.config=x.PlainLoginModule required password="jaas-s3cret" junk\n'))
     assert "jaas-s3cret" not in str(info.value)
 
 
 def test_jks_store_gets_conversion_commands(tmp_path: Path):
     with pytest.raises(ConfigError, match="keytool -importkeystore -srckeystore /etc/kafka/truststore.jks") as info:
-        load_client_config(write(tmp_path, "security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n"))
+        load_client_config(write(tmp_path,
+                                 "security.protocol=SSL\nssl.truststore.location=/etc/kafka/truststore.jks\n"))
     assert "openssl pkcs12" in str(info.value) and "ssl.truststore.type=PEM" in str(info.value)
 
 
@@ -278,7 +280,8 @@ def test_surrogate_pair_escapes_make_one_character():
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory) -> dict[str, Path]:
-    """A CA and a client certificate whose key is encrypted with TLS_KEY_PASSWORD (openssl, as the sandbox makes them)."""
+    """A CA and a client certificate whose key is encrypted with TLS_KEY_PASSWORD (openssl, as the sandbox
+    makes them)."""
     from migrate.sandbox.cluster import make_tls
 
     return make_tls(tmp_path_factory.mktemp("tls"))
@@ -326,7 +329,8 @@ def test_inline_pem_continued_over_lines_as_kafka_documents_it(tmp_path: Path, t
 def test_inline_private_key_files_are_removed_when_the_process_ends(tmp_path: Path):
     path = write(tmp_path, "security.protocol=SSL\n"
                            "ssl.keystore.key=-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\n")
-    code = f"from migrate.kafka_config import load_client_config; print(load_client_config({str(path)!r}).options['ssl_keyfile'])"
+    code = ("from migrate.kafka_config import load_client_config; "
+            f"print(load_client_config({str(path)!r}).options['ssl_keyfile'])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).parents[2])
     written = Path(done.stdout.strip())

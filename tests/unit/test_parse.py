@@ -21,7 +21,8 @@ def test_plain_decimal_values_are_offsets(raw, offset):
 @pytest.mark.parametrize("raw, reason", [
     (b"", "empty value"), (b"  \n", "empty value"), (b"-1", "negative offset -1"), (b"-42", "negative offset -42"),
     (str(INT64_MAX + 1).encode(), "offset past 2^63-1"), (b"1.5E2", "E-notation"), (b"1e3", "E-notation"),
-    (b"12.0", "decimal point"), (b'{"offset": 5}', "JSON where a plain offset"), (b"[5]", "JSON where"), (b"\xff\xfe\x00", "binary value"),
+    (b"12.0", "decimal point"), (b'{"offset": 5}', "JSON where a plain offset"), (b"[5]", "JSON where"),
+                                         (b"\xff\xfe\x00", "binary value"),
     (b"12 13", "not a decimal number"), (b"0x1F", "not a decimal number"), (b"+5", "explicitly signed value +5"),
 ])
 def test_everything_else_is_malformed_with_a_reason(raw, reason):

@@ -1,4 +1,4 @@
-"""migrate/plan.py's pure parts: a reviewed plan's identity, and why one is refused."""
+"""migrate/diff/plan.py's pure parts: a reviewed plan's identity, and why one is refused."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from migrate import plan as p
+from migrate.diff import plan as p
 from migrate.errors import PlanRefused
 
 CURRENT = {"zookeeper": "zk:2181/kafka", "zk_root": "/consumers", "bootstrap_server": "k:9092",

@@ -82,7 +82,8 @@ def test_reset_offsets_is_exactly_what_kafka_consumer_groups_reads(written):
 def test_rows_csv_has_every_row_in_standard_csv(written):
     _, _, files = written
     text = files["rows"].read_text()
-    assert text.splitlines()[0] == "group,topic,partition,zk_offset,kafka_offset,log_start,log_end,status,planned_offset"
+    header = "group,topic,partition,zk_offset,kafka_offset,log_start,log_end,status,planned_offset"
+    assert text.splitlines()[0] == header
     parsed = list(csv.reader(files["rows"].open(newline="")))[1:]
     assert ["g1", "orders", "0", "40", "", "0", "100", "MIGRATE", "40"] in parsed
     assert ["g,comma", "orders", "0", "7", "", "0", "100", "MIGRATE", "7"] in parsed

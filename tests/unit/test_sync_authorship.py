@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from migrate.checkpoint import Journal, Planned
-from migrate.sync import Authorship
+from migrate.apply.journal import Journal, Planned
+from migrate.apply.sync import Authorship
 
 K = ("orders", 0)
 

@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from migrate.state import ISO_FORMAT
+
 # What the writer does with a row: commit `planned_offset`, nothing to do, or leave it alone.
 COMMIT, NOTHING, SKIP = "commit", "none", "skip"
 
@@ -76,7 +78,7 @@ def commits(plan: pa.Table | Path, columns: list[str] = COMMIT_COLUMNS) -> Itera
 
 
 class PlannedByGroup(Mapping):
-    """The plan's commit rows as checkpoint.Planned offsets per group, made a batch of rows at a time."""
+    """The plan's commit rows as journal.Planned offsets per group, made a batch of rows at a time."""
 
     def __init__(self, plan: pa.Table | Path):
         self._plan = plan
@@ -110,7 +112,7 @@ class PlannedByGroup(Mapping):
             yield group, rows
 
     def _planned(self):
-        from migrate.checkpoint import Planned
+        from migrate.apply.journal import Planned
 
         for batch in commits(self._plan):
             for r in batch.to_pylist():
@@ -146,7 +148,7 @@ def groups_seen(plan: pa.Table | Path, groups: set[str] | None = None) -> dict[s
 def writer_digest(plan: pa.Table | Path) -> str:
     """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on.
 
-    checkpoint.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
+    journal.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
     fed a batch at a time. The journal keeps it; resume refuses a plan file whose digest changed.
     """
     hashed = hashlib.sha256(b"[")
@@ -202,7 +204,7 @@ class ReviewedPlan:
 
     @property
     def created(self) -> float:
-        return calendar.timegm(time.strptime(self.summary["created"], "%Y-%m-%dT%H:%M:%SZ"))
+        return calendar.timegm(time.strptime(self.summary["created"], ISO_FORMAT))
 
     @classmethod
     def load(cls, ref: str, reports: Path) -> ReviewedPlan:
@@ -250,13 +252,16 @@ class ReviewedPlan:
         if changed:
             reasons.append("made with other policies (" + "; ".join(changed) + ")")
         selection = [f"--{k.replace('_', '-')} {inputs.get(k)} in the plan, {list(current[k])} now"
-                     for k in ("groups", "exclude_groups", "topics") if current[k] and list(current[k]) != inputs.get(k)]
+                     for k in ("groups", "exclude_groups", "topics")
+                     if current[k] and list(current[k]) != inputs.get(k)]
         if selection:
-            reasons.append("another selection (" + "; ".join(selection) + "); leave the selection out to take the plan's")
+            reasons.append("another selection (" + "; ".join(selection)
+                           + "); leave the selection out to take the plan's")
         age = (now or time.time()) - self.created
         if age > max_age:
             reasons.append(f"made {_duration(age)} ago, older than --max-plan-age {_duration(max_age)}; run a fresh "
-                           f"`zk2kafka diff` and review it, or pass --max-plan-age {_duration(max(age * 1.25, age + 60))} "
+                           "`zk2kafka diff` and review it, or pass --max-plan-age "
+                           f"{_duration(max(age * 1.25, age + 60))} "
                            "to execute this one anyway")
         return reasons
 

@@ -32,19 +32,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from migrate import checkpoint as j
-from migrate.errors import ZkUnavailable
+from migrate.apply import journal as j
 from migrate.kafka.snapshot import IDLE_STATES
-from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
+from migrate.apply.dual_commit import OUTAGES
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
 from migrate.zk import layouts
+from migrate.state import iso
 from migrate.zk.reader import ZkOffsetReader
 
 log = logging.getLogger(__name__)
-Key = tuple[str, int]
 UNKNOWN = "UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata (deleted, or not visible to this client)"
 
 
@@ -79,7 +78,8 @@ class SyncStatus:
     def line(self, groups: dict[str, GroupState]) -> str:
         synced = sum(1 for g in groups.values() if g.stopped is None)
         stopped = {name: g.stopped for name, g in groups.items() if g.stopped}
-        ago = f"{time.time() - self.last_change_at:.0f}s ago ({self.last_change})" if self.last_change_at else "none yet"
+        ago = (f"{time.time() - self.last_change_at:.0f}s ago ({self.last_change})" if self.last_change_at
+               else "none yet")
         unmirrored = sum(len(g.unmirrored) for g in groups.values() if g.stopped is None)
         text = (f"sync: {synced} group(s) synced, {self.offsets:,} offset change(s) mirrored in {self.commits:,} "
                 f"commit(s), {self.renewals:,} renewal(s); last change {ago}; {unmirrored:,} row(s) it cannot "
@@ -87,10 +87,10 @@ class SyncStatus:
         return text + (": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:5]) if stopped else "")
 
     def to_json(self, groups: dict[str, GroupState]) -> dict[str, Any]:
-        return {"started": j.iso(self.started), "updated": j.iso(time.time()), "commits": self.commits,
+        return {"started": iso(self.started), "updated": iso(time.time()), "commits": self.commits,
                 "offsets_mirrored": self.offsets, "renewals": self.renewals, "rescans": self.rescans,
                 "errors": self.errors, "last_change": self.last_change,
-                "last_change_at": j.iso(self.last_change_at) if self.last_change_at else None,
+                "last_change_at": iso(self.last_change_at) if self.last_change_at else None,
                 "groups_synced": sorted(g for g, s in groups.items() if s.stopped is None),
                 "groups_ready": sorted(g for g, s in groups.items() if s.ready),
                 "groups_unmirrored": {g: dict(sorted(s.unmirrored.items())) for g, s in sorted(groups.items())
@@ -194,7 +194,7 @@ class Follower:
                     self.sync(sorted(dirty))
                 if self.renew_every:
                     self.renew()
-            except (KafkaError, KazooException, OSError, ZkUnavailable) as exc:
+            except OUTAGES as exc:
                 # A store away for longer than the retries: say so and go on; the next re-scan catches up.
                 self.status.errors += 1
                 log.warning("sync: %s: %s; trying again at the next re-scan", type(exc).__name__, exc)

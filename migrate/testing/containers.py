@@ -67,7 +67,8 @@ class ContainerCluster:
         zk_port, kafka_port = free_port(), free_port()
         zk = self._run(DockerContainer(ZOOKEEPER_IMAGE).with_network(self.network).with_network_aliases("zookeeper")
                        .with_env("ZOO_4LW_COMMANDS_WHITELIST", "*").with_bind_ports(2181, zk_port)
-                       .with_env("SERVER_JVMFLAGS", f"-Dzookeeper.DigestAuthenticationProvider.superDigest={super_digest()}"))
+                       .with_env("SERVER_JVMFLAGS",
+                                 f"-Dzookeeper.DigestAuthenticationProvider.superDigest={super_digest()}"))
         zk_server = f"127.0.0.1:{zk_port}"
         wait_until("ZooKeeper container", lambda: zk_answers(zk_server), timeout, logs=lambda: _logs(zk))
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, ZookeeperError
 
-from migrate import checkpoint as j
+from migrate.apply import journal as j
 from migrate.errors import MigrateError, ZkUnavailable
-from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
-from migrate.plan import GroupSeen
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
+from migrate.diff.plan import GroupSeen
 from migrate.progress import Progress
 from migrate.zk.walk import RETRIABLE
 from migrate.zk.writer import ZkChanged, ZkOffsetWriter, encode
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 CRASH_ENV = "ZK2KAFKA_CRASH_AT"
 WOULD_WRITE = "would write"   # a dry run's outcome for a group that passed every check
-Key = tuple[str, int]
 
 
 def crash_point(name: str) -> None:
@@ -195,7 +194,8 @@ class DualCommit:
                       expired: bool = False) -> None:
         # `expired`: no offset at all is fine too (Kafka expired them), and the write puts them back.
         strays = [f"{p.topic}-{p.partition}" for p in parts
-                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset, *([None] if expired else []))]
+                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset,
+                                                           *([None] if expired else []))]
         if strays:
             raise GroupFailed(group, f"Kafka offsets moved by someone else {since}: {', '.join(strays[:3])}")
 

@@ -22,12 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from migrate.batches import chunks
 from migrate.errors import MigrateError, StateDirError, WriterBusy
+from migrate.state import iso
 
 PENDING, COMMITTED, VERIFIED, FAILED, SKIPPED = "pending", "committed", "verified", "failed", "skipped"
 # A group that failed after a write and could not be put back: `rollback --execute` restores it.
 PARTIAL = "partial"
 GROUP_STATES = (PENDING, COMMITTED, VERIFIED, FAILED, PARTIAL, SKIPPED)
+# Group names per SQL statement: well under SQLite's limit on bound parameters.
+SQL_NAMES = 500
 RUNNING, DONE, INCOMPLETE = "running", "done", "incomplete"
 
 SCHEMA_VERSION = 2
@@ -192,13 +196,10 @@ class Journal:
                 ((run_id, g, p.topic, p.partition, p.offset, p.zk_path, p.zk_version, p.layout, p.kafka_offset,
                   p.zk_mzxid) for g, rows in plan.items() for p in rows))
 
-    def record_before(self, run_id: str, group: str, kafka: Mapping[tuple[str, int], tuple[int, str] | None],
-                      zk: Mapping[str, tuple[bytes | None, int | None]]) -> None:
-        """The values both stores hold before this run writes the group: what rollback restores."""
-        self.record_before_many(run_id, {group: (kafka, zk)})
-
     def record_before_many(self, run_id: str, before: Mapping[str, tuple[Mapping, Mapping]]) -> None:
-        """record_before() of many groups, {group: (kafka, zk)}, in one transaction."""
+        """The values both stores hold before this run writes each group, {group: (kafka, zk)}, in one
+        transaction: what rollback restores. kafka: {(topic, partition): (offset, metadata) or None};
+        zk: {path: (bytes or None, version or None)}."""
         if not before:
             return
         parts = self.partitions_of(run_id, list(before))
@@ -209,8 +210,8 @@ class Journal:
                 " before_zk_version=? WHERE run_id=? AND grp=? AND topic=? AND part=?",
                 ((*(kafka.get(p.key) or (None, None)), *zk[p.zk_path], run_id, group, p.topic, p.partition)
                  for group, (kafka, zk) in before.items() for p in parts[group]))
-            db.executemany("UPDATE groups SET before_recorded=1, attempts=attempts+1, updated=? WHERE run_id=? AND grp=?",
-                           ((now, run_id, group) for group in before))
+            db.executemany("UPDATE groups SET before_recorded=1, attempts=attempts+1, updated=?"
+                           " WHERE run_id=? AND grp=?", ((now, run_id, group) for group in before))
 
     def set_group(self, run_id: str, group: str, state: str, reason: str | None = None,
                   zk_after: Mapping[str, int] | None = None) -> None:
@@ -232,7 +233,8 @@ class Journal:
                            ((v, run_id, group, path) for group, (_, _, after) in changes.items()
                             for path, v in (after or {}).items()))
 
-    def record_mirrored(self, run_id: str, group: str, mirrored: Iterable[tuple[Planned, tuple[int, str] | None]]) -> None:
+    def record_mirrored(self, run_id: str, group: str,
+                        mirrored: Iterable[tuple[Planned, tuple[int, str] | None]]) -> None:
         """A sync run committed `mirrored` to Kafka for `group`: each offset with what Kafka held before.
 
         The group's row appears at its first commit; a partition's before-value is the one from
@@ -273,12 +275,9 @@ class Journal:
         return [Group(*row) for row in self._select(
             "SELECT grp, state, reason, attempts, before_recorded FROM groups WHERE run_id=? ORDER BY grp", run_id)]
 
-    def group(self, run_id: str, group: str) -> Group:
-        return self.groups_of(run_id, [group])[group]
-
     def groups_of(self, run_id: str, names: list[str]) -> dict[str, Group]:
         out = {}
-        for chunk in _chunks(names):
+        for chunk in chunks(names, SQL_NAMES):
             out.update((row[0], Group(*row)) for row in self._select(
                 "SELECT grp, state, reason, attempts, before_recorded FROM groups WHERE run_id=? AND grp IN"
                 f" ({','.join('?' * len(chunk))})", run_id, *chunk))
@@ -290,7 +289,7 @@ class Journal:
     def partitions_of(self, run_id: str, names: list[str]) -> dict[str, list[Partition]]:
         """Each group's journaled offsets, ordered by topic and partition."""
         out: dict[str, list[Partition]] = {name: [] for name in names}
-        for chunk in _chunks(names):
+        for chunk in chunks(names, SQL_NAMES):
             for row in self._select(
                     "SELECT grp, topic, part, planned_offset, zk_path, zk_version, layout, plan_kafka_offset, zk_mzxid,"
                     " before_kafka_offset, before_kafka_metadata, before_zk_value, before_zk_version, after_zk_version"
@@ -407,11 +406,3 @@ class _Transaction:
 def _why(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
-
-def _chunks(names: list[str], size: int = 500) -> list[list[str]]:
-    return [names[i:i + size] for i in range(0, len(names), size)]
-
-
-def iso(ts: float) -> str:
-    """A Unix time as the UTC timestamp every file and JSON output of zk2kafka uses."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

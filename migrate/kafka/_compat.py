@@ -1,0 +1,78 @@
+"""kafka-python's private names, the only place zk2kafka reaches them, checked when this module is imported.
+
+This is about the *library*: kafka-python 3.0.x keeps the IO loop, the broker's ApiVersions answer, the
+coroutines behind its blocking admin calls and the coordinator cache on private attributes, and
+zk2kafka needs each (pipelined commits and offset fetches, Metadata before DescribeCluster v1, forgetting
+a coordinator that moved). A rename in another kafka-python release fails here, at once, as one line
+naming the release, instead of a feature quietly falling back. What a *broker* can answer is
+`migrate/kafka/compat.py`, a different matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kafka.admin import KafkaAdminClient
+from kafka.cluster import ClusterMetadata
+from kafka.net.manager import KafkaConnectionManager
+
+from migrate.errors import check_names
+
+TESTED = "3.0"   # the minor release the suite ran; pyproject.toml caps kafka-python below the next one
+
+
+def _sets(cls: type, attr: str) -> bool:
+    # An instance attribute cannot be looked up on the class: its constructor must assign it.
+    return attr in cls.__init__.__code__.co_names
+
+
+check_names("kafka-python", TESTED, {
+    "KafkaAdminClient._manager": _sets(KafkaAdminClient, "_manager"),
+    "KafkaAdminClient._get_cluster_metadata": hasattr(KafkaAdminClient, "_get_cluster_metadata"),
+    "KafkaAdminClient._async_list_group_offsets": hasattr(KafkaAdminClient, "_async_list_group_offsets"),
+    "KafkaAdminClient._async_alter_group_offsets": hasattr(KafkaAdminClient, "_async_alter_group_offsets"),
+    "KafkaConnectionManager.run": hasattr(KafkaConnectionManager, "run"),
+    "KafkaConnectionManager.call_soon": hasattr(KafkaConnectionManager, "call_soon"),
+    "KafkaConnectionManager.cluster": _sets(KafkaConnectionManager, "cluster"),
+    "KafkaConnectionManager.broker_version_data": _sets(KafkaConnectionManager, "broker_version_data"),
+    "ClusterMetadata._coordinators": _sets(ClusterMetadata, "_coordinators"),
+})
+
+
+def broker_version_data(admin: KafkaAdminClient) -> Any:
+    """The bootstrap broker's ApiVersions answer as kafka-python keeps it (None before the exchange)."""
+    return admin._manager.broker_version_data
+
+
+def run(admin: KafkaAdminClient, coroutine_fn, *args) -> Any:
+    """Run `coroutine_fn(*args)` on the admin client's IO loop and wait for its result."""
+    return admin._manager.run(coroutine_fn, *args)
+
+
+def call_soon(admin: KafkaAdminClient, coroutine_fn, *args) -> Any:
+    """Schedule `coroutine_fn(*args)` on the IO loop (from a coroutine running there); returns its future."""
+    return admin._manager.call_soon(coroutine_fn, *args)
+
+
+def cluster_metadata(admin: KafkaAdminClient) -> dict:
+    """A Metadata request for no topics: brokers and cluster id, answered by every release."""
+    return run(admin, admin._get_cluster_metadata, [])
+
+
+def list_group_offsets_async(admin: KafkaAdminClient):
+    """The coroutine behind `admin.list_group_offsets`: OffsetFetch for {group: None}."""
+    return admin._async_list_group_offsets
+
+
+def alter_group_offsets_async(admin: KafkaAdminClient):
+    """The coroutine behind `admin.alter_group_offsets`: one OffsetCommit (generation -1) for a group."""
+    return admin._async_alter_group_offsets
+
+
+def forget_coordinators(admin: KafkaAdminClient, groups: Iterable[str]) -> None:
+    """Drop the cached coordinators of `groups`: kafka-python never drops one that moved or died."""
+    coordinators = admin._manager.cluster._coordinators
+    names = set(groups)
+    for key in [k for k in list(coordinators) if k[1] in names]:
+        coordinators.pop(key, None)
