@@ -14,7 +14,7 @@ from typing import Any
 
 from migrate.errors import (EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, NothingFound, SandboxError,
                             StateDirError)
-from migrate.settings import Settings
+from migrate.settings import RECORDED, Settings
 from migrate.state import StateDir, iso, new_run_id
 
 log = logging.getLogger(__name__)
@@ -420,17 +420,13 @@ def _journal_plan(plan: Plan):
     return groups, skipped
 
 
-# The options that shape what a writing run does (never secrets): resume and rollback compare them.
-_RECORDED = ("zookeeper", "zk_root", "path_template", "layout", "bootstrap_server", "groups", "exclude_groups",
-             "topics", "on_conflict", "out_of_range", "offset_semantics", "allow_live_zk_consumers", "metadata",
-             "no_zk_write")
 
 
 def _settings_record(settings: Settings) -> dict[str, Any]:
-    return {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v for name in _RECORDED}
+    return {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v for name in RECORDED}
 
 
-def _changes(before: dict[str, Any], now: dict[str, Any], keys: tuple[str, ...] = _RECORDED) -> list[str]:
+def _changes(before: dict[str, Any], now: dict[str, Any], keys: tuple[str, ...] = RECORDED) -> list[str]:
     return [f"--{k.replace('_', '-')}: {before.get(k)!r} then, {now.get(k)!r} now"
             for k in keys if before.get(k) != now.get(k)]
 
