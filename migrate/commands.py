@@ -2,37 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import re
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import (EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, NothingFound, SandboxError,
-                            StateDirError)
-from migrate.settings import Settings
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, MigrateError, NothingFound, StateDirError
+from migrate.result import Result
+from migrate.settings import RECORDED, Settings
 from migrate.state import StateDir, iso, new_run_id
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Result:
-    """What a command prints on stdout: text for people, `data` for --json, and its exit code."""
-
-    text: str
-    data: dict[str, Any] = field(default_factory=dict)
-    exit_code: int = EXIT_OK
-
-    def render(self) -> str:
-        return self.text
-
-    def to_json(self) -> dict[str, Any]:
-        return self.data
 
 
 def scan(settings: Settings) -> Result:
@@ -420,17 +404,13 @@ def _journal_plan(plan: Plan):
     return groups, skipped
 
 
-# The options that shape what a writing run does (never secrets): resume and rollback compare them.
-_RECORDED = ("zookeeper", "zk_root", "path_template", "layout", "bootstrap_server", "groups", "exclude_groups",
-             "topics", "on_conflict", "out_of_range", "offset_semantics", "allow_live_zk_consumers", "metadata",
-             "no_zk_write")
 
 
 def _settings_record(settings: Settings) -> dict[str, Any]:
-    return {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v for name in _RECORDED}
+    return {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v for name in RECORDED}
 
 
-def _changes(before: dict[str, Any], now: dict[str, Any], keys: tuple[str, ...] = _RECORDED) -> list[str]:
+def _changes(before: dict[str, Any], now: dict[str, Any], keys: tuple[str, ...] = RECORDED) -> list[str]:
     return [f"--{k.replace('_', '-')}: {before.get(k)!r} then, {now.get(k)!r} now"
             for k in keys if before.get(k) != now.get(k)]
 
@@ -687,90 +667,11 @@ def status(settings: Settings, run_id: str | None = None) -> Result:
                                          "partial": {g.name: g.reason for g in failed if g.state == PARTIAL}})
 
 
-def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | None = None) -> Result:
-    """Start a detached sandbox of `kafka_version` (default: the release the state dir holds, else 3.9.2),
-    or report the one already running.
-
-    Returns its export lines; raises ConfigError for an unsupported version and SandboxError when the
-    running sandbox, or the data in the state dir, is another release's.
-    """
-    from migrate.sandbox.cluster import (DEFAULT_KAFKA_VERSION, LocalCluster, recorded_version, refuse_other_release,
-                                         release)
-
-    home = settings.state_dir / "sandbox"
-    # Without --kafka-version, an `up` after `down` restarts the release whose data the state dir holds.
-    wanted = release(kafka_version or recorded_version(home) or DEFAULT_KAFKA_VERSION)  # usage error first
-    running = LocalCluster.from_state(home)
-    if running is not None and all(s.alive() for s in running.servers):
-        if kafka_version is not None and running.release != wanted:
-            raise SandboxError(f"a Kafka {running.release.version} sandbox is already running under {home}; "
-                               f"`zk2kafka sandbox down` it first, or use another --state-dir")
-        log.info("a Kafka %s sandbox is already running under %s", running.release.version, home)
-        endpoints = running.endpoints
-    else:
-        if running is not None:  # a half-dead leftover: clear it before starting afresh
-            running.stop()
-        refuse_other_release(home.resolve(), wanted.version)
-        home.mkdir(parents=True, exist_ok=True)
-        log.info("starting ZooKeeper %s and Kafka %s under %s (jars cached in %s)", wanted.zookeeper,
-                 wanted.version, home, settings.cache_dir)
-        endpoints = LocalCluster(home, settings.cache_dir, kraft=kraft, attached=False,
-                                 kafka_version=wanted.version).start()
-    return Result(endpoints.exports(), asdict(endpoints))
-
-
-def sandbox_down(settings: Settings) -> Result:
-    """Stop the sandbox recorded under the state dir; a no-op when none runs."""
-    from migrate.sandbox.cluster import LocalCluster
-
-    cluster = LocalCluster.from_state(settings.state_dir / "sandbox")
-    if cluster is None:
-        return Result("no sandbox running", {"stopped": []})
-    cluster.stop()
-    names = [s.name for s in reversed(cluster.servers)]  # the order they were stopped in
-    return Result("stopped " + ", ".join(names), {"stopped": names})
-
-
-def sandbox_status(settings: Settings) -> Result:
-    """Where the sandbox listens and whether each server is alive; raises SandboxError when none runs."""
-    from migrate.sandbox.cluster import LocalCluster
-
-    home = settings.state_dir / "sandbox"
-    cluster = LocalCluster.from_state(home)
-    if cluster is None:
-        raise SandboxError(f"no sandbox running under {home}; start one with `zk2kafka sandbox up`")
-    state = cluster.status()
-    lines = [f"Kafka {state['kafka_version']} (ZooKeeper {cluster.release.zookeeper})"]
-    lines += [f"{s['name']:<10} pid {s['pid']:<8} {'up' if s['alive'] else 'DOWN':<5} log {s['log']}"
-              for s in state["servers"]]
-    healthy = all(s["alive"] for s in state["servers"])
-    return Result("\n".join([cluster.endpoints.exports(), *(f"# {line}" for line in lines)]),
-                  state, EXIT_OK if healthy else 1)
-
-
-def sandbox_seed(settings: Settings) -> Result:
-    """Seed topics, messages and legacy offsets into the configured (or the running) sandbox."""
-    from migrate.sandbox.cluster import LocalCluster
-    from migrate.sandbox.seed import seed
-
-    if settings.zookeeper is None or settings.bootstrap_server is None:
-        cluster = LocalCluster.from_state(settings.state_dir / "sandbox")
-        if cluster is None:
-            raise SandboxError("seed needs --zookeeper and --bootstrap-server, or a sandbox started by "
-                               "`zk2kafka sandbox up` under the same --state-dir")
-        settings = dataclasses.replace(
-            settings, zookeeper=settings.zookeeper or cluster.endpoints.zookeeper,
-            bootstrap_server=settings.bootstrap_server or cluster.endpoints.bootstrap_server)
-    result = seed(settings.zookeeper, settings.kafka_options(), settings.zk_root)
-    text = (f"seeded {len(result.topics)} topics ({result.messages} new messages) and "
-            f"{result.znodes} offset znodes under {settings.zookeeper}{settings.zk_root} "
-            f"for groups {', '.join(result.groups)}")
-    return Result(text, asdict(result))
-
-
 def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     """Dispatch a parsed command line to its function."""
     if command == "sandbox":
+        from migrate.sandbox.commands import sandbox_down, sandbox_seed, sandbox_status, sandbox_up
+
         action = args["action"]
         if action == "up":
             return sandbox_up(settings, kraft=args.get("kraft", False), kafka_version=args.get("kafka_version"))

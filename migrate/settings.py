@@ -60,6 +60,8 @@ class Option:
     commands: tuple[str, ...] = ()  # empty: a global option, on every command
     env: bool = True
     metavar: str | None = None
+    # Shapes what a writing run does (never a secret): the journal keeps it, resume and rollback compare it.
+    recorded: bool = False
 
     @property
     def cli_flag(self) -> str:
@@ -75,11 +77,12 @@ WRITE_COMMANDS = ("migrate", "sync", "rollback")
 
 OPTIONS: tuple[Option, ...] = (
     Option("zookeeper", "str", None, "ZooKeeper connect string; a chroot suffix (host:2181/kafka) is honoured",
-           metavar="CONNECT"),
-    Option("zk_root", "str", "/consumers", "root of the legacy offsets tree", metavar="PATH"),
+           metavar="CONNECT", recorded=True),
+    Option("zk_root", "str", "/consumers", "root of the legacy offsets tree", metavar="PATH", recorded=True),
     Option("zk_auth", "secret", None, "ZooKeeper auth as SCHEME:CREDENTIAL, e.g. digest:user:password",
            metavar="SCHEME:CRED"),
-    Option("bootstrap_server", "str", None, "Kafka bootstrap servers, host:port[,host:port...]", metavar="HOSTS"),
+    Option("bootstrap_server", "str", None, "Kafka bootstrap servers, host:port[,host:port...]", metavar="HOSTS",
+           recorded=True),
     Option("command_config", "path", None, "Kafka client properties file, as kafka-consumer-groups.sh takes it",
            metavar="FILE"),
     Option("config", "path", None, "TOML file holding any of these options (keys as the flags, without dashes)",
@@ -94,11 +97,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("zk_tls_certfile", "path", None, "client certificate (PEM) for ZooKeeper TLS", metavar="FILE"),
     Option("zk_tls_keyfile", "path", None, "client key (PEM) for ZooKeeper TLS", metavar="FILE"),
     Option("groups", "regexes", (), "select groups whose whole name matches REGEX (repeatable)", flag="--group",
-           metavar="REGEX"),
+           metavar="REGEX", recorded=True),
     Option("exclude_groups", "regexes", (), "leave out groups whose whole name matches REGEX (repeatable)",
-           flag="--exclude-group", metavar="REGEX"),
+           flag="--exclude-group", metavar="REGEX", recorded=True),
     Option("topics", "regexes", (), "select topics whose whole name matches REGEX (repeatable)", flag="--topic",
-           metavar="REGEX"),
+           metavar="REGEX", recorded=True),
     Option("state_dir", "path", Path("zk2kafka-state"), "snapshots, reports and the run journal", metavar="DIR"),
     Option("cache_dir", "path", Path("~/.cache/zk2kafka"), "downloaded Kafka jars for the sandbox", metavar="DIR"),
     Option("spark_master", "str", "local[*]", "Spark master: local[*], spark://host:7077, yarn, k8s://...",
@@ -108,14 +111,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("debug", "bool", False, "show tracebacks of errors"),
     Option("offset_semantics", "choice", "next",
            "what the znodes hold: the next offset to read (next) or the last one processed (last: one is added)",
-           choices=("next", "last"), commands=("scan",) + PLAN_COMMANDS),
+           choices=("next", "last"), commands=("scan",) + PLAN_COMMANDS, recorded=True),
     Option("layout", "choice", "standard",
            "offset layout in ZooKeeper: standard (/consumers/<g>/offsets/<t>/<p>, also Kafka 1.1.0's /offset/), "
            "storm (storm-kafka spout JSON under --zk-root), template (--path-template)",
-           choices=("standard", "storm", "template"), commands=("scan",) + PLAN_COMMANDS),
+           choices=("standard", "storm", "template"), commands=("scan",) + PLAN_COMMANDS, recorded=True),
     Option("path_template", "str", None,
            "a path template such as /myapp/{group}/{topic}/{partition} (implies --layout template)",
-           commands=("scan",) + PLAN_COMMANDS, metavar="TEMPLATE"),
+           commands=("scan",) + PLAN_COMMANDS, metavar="TEMPLATE", recorded=True),
     Option("zk_readers", "int", 1,
            "ZooKeeper reader processes, each with its own session; groups are sharded over them",
            commands=("scan",) + PLAN_COMMANDS, metavar="N"),
@@ -131,12 +134,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("run", "str", None, "verify what that migrate run wrote (from its journal), without a new diff",
            commands=("verify",), env=False, metavar="RUN_ID"),
     Option("on_conflict", "choice", "skip", "when Kafka already has a different offset",
-           choices=("skip", "zk", "kafka", "max", "fail"), commands=PLAN_COMMANDS),
+           choices=("skip", "zk", "kafka", "max", "fail"), commands=PLAN_COMMANDS, recorded=True),
     Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log",
-           choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS),
-    Option("metadata", "str", None, "commit metadata (default names the run)", commands=WRITE_COMMANDS, metavar="TEXT"),
+           choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS, recorded=True),
+    Option("metadata", "str", None, "commit metadata (default names the run)", commands=WRITE_COMMANDS, metavar="TEXT",
+           recorded=True),
     Option("no_zk_write", "bool", False, "commit to Kafka only; do not keep ZooKeeper in agreement",
-           commands=WRITE_COMMANDS),
+           commands=WRITE_COMMANDS, recorded=True),
     Option("zk_write_via", "choice", "zk",
            "how the ZooKeeper half is written: zk (kazoo, conditioned on the scanned znode versions) "
            "or broker (OffsetCommit v0; not available, see README)", choices=("zk", "broker"), commands=WRITE_COMMANDS),
@@ -152,9 +156,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("stop_after", "duration", None, "sync: stop by itself after this long (default: until SIGINT or SIGTERM)",
            commands=("sync",), metavar="DURATION"),
     Option("allow_live_zk_consumers", "bool", False,
-           "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS),
+           "migrate groups whose old consumers are still registered in ZooKeeper", commands=PLAN_COMMANDS,
+           recorded=True),
 )
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
+RECORDED = tuple(o.name for o in OPTIONS if o.recorded)
 
 
 @dataclass(frozen=True)
