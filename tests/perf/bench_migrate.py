@@ -338,6 +338,14 @@ def main(argv: list[str] | None = None) -> dict:
                          **bench_naive(bootstrap, layout, prefix, naive_sample)})
             rows[-1].update(verify(bootstrap, layout, prefix, list(range(naive_sample)), args.verify_sample))
 
+        def checked(row: dict, prefix: str) -> dict:
+            """The row, failed unless every offset was written and the sampled groups read back right."""
+            if row["error"] is None and row.get("written") != total:
+                row["error"] = f"wrote {row.get('written')} of {total:,} offsets"
+            if row["error"] is None:
+                row.update(verify(bootstrap, layout, prefix, list(range(args.groups)), args.verify_sample))
+            return row
+
         if not args.skip_zk2kafka:
             for n in args.parallelism:
                 prefix = f"{run}-zk2k-p{n}-"
@@ -349,11 +357,7 @@ def main(argv: list[str] | None = None) -> dict:
                 row = {"method": f"zk2kafka migrate --execute --parallelism {n} (whole command)",
                        "key": f"zk2kafka-p{n}", "extrapolated": False,
                        **bench_zk2kafka(zookeeper, bootstrap, prefix, args.groups, n, work / f"state-p{n}")}
-                if row["error"] is None and row.get("written") != total:
-                    row["error"] = f"wrote {row.get('written')} of {total:,} offsets"
-                if row["error"] is None:
-                    row.update(verify(bootstrap, layout, prefix, list(range(args.groups)), args.verify_sample))
-                rows.append(row)
+                rows.append(checked(row, prefix))
                 if row.get("write_phase_s"):
                     rows.append({**row, "method": f"zk2kafka --parallelism {n}, write phase only (dual commit, "
                                                   "read-backs, journal; no scan, snapshot or Spark)",
@@ -366,11 +370,7 @@ def main(argv: list[str] | None = None) -> dict:
                 row = {"method": f"zk2kafka diff + migrate --execute --plan --parallelism {n}",
                        "key": f"zk2kafka-plan-p{n}", "extrapolated": False,
                        **bench_reviewed(zookeeper, bootstrap, prefix, args.groups, n, work / f"state-plan-p{n}")}
-                if row["error"] is None and row.get("written") != total:
-                    row["error"] = f"wrote {row.get('written')} of {total:,} offsets"
-                if row["error"] is None:
-                    row.update(verify(bootstrap, layout, prefix, list(range(args.groups)), args.verify_sample))
-                rows.append(row)
+                rows.append(checked(row, prefix))
                 if row["error"] is None:
                     rows.append({**row, "method": "the same: `zk2kafka diff` alone (scan, snapshot, Spark, report)",
                                  "key": f"zk2kafka-plan-p{n}-diff", "seconds": row["diff_s"]})
