@@ -81,7 +81,9 @@ def test_scan_survives_zookeeper_killed_and_restarted_mid_walk(stores, fault_log
         os.killpg(zookeeper.pid, signal.SIGSTOP)   # the read goes out but is not answered (a fast server would)
 
     def crash(client):
-        time.sleep(0.2)                      # kazoo's connection thread has written it
+        # Only requests kazoo has written fail on a lost connection; a queued one simply goes out after the
+        # reconnect. A fixed sleep lost that race on a loaded CI machine, so wait until the queue is drained.
+        wait_for("kazoo to write the read", lambda: not client._queue, 30)
         kill9(zookeeper)
         restart_zookeeper(stores.cluster)    # the scan's requests meet a dead server, then a new one
         fault_log.fault("zookeeper kill -9 + restart")
