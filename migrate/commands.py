@@ -87,7 +87,7 @@ def _plan(settings: Settings, command: str) -> Plan:
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import KafkaSnapshot
     from migrate.diff.plan import plan_id
-    from migrate.report.render import write_reports
+    from migrate.report.files import write_reports
     from migrate.zk.reader import Selection
 
     settings.require("zookeeper")
