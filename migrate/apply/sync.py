@@ -377,12 +377,11 @@ class Follower:
 
 def _planned(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None) -> j.Planned:
     topic, partition = key
-    return j.Planned(topic, partition, offset, zk.path, zk.version, zk.layout,
-                     before[0] if before else None)
+    return j.Planned(topic, partition, offset, zk_path=zk.path, zk_version=zk.version,
+                     layout=zk.layout, kafka_offset=before[0] if before else None)
 
 
-def _taken_over(foreign: list[Key], held: Held,
-                wanted: dict[Key, int]) -> str:
+def _taken_over(foreign: list[Key], held: Held, wanted: dict[Key, int]) -> str:
     shown = ", ".join(f"{label(k)} = {held[k][0]} (metadata {held[k][1]!r};"
                       f" ZooKeeper {wanted.get(k)})" for k in foreign[:3])
     return (f"taken over: Kafka holds {shown}, not written by zk2kafka: a new consumer committed,"
@@ -390,7 +389,7 @@ def _taken_over(foreign: list[Key], held: Held,
 
 
 def _rows(unmirrored: dict[str, str]) -> str:
-    return "; ".join(f"{label}: {why}" for label, why in sorted(unmirrored.items())[:SHOWN])
+    return "; ".join(f"{row}: {why}" for row, why in sorted(unmirrored.items())[:SHOWN])
 
 
 def _show(offsets: dict[Key, int], most: int = 3) -> str:

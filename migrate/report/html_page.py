@@ -45,13 +45,13 @@ e = html.escape   # nearly every value on the page goes through it
 def render_html(view: ReportView) -> str:
     """One self-contained page: no script, no external request; charts are inline SVG."""
     sm = view.summary
-    title = f"zk2kafka {e(sm['command'])}: run {e(sm['run'])}"
+    heading = f"zk2kafka {e(sm['command'])}: run {e(sm['run'])}"
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>zk2kafka {e(sm['command'])} {e(sm['run'])}</title>"
            f"<style>{CSS}</style></head><body>",
-           f"<h1>{title}</h1>", *(f"<p>{e(t)}</p>" for t in ph.plan_line(sm)),
+           f"<h1>{heading}</h1>", *(f"<p>{e(t)}</p>" for t in ph.plan_line(sm)),
            '<ul class="facts">'
            + "".join(f"<li>{e(f.label)}: {e(f.text)}</li>" for f in ph.facts(sm)) + "</ul>",
            *_tiles(sm)]
