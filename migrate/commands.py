@@ -87,7 +87,7 @@ def _plan(settings: Settings, command: str) -> Plan:
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import KafkaSnapshot
     from migrate.diff.plan import plan_id
-    from migrate.report.render import write_reports
+    from migrate.report.files import write_reports
     from migrate.zk.reader import Selection
 
     settings.require("zookeeper")
@@ -548,7 +548,8 @@ def sync(settings: Settings) -> Result:
         follower = Follower(client, make_reader(client, settings),
                             KafkaOffsetWriter(admin, policy, settings.parallelism),
                             kafka_groups, kafka_partitions, journal, run_id, metadata,
-                            settings.rescan_every, settings.renew_every, report / "sync-status.json")
+                            settings.rescan_every, settings.renew_every, report / "sync-status.json",
+                            dry_run=not settings.execute)
         if settings.stop_after:
             timer = threading.Timer(settings.stop_after, stop.set)
             timer.daemon = True   # never what keeps the process alive

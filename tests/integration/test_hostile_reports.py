@@ -28,7 +28,8 @@ from hypothesis import HealthCheck, example, given, settings as hsettings, strat
 from hostile import NAME, PARTITION, VALUE, is_locked, tree, write_tree
 from migrate import cli
 from migrate.diff import schema as s
-from migrate.report.render import ReportView, render_html
+from migrate.report.html_page import render_html
+from migrate.report.view import ReportView
 from seeding import make_topic
 
 REAL = f"hostile-{uuid.uuid4().hex[:8]}"   # one real topic, so hostile groups also get MIGRATE rows

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from migrate.diff import schema as s
-from migrate.report.render import MAX_BLOCKER_ROWS, MAX_GROUPS, lag_histogram, write_reports
+from migrate.report.files import write_reports
+from migrate.report.view import MAX_BLOCKER_ROWS, MAX_GROUPS, lag_histogram
 
 
 def row(group, topic, partition, status, offset=None, planned=None, lag=None, kafka=None, reason=None):

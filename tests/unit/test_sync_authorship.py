@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from migrate.apply.journal import Journal, Planned
-from migrate.apply.sync import Authorship
+from migrate.apply.authorship import Authorship
 
 K = ("orders", 0)
 

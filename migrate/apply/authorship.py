@@ -1,0 +1,77 @@
+"""Who wrote an offset Kafka holds: zk2kafka (a run in the journal) or someone else, a new
+consumer that took the group over. Follow mode writes only over zk2kafka's own values.
+"""
+
+from __future__ import annotations
+
+import re
+
+from migrate.apply import journal as j
+from migrate.kafka.writer import Key
+
+Held = dict[Key, tuple[int, str]]   # what Kafka holds for a group: key -> (offset, metadata)
+
+_NAMES_A_RUN = re.compile(r"zk2kafka (migrate|sync) (\S+)")
+
+
+class Authorship:
+    """Tells whether an offset Kafka holds is one zk2kafka wrote, from its commit metadata and
+    the journal.
+
+    The default metadata names the run ("zk2kafka sync <run>", "zk2kafka migrate <run>"): the
+    value is zk2kafka's when the journal holds that run. A custom --metadata names no run and
+    may be what consumers send as well (""), so the value is zk2kafka's only where a run
+    journaled with that metadata committed exactly that offset for that partition. Without a
+    journal (a dry run, which writes nothing) the default form alone counts, and a custom one
+    does not.
+    """
+
+    def __init__(self, journal: j.Journal | None, metadata: str):
+        self.journal, self.metadata = journal, metadata
+        self._runs: dict[str, str] | None = None   # writing run -> the metadata it commits with
+
+    def foreign(self, group: str, held: Held, keys: list[Key],
+                mirrored: dict[Key, int]) -> list[Key]:
+        """Those of `keys` for which Kafka holds a value (in `held`) that zk2kafka did not write."""
+        doubtful = [k for k in keys if k in held and not self._this_run(held[k], mirrored.get(k))]
+        if not doubtful:
+            return []
+        written: dict[str, dict[Key, int]] = {}   # run -> its journaled offsets: read once per call
+        out = [k for k in doubtful if not self._ours(group, k, held[k], written)]
+        if out and self.journal is not None:
+            # A run started since they were read may be the writer: read them once more.
+            self._runs = None
+            out = [k for k in out if not self._ours(group, k, held[k], written)]
+        return out
+
+    def _this_run(self, value: tuple[int, str], mirrored: int | None) -> bool:
+        offset, metadata = value
+        return metadata == self.metadata and mirrored == offset
+
+    def _ours(self, group: str, key: Key, value: tuple[int, str | None],
+              written: dict[str, dict[Key, int]]) -> bool:
+        offset, metadata = value
+        named = _NAMES_A_RUN.fullmatch(metadata or "")
+        if self.journal is None:
+            return named is not None
+        runs = self._writing_runs()
+        if named is not None and runs.get(named.group(2)) == metadata:
+            return True
+        for run_id, written_with in runs.items():
+            if written_with == (metadata or ""):
+                if run_id not in written:
+                    parts = self.journal.partitions(run_id, group)
+                    written[run_id] = {p.key: p.offset for p in parts}
+                if written[run_id].get(key) == offset:
+                    return True
+        return False
+
+    def _writing_runs(self) -> dict[str, str]:
+        if self._runs is None:
+            self._runs = {}
+            for run in self.journal.runs():
+                if run.kind in ("migrate", "sync"):
+                    custom = run.settings.get("metadata")
+                    default = f"zk2kafka {run.kind} {run.run_id}"
+                    self._runs[run.run_id] = custom if custom is not None else default
+        return self._runs

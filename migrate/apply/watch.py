@@ -1,0 +1,132 @@
+"""Follow mode's view of ZooKeeper: read the followed groups and keep one-shot watches on them,
+in the style of kazoo.recipe.watchers (an object owns its registration and re-arming, and calls
+back).
+
+Every offset znode a read saw carries a kazoo watch, as does each group's `ids/`. A watch fires
+once; reading the group again arms it again. A partition under both layouts is the row
+`migrate.zk.layouts.pick` chooses, as the diff does, and both znodes are watched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.interfaces import IAsyncResult
+from kazoo.protocol.states import WatchedEvent
+
+from migrate.kafka.writer import Key
+from migrate.zk import layouts
+from migrate.zk.reader import ZkOffsetReader
+
+ANSWER_TIMEOUT = 30   # seconds arming waits for ZooKeeper's answer to each watch request
+
+
+class ZkOffset(NamedTuple):
+    """A partition's offset as ZooKeeper holds it: the value sync mirrors, and its znode."""
+
+    offset: int
+    path: str
+    version: int | None
+    layout: str
+
+
+class GroupRead(NamedTuple):
+    """One group as a read saw it."""
+
+    offsets: dict[Key, ZkOffset]   # the rows sync can mirror
+    unmirrored: dict[str, str]     # the rows it cannot: label (or znode path) -> why
+    old_consumers: int             # old consumers registered in ids/
+
+
+class _Watch(NamedTuple):
+    """A watch to arm: on a znode's existence (and version), or on its children."""
+
+    group: str
+    path: str
+    version: int | None     # what the read saw; None where there is none to compare (ids/)
+    children: bool = False
+
+
+class _Request(NamedTuple):
+    """A watch request sent, its answer not yet awaited."""
+
+    watch: _Watch
+    answer: IAsyncResult
+
+
+class GroupWatches:
+    """Reads groups from ZooKeeper and watches what it read; `on_change(group)` is called when a
+    watch fires, or at once for a znode that changed between the read and the arming: the group
+    is to be read again.
+    """
+
+    def __init__(self, client: KazooClient, reader: ZkOffsetReader,
+                 on_change: Callable[[str], None]):
+        self.client, self.reader, self.on_change = client, reader, on_change
+        self._callbacks: dict[str, Callable[[WatchedEvent], None]] = {}
+
+    def read(self, names: list[str]) -> dict[str, GroupRead]:
+        """Read `names` and arm their watches again."""
+        found: dict[str, dict[Key, list[dict]]] = {n: {} for n in names}
+        unkeyed: dict[str, dict[str, str]] = {n: {} for n in names}
+        consumers: dict[str, int] = {}
+        for batch in self.reader.batches(names):
+            for row in batch.to_pylist():
+                consumers[row["group"]] = row["zk_consumers"] or 0
+                if row["partition"] is None or row["topic"] is None:
+                    # a directory it could not list, a name that is no partition
+                    unkeyed[row["group"]][row["path"]] = f"{row['status']}: {row['reason']}"
+                else:
+                    key = (row["topic"], row["partition"])
+                    found[row["group"]].setdefault(key, []).append(row)
+        reads, watched = {}, []
+        for name in names:
+            read = GroupRead({}, dict(unkeyed[name]), consumers.get(name, 0))
+            for key, rows in found[name].items():
+                watched += [_Watch(name, r["path"], r["version"]) for r in rows]
+                row = layouts.pick(rows)
+                if row["status"] == layouts.OK:
+                    read.offsets[key] = ZkOffset(row["offset"], row["path"], row["version"],
+                                                 row["layout"])
+                else:
+                    read.unmirrored[label(key)] = f"{row['status']}: {row['reason']}"
+            reads[name] = read
+            ids = f"{self.reader.root}/{name}/ids"
+            # ids/: its exists watch sees it created or deleted, its children watch sees
+            # consumers come and go.
+            watched += [_Watch(name, ids, None), _Watch(name, ids, None, children=True)]
+        self._arm(watched)
+        return reads
+
+    def _arm(self, watches: list[_Watch]) -> None:
+        # Every request is sent before any answer is awaited: one round trip for all the groups.
+        pending = []
+        for watch in watches:
+            ask = self.client.get_children_async if watch.children else self.client.exists_async
+            pending.append(_Request(watch, ask(watch.path, watch=self._callback(watch.group))))
+        for request in pending:
+            try:
+                stat = request.answer.get(timeout=ANSWER_TIMEOUT)
+            except KazooException:
+                # ids/ absent (the exists watch covers its creation), or the session is gone
+                # (the next re-scan reads every group again).
+                continue
+            version = request.watch.version
+            if version is not None and (stat is None or stat.version != version):
+                self.on_change(request.watch.group)
+
+    def _callback(self, group: str) -> Callable[[WatchedEvent], None]:
+        # One function per group for the life of this object: kazoo keeps a path's watchers
+        # in a set, so arming again adds none.
+        if group not in self._callbacks:
+            self._callbacks[group] = lambda event: self.on_change(group)
+        return self._callbacks[group]
+
+
+def label(key: Key) -> str:
+    """How a partition is named in the unmirrored rows and the logs: `topic-partition`."""
+    topic, partition = key
+    return f"{topic}-{partition}"

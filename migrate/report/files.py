@@ -1,0 +1,88 @@
+"""The dry-run report in reports/<run>/: summary.json, rows.csv, reset-offsets.csv, report.md,
+report.html.
+
+Everything is computed from summary.json's dict and the plan (plan.parquet, or a table);
+nothing here re-judges a row. The plan is read a batch at a time, in its order: files that
+scale with it (rows.csv, reset-offsets.csv) are written as it goes, and the pages show
+bounded extracts (the CSVs hold the rest).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from migrate.diff import plan as p
+from migrate.report.html_page import render_html
+from migrate.report.markdown_page import render_markdown
+from migrate.report.view import Plan, ReportView
+
+ROWS_COLUMNS = ("group", "topic", "partition", "zk_offset", "kafka_offset", "log_start",
+                "log_end", "status", "planned_offset")
+RESET_COLUMNS = ("group", "topic", "partition", "planned_offset")
+
+
+def write_reports(out: Path, summary: dict[str, Any], plan: Plan) -> dict[str, Path]:
+    """Write every report file into `out` and return their paths by kind.
+
+    A name Kafka's tool cannot parse from reset-offsets.csv adds a warning to
+    `summary["warnings"]` (the caller prints those too) before summary.json is written.
+    """
+    files = {"summary": out / "summary.json", "rows": out / "rows.csv",
+             "reset_offsets": out / "reset-offsets.csv",
+             "markdown": out / "report.md", "html": out / "report.html"}
+    write_rows(plan, files["rows"])
+    left_out = write_reset_offsets(plan, files["reset_offsets"])
+    if left_out:
+        summary["warnings"].append(
+            f"{left_out} planned offset(s) left out of reset-offsets.csv: their group or topic"
+            " name holds a comma, quote or line break, which kafka-consumer-groups --from-file"
+            " cannot parse")
+    view = ReportView.build(summary, plan)
+    files["markdown"].write_text(render_markdown(view), encoding="utf-8")
+    files["html"].write_text(render_html(view), encoding="utf-8")
+    files["summary"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return files
+
+
+def write_rows(plan: Plan, path: Path) -> None:
+    """Every plan row, the columns an operator sorts and filters in a spreadsheet."""
+    options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+    with path.open("wb") as out:
+        # Arrow quotes header names; spreadsheets need not
+        out.write((",".join(ROWS_COLUMNS) + "\n").encode())
+        with pacsv.CSVWriter(out, _schema(ROWS_COLUMNS), write_options=options) as rows:
+            for batch in p.plan_batches(plan, list(ROWS_COLUMNS)):
+                rows.write_batch(batch)
+
+
+def write_reset_offsets(plan: Plan, path: Path) -> int:
+    """Rows to commit as `group,topic,partition,offset`, no header: kafka-consumer-groups
+    --reset-offsets --from-file reads exactly that (it splits lines on commas, without
+    quoting). Returns the rows left out."""
+    columns = list(RESET_COLUMNS)
+    options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+    left_out = 0
+    with pacsv.CSVWriter(path, _schema(columns), write_options=options) as out:
+        for batch in p.plan_batches(plan, ["action", *columns]):
+            commits = batch.filter(pc.equal(batch.column("action"), p.COMMIT)).select(columns)
+            unparsable = pc.or_(_unparsable(commits.column("group")),
+                                _unparsable(commits.column("topic")))
+            kept = commits.filter(pc.invert(unparsable))
+            out.write_batch(kept)
+            left_out += commits.num_rows - kept.num_rows
+    return left_out
+
+
+def _schema(columns: Sequence[str]) -> pa.Schema:
+    return pa.schema([p.PLAN_SCHEMA.field(name) for name in columns])
+
+
+def _unparsable(names: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.match_substring_regex(names, r'[,"\r\n]')

@@ -1,0 +1,107 @@
+"""The words both report pages share (status meanings, the run's facts, retention, counts), so
+report.md and report.html say the same thing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from migrate.diff import schema as s
+
+MEANING = {
+    s.MIGRATE: "Kafka has no committed offset; ZooKeeper's is valid: commit it",
+    s.IN_SYNC: "Kafka already holds ZooKeeper's offset: nothing to do",
+    s.CONFLICT: "Kafka holds a different offset: per --on-conflict",
+    s.BELOW_LOG_START: "ZooKeeper offset below the log start (data deleted): per --out-of-range",
+    s.ABOVE_LOG_END: "ZooKeeper offset above the log end: per --out-of-range",
+    s.UNKNOWN_PARTITION: "topic or partition does not exist in Kafka: skipped",
+    s.MALFORMED: "znode value is not a non-negative 64-bit integer: skipped",
+    s.UNREADABLE: "znode could not be read (NoAuth, vanished): skipped",
+    s.GROUP_ACTIVE_KAFKA: "the Kafka group has live members: skipped",
+    s.GROUP_ACTIVE_ZK: "old consumers still registered in ZooKeeper: skipped",
+    s.KAFKA_ONLY: "an offset in Kafka and none in ZooKeeper: informational",
+}
+
+EMPTY_GROUPS_TITLE = "Empty consumer groups: their offsets expire whatever is committed"
+GROUPS_ORDER = "most blockers, then most lag, first"
+
+
+class Fact(NamedTuple):
+    """One line of the run's facts at the top of a page."""
+
+    label: str
+    text: str
+
+
+def plan_line(sm: dict[str, Any], quote: str = "") -> list[str]:
+    """The plan's identity, for the change ticket, and how to execute exactly this plan."""
+    if not sm.get("plan_id"):
+        return []
+    plan_id = f"{quote}{sm['plan_id']}{quote}"
+    command = f"{quote}zk2kafka migrate --execute --plan {sm['plan_id']}{quote}"
+    return [f"Plan {plan_id}: quote it in the change ticket; {command} writes exactly this plan.",
+            ""]
+
+
+def facts(sm: dict[str, Any]) -> list[Fact]:
+    """Where the figures come from: when, which stores and releases, and how long it took."""
+    inputs, kafka, spark = sm["inputs"], sm["kafka"], sm["spark"]
+    cluster = kafka.get("cluster_id") or "unknown"
+    return [Fact("created", sm["created"]),
+            Fact("ZooKeeper", f"{inputs.get('zookeeper')} (root {inputs.get('zk_root')})"),
+            Fact("Kafka", f"{inputs.get('bootstrap_server')} (cluster {cluster}; "
+                          f"{kafka['groups_in_kafka']:,} groups, "
+                          f"{kafka['active_groups']:,} active)"),
+            Fact("broker release", _broker(kafka)),
+            Fact("retention", _retention(sm["retention"])),
+            Fact("Spark", f"{spark['master']}: start {spark['startup_seconds']:.1f}s, "
+                          f"diff {spark['diff_seconds']:.1f}s"),
+            Fact("versions", ", ".join(f"{k} {v}" for k, v in sm["versions"].items()))]
+
+
+def _broker(kafka: dict[str, Any]) -> str:
+    version = kafka.get("broker_version")
+    if not version:
+        return "unknown (the broker's ApiVersions answer matched no known release)"
+    source = kafka.get("broker_version_source") or "inferred from its ApiVersions answer"
+    return f"Kafka {version}, {source}"
+
+
+def _retention(retention: dict[str, Any]) -> str:
+    """The retention the broker reported, or why it could not and what its release's default
+    is; and the clock."""
+    minutes, default = retention.get("minutes"), retention.get("release_default_minutes")
+    why = retention.get("unknown_reason")
+    if minutes is not None:
+        text = f"offsets.retention.minutes={minutes:,} (read from the broker)"
+    elif default is not None:
+        text = (f"offsets.retention.minutes unknown: {why or 'the broker did not say'}; "
+                f"Kafka {retention.get('broker_version')}'s default is {default:,}")
+    else:
+        text = "offsets.retention.minutes unknown" + (f": {why}" if why else "")
+    return f"{text}; offsets expire {retention['expiry']}" if retention.get("expiry") else text
+
+
+def empty_groups(sm: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Empty consumer groups the retention preflight found: their offsets can expire."""
+    return sm.get("retention", {}).get("empty_consumer_groups") or []
+
+
+def within(g: dict[str, Any]) -> str:
+    minutes = g.get("expires_within_minutes")
+    return "unknown" if minutes is None else f"{minutes:,} minutes of becoming Empty"
+
+
+def time_left(g: dict[str, Any]) -> str:
+    if g.get("time_left_seconds") is not None:
+        return f"{g['time_left_seconds'] / 3600:,.1f} h"
+    return f"unknown: {g.get('time_left_unknown') or 'the broker does not say'}"
+
+
+def shown(count: int, total: int) -> str:
+    """How much of a bounded table is on the page."""
+    return f"{total:,}" if count >= total else f"first {count:,} of {total:,}"
+
+
+def statuses(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n:,}" for name, n in counts.items())
