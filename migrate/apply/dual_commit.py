@@ -153,12 +153,12 @@ class DualCommit:
             if wrong:
                 failures[g] = f"Kafka read-back differs from the commit: {', '.join(wrong[:3])}"
         self._fail(settled, self._put_back_many(failures, parts, settled))
-        self.journal.set_groups(self.run_id, {g: (j.COMMITTED, None, None) for g in back if g not in settled})
+        self.journal.set_groups(self.run_id, {g: j.Transition(j.COMMITTED) for g in back if g not in settled})
 
         live = [g for g in groups if g not in settled]
         after = self._write_zk(live, parts, zk_now, settled) if self.zk else {g: {} for g in live}
         crash_point("after-zk-write")
-        self.journal.set_groups(self.run_id, {g: (j.VERIFIED, None, versions) for g, versions in after.items()})
+        self.journal.set_groups(self.run_id, {g: j.Transition(j.VERIFIED, zk_after=versions) for g, versions in after.items()})
         settled.update((g, Outcome(g, j.VERIFIED, None, len(parts[g]))) for g in after)
 
     def _check_unchanged(self, group: str, parts: list[j.Partition], kafka_now: dict, zk_now: dict) -> None:
@@ -347,7 +347,7 @@ class DualCommit:
 
     def _fail(self, settled: dict[str, Outcome], failures: dict[str, str], state: str = j.FAILED) -> None:
         """Journal `failed` (or `partial`) with the reason for these groups, in one transaction; the run goes on."""
-        self.journal.set_groups(self.run_id, {g: (state, reason, None) for g, reason in failures.items()})
+        self.journal.set_groups(self.run_id, {g: j.Transition(state, reason) for g, reason in failures.items()})
         for g, reason in failures.items():
             if self.dry_run:   # nothing was to be written: a finding of the dry run, not a failed write
                 log.warning("group %s would not be written: %s", g, reason)
