@@ -7,6 +7,9 @@ ZooKeeper conditioned on the scanned versions and read it back (-> verified). Gr
 through these steps in batches, so each step is a few pipelined requests and one journal
 transaction for hundreds of groups. A group that fails does not stop the others.
 Rollback walks the same steps backwards, group by group.
+
+This module orders the steps and journals their outcomes; what each store must hold, and how
+it is written back, is in kafka_half.py and zk_half.py.
 """
 
 from __future__ import annotations
@@ -174,7 +177,8 @@ class DualCommit:
             try:
                 now = _answer(start.kafka_now[g])
                 if g in start.resumed:
-                    _refuse(g, kafka_half.strays(parts, now, "since this run began", True))
+                    _refuse(g, kafka_half.strays(parts, now, "since this run began",
+                                                 expired=True))
                     self.zk_half.check_resumed(g, parts, start.zk_now)
                     continue
                 try:
@@ -309,7 +313,8 @@ class DualCommit:
         parts = self.journal.partitions(of_run, group)
         kafka_now = self.kafka.committed(group)
         _refuse(group, kafka_half.strays(
-            parts, kafka_now, f"since run {of_run} (a consumer joined?); not rolled back", False))
+            parts, kafka_now, f"since run {of_run} (a consumer joined?); not rolled back",
+            expired=False))
         zk_writes = self.zk_half.to_restore(group, parts)
         _refuse(group, self.kafka_half.restore(group, parts, kafka_now))
         self.zk_half.restore(group, zk_writes)

@@ -29,15 +29,16 @@ def committed_offset(committed: tuple[int, str] | None) -> int | None:
 
 
 def moved(parts: list[j.Partition], now: Committed) -> str | None:
-    """Whether Kafka still holds what the plan saw."""
+    """Why Kafka no longer holds what the plan saw, or None."""
     changed = [f"{p.topic}-{p.partition} {p.kafka_offset} -> {committed_offset(now.get(p.key))}"
                for p in parts if committed_offset(now.get(p.key)) != p.kafka_offset]
     return f"Kafka offsets changed since the plan: {_few(changed)}" if changed else None
 
 
-def strays(parts: list[j.Partition], now: Committed, since: str, expired: bool) -> str | None:
-    """Whether each offset is its before-value or this run's (or none, when `expired`: Kafka
-    expired it, and the write puts it back)."""
+def strays(parts: list[j.Partition], now: Committed, since: str, *,
+           expired: bool) -> str | None:
+    """Which offsets are neither their before-value nor this run's (nor none, when `expired`:
+    Kafka expired them, and the write puts them back), or None."""
     allowed = (None,) if expired else ()
     stray = [_label(p) for p in parts if committed_offset(now.get(p.key))
              not in (p.before_kafka_offset, p.offset, *allowed)]
@@ -45,7 +46,7 @@ def strays(parts: list[j.Partition], now: Committed, since: str, expired: bool) 
 
 
 def read_back(parts: list[j.Partition], back: Committed) -> str | None:
-    """Whether Kafka holds what the run committed."""
+    """Which offsets Kafka read back are not the ones the run committed, or None."""
     wrong = [_label(p) for p in parts if committed_offset(back.get(p.key)) != p.offset]
     return f"Kafka read-back differs from the commit: {_few(wrong)}" if wrong else None
 
