@@ -1,4 +1,5 @@
-"""Lists cut into batches of bounded size, for requests and statements that take many names at once."""
+"""Lists cut into slices of bounded size, for requests and statements that take many names at
+once."""
 
 from __future__ import annotations
 

@@ -271,7 +271,8 @@ def _execute(settings: Settings, journal, run_id: str, groups: list[str], blocke
     `dry_run`: the same path, stopping before the first write (on a throwaway journal).
     """
     from migrate.apply.journal import DONE, INCOMPLETE, RUNNING
-    from migrate.apply.dual_commit import DualCommit, run_batches
+    from migrate.apply.batches import run_batches
+    from migrate.apply.dual_commit import DualCommit
     from migrate.progress import Progress
 
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
@@ -441,7 +442,7 @@ def _verify_run(settings: Settings) -> Result:
     difference, or when the run wrote nothing to check.
     """
     from migrate.apply.journal import SKIPPED, VERIFIED, Journal
-    from migrate.apply.dual_commit import _offset
+    from migrate.apply.kafka_half import committed_offset
     from migrate.zk.writer import encode
 
     with Journal.open(settings.state_dir) as journal:
@@ -467,7 +468,7 @@ def _verify_run(settings: Settings) -> Result:
                     answer = kafka_now[g]
                     for p in parts[g]:
                         checked += 1
-                        held = None if isinstance(answer, Exception) else _offset(answer.get(p.key))
+                        held = None if isinstance(answer, Exception) else committed_offset(answer.get(p.key))
                         if held != p.offset:
                             differ.append(f"{g} {p.topic}-{p.partition}: Kafka holds {held}, the run wrote {p.offset}")
                         elif zk and zk_now[p.zk_path].value != encode(p.before_zk_value, p.offset, p.layout, semantics):
@@ -591,7 +592,8 @@ def sync(settings: Settings) -> Result:
 def rollback(settings: Settings, run_id: str) -> Result:
     """Put back the values a run journaled before it wrote, in Kafka and ZooKeeper; dry run unless --execute."""
     from migrate.apply.journal import DONE, INCOMPLETE, RUNNING, VERIFIED, Journal
-    from migrate.apply.dual_commit import DualCommit, run_batches
+    from migrate.apply.batches import run_batches
+    from migrate.apply.dual_commit import DualCommit
     from migrate.progress import Progress
 
     writer = f"rollback --execute {run_id}" if settings.execute else None   # a dry run only reads

@@ -1,4 +1,5 @@
-"""The dual commit: a journaled run's groups written to Kafka and ZooKeeper, every step confirmed first.
+"""The dual commit: a journaled run's groups written to Kafka and ZooKeeper, every step
+confirmed first.
 
 Per group: check both stores still hold what the plan saw (or, resuming, what this run
 wrote), journal the before-values, commit to Kafka and read it back (-> committed), write
@@ -6,6 +7,9 @@ ZooKeeper conditioned on the scanned versions and read it back (-> verified). Gr
 through these steps in batches, so each step is a few pipelined requests and one journal
 transaction for hundreds of groups. A group that fails does not stop the others.
 Rollback walks the same steps backwards, group by group.
+
+This module orders the steps and journals their outcomes; what each store must hold, and how
+it is written back, is in kafka_half.py and zk_half.py.
 """
 
 from __future__ import annotations
@@ -13,20 +17,22 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, ZookeeperError
 
 from migrate.apply import journal as j
-from migrate.errors import MigrateError, ZkUnavailable
-from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
+from migrate.apply import kafka_half
+from migrate.apply.kafka_half import Committed, GroupNow, KafkaHalf, committed_offset
+from migrate.apply.zk_half import NoZkWrite, ZkHalf, check_zk_unchanged
 from migrate.diff.plan import GroupSeen
-from migrate.progress import Progress
+from migrate.errors import MigrateError, ZkUnavailable
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.zk.walk import RETRIABLE
-from migrate.zk.writer import ZkChanged, ZkOffsetWriter, encode
+from migrate.zk.writer import ZkChanged, ZkOffsetWriter, Znode
 
 log = logging.getLogger(__name__)
 
@@ -35,13 +41,15 @@ WOULD_WRITE = "would write"   # a dry run's outcome for a group that passed ever
 
 
 def crash_point(name: str) -> None:
-    """Fault injection for the resume tests: die here as `kill -9` would, when ZK2KAFKA_CRASH_AT names this step."""
+    """Fault injection for the resume tests: die here as `kill -9` would, when
+    ZK2KAFKA_CRASH_AT names this step."""
     if os.environ.get(CRASH_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 class GroupFailed(MigrateError):
-    """A group cannot be written safely (its stores changed under the plan); the run goes on without it."""
+    """A group cannot be written safely (its stores changed under the plan); the run goes on
+    without it."""
 
     def __init__(self, group: str, reason: str):
         super().__init__(f"group {group}: {reason}")
@@ -56,357 +64,307 @@ class Outcome:
     offsets: int
 
 
-class DualCommit:
-    """Writes a run's groups batch by batch (or, for a rollback run, restores them one by one); thread-safe."""
+class _Start(NamedTuple):
+    """What a batch read before its first step: the journal's and both stores' view of it."""
 
-    def __init__(self, journal: j.Journal, run_id: str, kafka: KafkaOffsetWriter, zk: ZkOffsetWriter | None,
-                 metadata: str, semantics: str = "next", zk_reader: ZkOffsetWriter | None = None,
+    parts: dict[str, list[j.Partition]]   # each group's journaled offsets
+    resumed: set[str]   # groups with before-values journaled: a crash may have written them
+    kafka_now: dict[str, Committed | GroupRejected]
+    zk_now: dict[str, Znode]
+
+
+class _Errors(NamedTuple):
+    """A pipelined step's per-group errors: refusals to fail, outages left for resume."""
+
+    refused: dict[str, str]
+    interrupted: dict[str, Outcome]
+
+
+class _Batch:
+    """The outcomes of one migrate() call's groups, as each step settles some of them."""
+
+    def __init__(self, groups: list[str]):
+        self.groups = groups
+        self._outcomes: dict[str, Outcome] = {}
+
+    def live(self) -> list[str]:
+        """The groups no step has settled yet, in order."""
+        return [g for g in self.groups if g not in self._outcomes]
+
+    def settle(self, outcomes: Mapping[str, Outcome]) -> None:
+        self._outcomes.update(outcomes)
+
+    def outcomes(self) -> list[Outcome]:
+        return [self._outcomes[g] for g in self.groups]
+
+
+class DualCommit:
+    """Writes a run's groups batch by batch (or, for a rollback run, restores them one by one);
+    thread-safe."""
+
+    def __init__(self, journal: j.Journal, run_id: str, kafka: KafkaOffsetWriter,
+                 zk: ZkOffsetWriter | None, metadata: str, semantics: str = "next",
+                 zk_reader: ZkOffsetWriter | None = None,
                  seen: Mapping[str, GroupSeen] | None = None, dry_run: bool = False):
-        """`seen`: each group's Kafka state when planned (a reviewed plan's), checked with the offsets and znodes.
-        `dry_run`: everything up to the first write (reads, prechecks), then each group that passed is
-        settled WOULD_WRITE; neither store nor the before-values are touched.
+        """`zk`: None for --no-zk-write, which still reads ZooKeeper through `zk_reader`: a plan
+        is only committed while its znodes are the ones planned from.
+        `seen`: each group's Kafka state when planned (a reviewed plan's), checked with the
+        offsets and znodes.
+        `dry_run`: everything up to the first write (reads, prechecks), then each group that
+        passed is settled WOULD_WRITE; neither store nor the before-values are touched.
         """
         self.journal, self.run_id = journal, run_id
-        self.kafka, self.zk = kafka, zk
-        # --no-zk-write still reads ZooKeeper: a plan is only committed while its znodes are the ones planned from.
-        self.zk_reader = zk or zk_reader
-        self.metadata, self.semantics = metadata, semantics
+        self.kafka, self.kafka_half = kafka, KafkaHalf(kafka)
+        self.zk_half = ZkHalf(zk, semantics) if zk is not None else NoZkWrite(zk_reader)
+        self.metadata = metadata
         self.seen, self.dry_run = seen, dry_run
-        self.moved: set[str] = set()   # groups whose stores moved since the plan, before anything was written
+        # Groups whose stores moved since the plan, before anything was written.
+        self.moved: set[str] = set()
 
-    # -- migrate -----------------------------------------------------------------------------------------------
+    # -- migrate ---------------------------------------------------------------------------------
 
     def migrate(self, groups: list[str]) -> list[Outcome]:
         """Take a batch of groups through the dual commit; one outcome per group, in order.
 
         Each store is read, written and read back for the whole batch at once (one OffsetFetch
         per coordinator, commits and ZooKeeper transactions pipelined, one journal transaction
-        per step), but every check and every outcome is the group's own.
+        per step), but every check and every outcome is the group's own. A store away past
+        the retry deadline leaves the groups not settled yet for resume.
         """
-        settled: dict[str, Outcome] = {}
+        batch = _Batch(groups)
         try:
-            self._migrate(groups, settled)
+            self._migrate(batch)
         except OUTAGES as exc:
-            self._interrupt(settled, [g for g in groups if g not in settled], exc)
-        return [settled[g] for g in groups]
+            batch.settle(self._interrupt(batch.live(), exc))
+        return batch.outcomes()
 
-    def _migrate(self, groups: list[str], settled: dict[str, Outcome]) -> None:
+    def _migrate(self, batch: _Batch) -> None:
+        start = self._read(batch.groups)
+        before = self._check(batch, start)
+        if self.dry_run:   # the lowest write point: from here on, everything writes
+            batch.settle({g: Outcome(g, WOULD_WRITE, None, len(start.parts[g]))
+                          for g in batch.live()})
+            return
+        parts = self._record_before(before, start.parts)
+        committed = self._commit_kafka(batch, parts, start.kafka_now)
+        verified = self._commit_zk(batch, {g: parts[g] for g in committed}, start.zk_now)
+        crash_point("after-zk-write")
+        self.journal.set_groups(self.run_id, {
+            g: j.Transition(j.VERIFIED, zk_after=versions) for g, versions in verified.items()})
+        batch.settle({g: Outcome(g, j.VERIFIED, None, len(parts[g])) for g in verified})
+
+    def _read(self, groups: list[str]) -> _Start:
         states = self.journal.groups_of(self.run_id, groups)
         parts = self.journal.partitions_of(self.run_id, groups)
         kafka_now = self.kafka.committed_many(groups)
-        zk_now = self.zk_reader.read([p.zk_path for g in groups for p in parts[g]]) if self.zk_reader else {}
-        untouched = [g for g in groups if not states[g].before_recorded]
-        state_now = self._group_states(untouched) if self.seen is not None and untouched else {}
+        zk_now = self.zk_half.read([p.zk_path for g in groups for p in parts[g]])
+        resumed = {g for g in groups if states[g].before_recorded}
+        return _Start(parts, resumed, kafka_now, zk_now)
 
-        # Untouched groups: both stores must still be as the diff saw them. Groups caught in flight by a
-        # crash: each partition holds its before-value, this run's value, or none (expired in an outage).
+    def _check(self, batch: _Batch, start: _Start) -> dict[str, j.Before]:
+        """Fail each group whose stores are not as expected; the before-values of the others.
+
+        Untouched groups: both stores must still be as the diff saw them. Groups caught in
+        flight by a crash: each partition holds its before-value, this run's value, or none
+        (expired in an outage); they may have been written, so a failure puts them back.
+        """
+        untouched = [g for g in batch.groups if g not in start.resumed]
+        state_now = (self.kafka_half.states(untouched)
+                     if self.seen is not None and untouched else {})
         failures, before = {}, {}
-        for g in groups:
+        for g in batch.groups:
+            parts = start.parts[g]
             try:
-                now = _answer(kafka_now[g])
-                if states[g].before_recorded:
-                    self._check_strays(g, parts[g], now, "since this run began", expired=True)
-                    if self.zk is None:   # nothing of ours is in ZooKeeper: it must still be as planned
-                        self._check_zk_unchanged(g, parts[g], zk_now)
-                else:
-                    try:
-                        self._check_unchanged(g, parts[g], now, zk_now)
-                        if self.seen is not None:
-                            self._check_state(g, state_now.get(g))
-                    except REFUSALS:
-                        self.moved.add(g)
-                        raise
-                    before[g] = ({p.key: now.get(p.key) for p in parts[g]},
-                                 {p.zk_path: (zk_now[p.zk_path].value, zk_now[p.zk_path].version) if self.zk
-                                  else (None, None) for p in parts[g]})
+                now = _answer(start.kafka_now[g])
+                if g in start.resumed:
+                    _refuse(g, kafka_half.strays(parts, now, "since this run began",
+                                                 expired=True))
+                    self.zk_half.check_resumed(g, parts, start.zk_now)
+                    continue
+                try:
+                    self._check_unchanged(g, parts, now, start.zk_now)
+                    if self.seen is not None:
+                        self._check_state(g, state_now.get(g))
+                except REFUSALS:
+                    self.moved.add(g)
+                    raise
+                before[g] = j.Before({p.key: now.get(p.key) for p in parts},
+                                     self.zk_half.before(parts, start.zk_now))
             except REFUSALS as exc:
                 failures[g] = _reason(exc)
-        # A group caught in flight may have been written before the crash: put it back, as any failure after a write.
-        in_flight = {g: reason for g, reason in failures.items() if states[g].before_recorded}
-        self._fail(settled, self._put_back_many(in_flight, parts, settled))
-        self._fail(settled, {g: reason for g, reason in failures.items() if g not in in_flight})
-        if self.dry_run:   # the lowest write point: from here on, everything writes
-            settled.update((g, Outcome(g, WOULD_WRITE, None, len(parts[g]))) for g in groups if g not in settled)
-            return
-        self.journal.record_before_many(self.run_id, before)
-        for g, (kafka, zk) in before.items():   # what the journal now holds, without reading it back
-            parts[g] = [replace(p, before_kafka_offset=_offset(kafka.get(p.key)),
-                                before_kafka_metadata=(kafka.get(p.key) or (None, None))[1],
-                                before_zk_value=zk[p.zk_path][0], before_zk_version=zk[p.zk_path][1])
-                        for p in parts[g]]
+        in_flight = {g: reason for g, reason in failures.items() if g in start.resumed}
+        batch.settle(self._put_back_many(in_flight, start.parts))
+        batch.settle(self._fail({g: reason for g, reason in failures.items()
+                                 if g not in in_flight}))
+        return before
 
-        # Kafka half: commit what differs, read everything back, then journal `committed`. A group journaled
-        # committed is committed again where Kafka lost the plan since (offsets expired in an outage).
-        to_commit = [g for g in groups if g not in settled]
+    def _record_before(self, before: dict[str, j.Before],
+                       parts: dict[str, list[j.Partition]]) -> dict[str, list[j.Partition]]:
+        """Journal the before-values; each group's partitions with what the journal now holds
+        (without reading it back)."""
+        self.journal.record_before_many(self.run_id, before)
+        out = dict(parts)
+        for g, (kafka, zk) in before.items():
+            out[g] = [replace(p, before_kafka_offset=committed_offset(kafka.get(p.key)),
+                              before_kafka_metadata=(kafka.get(p.key) or (None, None))[1],
+                              before_zk_value=zk[p.zk_path][0], before_zk_version=zk[p.zk_path][1])
+                      for p in parts[g]]
+        return out
+
+    def _commit_kafka(self, batch: _Batch, parts: dict[str, list[j.Partition]],
+                      kafka_now: dict[str, Committed]) -> list[str]:
+        """Kafka half: commit what differs, read everything back, then journal `committed`; the
+        groups committed.
+
+        A group journaled committed is committed again where Kafka lost the plan since (offsets
+        expired in an outage).
+        """
+        to_commit = batch.live()
         crash_point("before-kafka-commit")
-        sent = self.kafka.commit_many({g: {p.key: p.offset for p in parts[g]} for g in to_commit
-                                       if any(_offset(kafka_now[g].get(p.key)) != p.offset for p in parts[g])},
-                                      self.metadata)
+        sent = self.kafka.commit_many(
+            {g: {p.key: p.offset for p in parts[g]} for g in to_commit
+             if any(committed_offset(kafka_now[g].get(p.key)) != p.offset for p in parts[g])},
+            self.metadata)
         crash_point("after-kafka-commit")
-        failures = self._errors(settled, sent)
-        back = self.kafka.committed_many([g for g in to_commit if g not in failures and g not in settled])
+        errors = self._errors(sent)
+        batch.settle(errors.interrupted)
+        failures = dict(errors.refused)
+        back = self.kafka.committed_many(
+            [g for g in to_commit if g not in failures and g not in errors.interrupted])
         for g, answer in back.items():
             if isinstance(answer, Exception):
                 failures[g] = _reason(answer)
                 continue
-            wrong = [f"{p.topic}-{p.partition}" for p in parts[g] if _offset(answer.get(p.key)) != p.offset]
+            wrong = kafka_half.read_back(parts[g], answer)
             if wrong:
-                failures[g] = f"Kafka read-back differs from the commit: {', '.join(wrong[:3])}"
-        self._fail(settled, self._put_back_many(failures, parts, settled))
-        self.journal.set_groups(self.run_id, {g: (j.COMMITTED, None, None) for g in back if g not in settled})
+                failures[g] = wrong
+        batch.settle(self._put_back_many(failures, parts))
+        committed = [g for g in back if g not in failures]
+        self.journal.set_groups(self.run_id, {g: j.Transition(j.COMMITTED) for g in committed})
+        return committed
 
-        live = [g for g in groups if g not in settled]
-        after = self._write_zk(live, parts, zk_now, settled) if self.zk else {g: {} for g in live}
-        crash_point("after-zk-write")
-        self.journal.set_groups(self.run_id, {g: (j.VERIFIED, None, versions) for g, versions in after.items()})
-        settled.update((g, Outcome(g, j.VERIFIED, None, len(parts[g]))) for g in after)
+    def _commit_zk(self, batch: _Batch, parts: dict[str, list[j.Partition]],
+                   zk_now: dict[str, Znode]) -> dict[str, dict[str, int]]:
+        """ZooKeeper half, conditioned on the before-versions; the new znode versions of the
+        groups verified.
 
-    def _check_unchanged(self, group: str, parts: list[j.Partition], kafka_now: dict, zk_now: dict) -> None:
-        moved = [f"{p.topic}-{p.partition} {p.kafka_offset} -> {_offset(kafka_now.get(p.key))}"
-                 for p in parts if _offset(kafka_now.get(p.key)) != p.kafka_offset]
-        if moved:
-            raise GroupFailed(group, f"Kafka offsets changed since the plan: {', '.join(moved[:3])}")
-        self._check_zk_unchanged(group, parts, zk_now)
+        Never leave half a group: a refused write (a znode moved, NoAuth, a conflict in the
+        second transaction of a huge group) puts Kafka and the znodes written back to their
+        before-values.
+        """
+        errors = self._errors(self.zk_half.write(parts, zk_now))
+        batch.settle(errors.interrupted)
+        failures = dict(errors.refused)
+        live = [g for g in parts if g not in failures and g not in errors.interrupted]
+        back = self.zk_half.read_back({g: parts[g] for g in live})
+        failures.update(back.wrong)
+        batch.settle(self._put_back_many(failures, parts))
+        return back.verified
 
-    def _group_states(self, groups: list[str]) -> dict[str, tuple[str | None, int]]:
-        """Each group's Kafka state and member count now (DescribeGroups, batched per coordinator)."""
-        described = self.kafka.policy.call("describe groups", lambda: self.kafka.admin.describe_groups(groups))
-        return {g: (d.get("group_state"), len(d.get("members") or [])) for g, d in described.items()}
+    def _check_unchanged(self, group: str, parts: list[j.Partition], kafka_now: Committed,
+                         zk_now: dict[str, Znode]) -> None:
+        _refuse(group, kafka_half.moved(parts, kafka_now))
+        check_zk_unchanged(group, parts, zk_now)
 
-    def _check_state(self, group: str, now: tuple[str | None, int] | None) -> None:
+    def _check_state(self, group: str, now: GroupNow | None) -> None:
         seen = self.seen.get(group)
-        state, members = now or (None, 0)
+        state, members = now or GroupNow(None, 0)
         if seen is not None and not seen.matches(state, members):
             raise GroupFailed(group, f"Kafka group state changed since the plan: {seen} then, "
                                      f"{state or 'unknown to Kafka'}, {members} member(s) now")
 
-    @staticmethod
-    def _check_zk_unchanged(group: str, parts: list[j.Partition], zk_now: dict) -> None:
-        # The version alone passes a znode deleted and recreated since (versions start again at 0): mzxid,
-        # the zxid of its last change, tells them apart. Plans journaled without it are checked by version.
-        changed = [p.zk_path for p in parts if zk_now and (
-            zk_now[p.zk_path].version != p.zk_version
-            or (p.zk_mzxid is not None and zk_now[p.zk_path].mzxid != p.zk_mzxid))]
-        if changed:
-            raise ZkChanged(group, changed)
+    # -- putting a failed group back -------------------------------------------------------------
 
-    def _check_strays(self, group: str, parts: list[j.Partition], kafka_now: dict, since: str,
-                      expired: bool = False) -> None:
-        # `expired`: no offset at all is fine too (Kafka expired them), and the write puts them back.
-        strays = [f"{p.topic}-{p.partition}" for p in parts
-                  if _offset(kafka_now.get(p.key)) not in (p.before_kafka_offset, p.offset,
-                                                           *([None] if expired else []))]
-        if strays:
-            raise GroupFailed(group, f"Kafka offsets moved by someone else {since}: {', '.join(strays[:3])}")
-
-    def _write_zk(self, groups: list[str], parts: dict[str, list[j.Partition]], zk_now: dict,
-                  settled: dict[str, Outcome]) -> dict[str, dict[str, int]]:
-        """ZooKeeper half, conditioned on the before-versions; a group in conflict gets Kafka put back.
-
-        Returns the new znode versions of the groups verified.
-        """
-        targets = {g: {p.zk_path: encode(p.before_zk_value, p.offset, p.layout, self.semantics) for p in parts[g]}
-                   for g in groups}
-        writes = {}
-        for g in groups:
-            written = {p.zk_path for p in parts[g] if zk_now[p.zk_path].version == (p.before_zk_version or 0) + 1
-                       and zk_now[p.zk_path].value == targets[g][p.zk_path]}   # before a crash
-            writes[g] = {p.zk_path: (targets[g][p.zk_path], p.before_zk_version) for p in parts[g]
-                         if p.zk_path not in written}
-        results = self.zk.write_many({g: w for g, w in writes.items() if w})
-        # Never leave half a group: a refused write (a znode moved, NoAuth, a conflict in the second
-        # transaction of a huge group) puts Kafka and the znodes written back to their before-values.
-        failures = self._errors(settled, results)
-        live = [g for g in groups if g not in failures and g not in settled]
-        back = self.zk.read([path for g in live for path in targets[g]])
-        verified = {}
-        for g in live:
-            wrong = [path for path, value in targets[g].items() if back[path].value != value]
-            if wrong:
-                failures[g] = f"ZooKeeper read-back differs from the write: {', '.join(wrong[:3])}"
-            else:
-                verified[g] = {path: back[path].version for path in targets[g]}
-        self._fail(settled, self._put_back_many(failures, parts, settled))
-        return verified
-
-    # -- putting a failed group back ---------------------------------------------------------------------------
-
-    def _put_back_many(self, failures: dict[str, str], parts: dict[str, list[j.Partition]],
-                       settled: dict[str, Outcome]) -> dict[str, str]:
-        """_put_back() each failed group; the failures, each reason saying what became of the stores.
-
-        Groups that could not be put back are settled `partial` here; the rest are returned to be failed.
-        """
+    def _put_back_many(self, failures: dict[str, str],
+                       parts: Mapping[str, list[j.Partition]]) -> dict[str, Outcome]:
+        """_put_back() each failed group, then journal it; the outcomes, each reason saying what
+        became of the stores (`partial` for a group that could not be put back)."""
         failed, partial = {}, {}
         for g, reason in failures.items():
             try:
                 self._put_back(g, parts[g])
-                failed[g] = f"{reason}; put back: Kafka and ZooKeeper hold their values from before the run"
+                failed[g] = (f"{reason}; put back: Kafka and ZooKeeper hold their values from "
+                             "before the run")
             except (*REFUSALS, *OUTAGES, ZookeeperError) as exc:
                 partial[g] = (f"{reason}; could not be put back ({_reason(exc)}): "
-                              f"`zk2kafka rollback --execute {self.run_id}` restores the values journaled before")
-        self._fail(settled, partial, j.PARTIAL)
-        return failed
+                              f"`zk2kafka rollback --execute {self.run_id}` restores the values "
+                              "journaled before")
+        partial_outcomes = self._fail(partial, j.PARTIAL)
+        return {**partial_outcomes, **self._fail(failed)}
 
     def _put_back(self, group: str, parts: list[j.Partition]) -> None:
-        """Put what this run wrote of `group` back to the journaled before-values, in both stores, and read it back.
+        """Put what this run wrote of `group` back to the journaled before-values, in both
+        stores, and read it back; raises when a store refuses or the read-back differs."""
+        _refuse(group, self.kafka_half.put_back(group, parts))
+        self.zk_half.put_back(group, parts)
 
-        Only what holds this run's own value is touched: an offset someone else moved since is theirs.
-        Raises when a store refuses or the read-back differs.
-        """
-        now = self.kafka.committed(group)
-        ours = [p for p in parts if p.before_kafka_offset != p.offset and _offset(now.get(p.key)) == p.offset]
-        by_metadata: dict[str, dict[Key, int]] = {}
-        for p in ours:
-            if p.before_kafka_offset is not None:
-                by_metadata.setdefault(p.before_kafka_metadata or "", {})[p.key] = p.before_kafka_offset
-        for metadata, offsets in by_metadata.items():
-            self.kafka.commit(group, offsets, metadata)
-        self.kafka.delete(group, [p.key for p in ours if p.before_kafka_offset is None])
-        back = self.kafka.committed(group)
-        wrong = [f"{p.topic}-{p.partition}" for p in ours if _offset(back.get(p.key)) != p.before_kafka_offset]
-        if wrong:
-            raise GroupFailed(group, f"Kafka read-back after putting back differs: {', '.join(wrong[:3])}")
-        if self.zk is None:
-            return
-        zk_now = self.zk.read([p.zk_path for p in parts])
-        written = {}
-        for p in parts:
-            node, ours_value = zk_now[p.zk_path], encode(p.before_zk_value, p.offset, p.layout, self.semantics)
-            if (p.before_zk_version is not None and node.version == p.before_zk_version + 1
-                    and node.value == ours_value and node.value != p.before_zk_value):
-                written[p.zk_path] = (p.before_zk_value, node.version)
-        if written:
-            self.zk.write(group, written)
-            back_zk = self.zk.read(list(written))
-            wrong = [path for path, (value, _) in written.items() if back_zk[path].value != value]
-            if wrong:
-                raise ZkChanged(group, wrong)
-
-    # -- rollback ----------------------------------------------------------------------------------------------
+    # -- rollback --------------------------------------------------------------------------------
 
     def rollback(self, group: str, of_run: str) -> Outcome:
         """Put back what `of_run` journaled before writing `group`, in Kafka and in ZooKeeper."""
         try:
             return Outcome(group, j.VERIFIED, None, self._rollback(group, of_run))
         except REFUSALS as exc:
-            settled: dict[str, Outcome] = {}
-            self._fail(settled, {group: _reason(exc)})
-            return settled[group]
+            return self._fail({group: _reason(exc)})[group]
         except OUTAGES as exc:
-            settled = {}
-            self._interrupt(settled, [group], exc)
-            return settled[group]
+            return self._interrupt([group], exc)[group]
 
     def _rollback(self, group: str, of_run: str) -> int:
         parts = self.journal.partitions(of_run, group)
         kafka_now = self.kafka.committed(group)
-        self._check_strays(group, parts, kafka_now, f"since run {of_run} (a consumer joined?); not rolled back")
-        zk_writes = {}
-        if self.zk:
-            zk_now = self.zk.read([p.zk_path for p in parts])
-            for p in parts:
-                node, ours = zk_now[p.zk_path], encode(p.before_zk_value, p.offset, p.layout, self.semantics)
-                if node.version == p.before_zk_version or node.value == p.before_zk_value:
-                    continue  # never written by the run, or already put back
-                if node.version == (p.after_zk_version or p.before_zk_version + 1) and node.value == ours:
-                    zk_writes[p.zk_path] = (p.before_zk_value, node.version)
-                else:
-                    raise ZkChanged(group, [p.zk_path])
-        self._restore_kafka(group, parts, kafka_now)
-        back = self.kafka.committed(group)
-        wrong = [f"{p.topic}-{p.partition}" for p in parts if _offset(back.get(p.key)) != p.before_kafka_offset]
-        if wrong:
-            raise GroupFailed(group, f"Kafka read-back after the restore differs: {', '.join(wrong[:3])}")
-        if zk_writes:
-            self.zk.write(group, zk_writes)
+        _refuse(group, kafka_half.strays(
+            parts, kafka_now, f"since run {of_run} (a consumer joined?); not rolled back",
+            expired=False))
+        zk_writes = self.zk_half.to_restore(group, parts)
+        _refuse(group, self.kafka_half.restore(group, parts, kafka_now))
+        self.zk_half.restore(group, zk_writes)
         self.journal.set_group(self.run_id, group, j.VERIFIED)
         return len(parts)
 
-    def _restore_kafka(self, group: str, parts: list[j.Partition], kafka_now: dict) -> None:
-        """Commit the journaled before-values back; OffsetDelete what the run created where none was."""
-        by_metadata: dict[str, dict[Key, int]] = {}
-        for p in parts:
-            if p.before_kafka_offset is not None and _offset(kafka_now.get(p.key)) != p.before_kafka_offset:
-                by_metadata.setdefault(p.before_kafka_metadata or "", {})[p.key] = p.before_kafka_offset
-        for metadata, offsets in by_metadata.items():
-            self.kafka.commit(group, offsets, metadata)
-        self.kafka.delete(group, [p.key for p in parts if p.before_kafka_offset is None and p.key in kafka_now])
+    # -- outcomes --------------------------------------------------------------------------------
 
-    # -- outcomes ----------------------------------------------------------------------------------------------
-
-    def _errors(self, settled: dict[str, Outcome], results: dict[str, Exception | None]) -> dict[str, str]:
+    def _errors(self, results: Mapping[str, Exception | None]) -> _Errors:
         """Per-group errors of a pipelined step: refusals to fail, outages to leave for resume."""
-        failures = {}
+        refused, interrupted = {}, {}
         for g, exc in results.items():
             if _refused(exc):
-                failures[g] = _reason(exc)
+                refused[g] = _reason(exc)
             elif exc is not None:
-                self._interrupt(settled, [g], exc)
-        return failures
+                interrupted.update(self._interrupt([g], exc))
+        return _Errors(refused, interrupted)
 
-    def _fail(self, settled: dict[str, Outcome], failures: dict[str, str], state: str = j.FAILED) -> None:
-        """Journal `failed` (or `partial`) with the reason for these groups, in one transaction; the run goes on."""
-        self.journal.set_groups(self.run_id, {g: (state, reason, None) for g, reason in failures.items()})
+    def _fail(self, failures: Mapping[str, str], state: str = j.FAILED) -> dict[str, Outcome]:
+        """Journal `failed` (or `partial`) with the reason for these groups, in one
+        transaction; their outcomes. The run goes on."""
+        self.journal.set_groups(
+            self.run_id, {g: j.Transition(state, reason) for g, reason in failures.items()})
         for g, reason in failures.items():
-            if self.dry_run:   # nothing was to be written: a finding of the dry run, not a failed write
+            if self.dry_run:   # nothing was to be written: a finding of the dry run, not a failure
                 log.warning("group %s would not be written: %s", g, reason)
             else:
                 log.error("group %s %s: %s", g, state, reason)
-            settled[g] = Outcome(g, state, reason, 0)
+        return {g: Outcome(g, state, reason, 0) for g, reason in failures.items()}
 
-    def _interrupt(self, settled: dict[str, Outcome], groups: list[str], exc: BaseException) -> None:
+    def _interrupt(self, groups: list[str], exc: BaseException) -> dict[str, Outcome]:
         # Kafka or ZooKeeper stayed away past the retry deadline: nothing is half-done that the
         # journal does not say, so a resume finishes these groups.
         reason = f"interrupted: {type(exc).__name__}: {exc}"
         log.error("%d group(s) left for resume: %s", len(groups), reason)
-        for g, state in self.journal.groups_of(self.run_id, groups).items():
-            settled[g] = Outcome(g, state.state, reason, 0)
+        return {g: Outcome(g, state.state, reason, 0)
+                for g, state in self.journal.groups_of(self.run_id, groups).items()}
 
 
-# A group's own refusal (fails it) and a store's outage past the retry deadline (leaves it for resume).
+# A group's own refusal (fails it) and a store's outage past the retry deadline (leaves it for
+# resume).
 REFUSALS = (GroupFailed, GroupRejected, ZkChanged)
 OUTAGES = (KafkaError, KazooException, OSError, ZkUnavailable)
 
 
 def _refused(exc: BaseException | None) -> bool:
-    """A group's own refusal; ZooKeeper errors count unless they are a lost connection (e.g. NoAuth does)."""
-    return isinstance(exc, REFUSALS) or (isinstance(exc, ZookeeperError) and not isinstance(exc, RETRIABLE))
-
-
-def run_batches(groups: list[str], work: Callable[[list[str]], list[Outcome]], batch: int, workers: int,
-                progress: Progress) -> tuple[list[Outcome], bool]:
-    """Run `work` over batches of groups, `workers` batches at a time; on Ctrl-C finish those in flight, start no more.
-
-    Returns the outcomes and whether the run was interrupted.
-    """
-    outcomes: list[Outcome] = []
-    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="zk2kafka-writer")
-    pending = iter([groups[i:i + batch] for i in range(0, len(groups), max(1, batch))])
-    running: set = set()
-    interrupted = False
-
-    def take(done) -> None:
-        for future in done:
-            results = future.result()
-            outcomes.extend(results)
-            progress.advance(len(results), sum(o.offsets for o in results))
-
-    try:
-        while True:
-            while len(running) < workers and (chunk := next(pending, None)) is not None:
-                running.add(pool.submit(work, chunk))
-            if not running:
-                break
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            take(done)
-    except KeyboardInterrupt:
-        interrupted = True
-        log.warning("interrupted: finishing %d batch(es) in flight, starting no more", len(running))
-        take(running)
-    finally:
-        pool.shutdown(wait=True)
-    return outcomes, interrupted
+    """A group's own refusal; ZooKeeper errors count unless they are a lost connection (e.g.
+    NoAuth does)."""
+    return isinstance(exc, REFUSALS) or (
+        isinstance(exc, ZookeeperError) and not isinstance(exc, RETRIABLE))
 
 
 def _answer(answer):
@@ -420,5 +378,7 @@ def _reason(exc: BaseException) -> str:
     return getattr(exc, "reason", None) or str(exc).split(": ", 1)[-1] or type(exc).__name__
 
 
-def _offset(committed: tuple[int, str] | None) -> int | None:
-    return committed[0] if committed else None
+def _refuse(group: str, reason: str | None) -> None:
+    """Raises GroupFailed with the reason a check gave, if it gave one."""
+    if reason is not None:
+        raise GroupFailed(group, reason)
