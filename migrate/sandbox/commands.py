@@ -20,8 +20,9 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
     Returns its export lines; raises ConfigError for an unsupported version and SandboxError when the
     running sandbox, or the data in the state dir, is another release's.
     """
-    from migrate.sandbox.cluster import (DEFAULT_KAFKA_VERSION, LocalCluster, recorded_version, refuse_other_release,
-                                         release)
+    from migrate.sandbox.cluster import LocalCluster
+    from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, recorded_version,
+                                          refuse_other_release, release)
 
     home = settings.state_dir / "sandbox"
     # Without --kafka-version, an `up` after `down` restarts the release whose data the state dir holds.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from migrate.sandbox.cluster import (BROKER_CHROOT, Endpoints, free_port, kafka_ready, super_digest, wait_until,
-                                     zk_answers)
+from migrate.sandbox.cluster import BROKER_CHROOT, Endpoints, super_digest
+from migrate.sandbox.jvm import free_port, kafka_ready, wait_until, zk_answers
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ tasks in executor JVMs the worker launches, exactly as on a production standalon
 
 Both daemons start through the package's own `bin/spark-class`, so they get the JVM flags Spark needs
 on Java 17+ (module opens, Netty options) from Spark itself, as `start-master.sh` would. Each one is a
-`JavaServer` (migrate/sandbox/cluster.py): its own log file under `home`, SIGTERM then SIGKILL, and when attached
+`JavaServer` (migrate/sandbox/jvm.py): its own log file under `home`, SIGTERM then SIGKILL, and when attached
 PR_SET_PDEATHSIG plus an atexit hook, so no daemon outlives the Python process that started it.
 """
 
@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from migrate.errors import SandboxError
-from migrate.sandbox.cluster import JVM_OPTS, JavaServer, free_port, wait_until
+from migrate.sandbox.jvm import JVM_OPTS, JavaServer, free_port, wait_until
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
