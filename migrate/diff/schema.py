@@ -33,4 +33,4 @@ BLOCKERS = frozenset({CONFLICT, BELOW_LOG_START, ABOVE_LOG_END, GROUP_ACTIVE_KAF
 # The plan's row schema, order and reading live in migrate/diff/plan.py; the diff writes what it
 # defines.
 from migrate.diff.plan import (BATCH_ROWS, COMMIT, NOTHING, PLAN_ORDER, PLAN_SCHEMA,  # noqa: E402,F401
-                               SKIP, plan_batches)
+                               SKIP)

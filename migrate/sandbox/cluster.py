@@ -3,9 +3,8 @@
 The ZooKeeper-mode side is any release in RELEASES (3.9.2 by default), with the ZooKeeper server
 that release ships; each server is a JVM (`jvm.JavaServer`) started from the pinned jars of the
 release's bundle (see `artifacts`) on free 127.0.0.1 ports. With `security=True` (3.9.2 only) the
-ZooKeeper-mode broker also listens on SASL_PLAINTEXT (SCRAM-SHA-256 and -512, user `SCRAM_USER`)
-and on SSL (client certificates required; a CA, broker and client certificate made with openssl
-under `<home>/tls`); brokers still talk to each other over PLAINTEXT. Two ownership modes:
+ZooKeeper-mode broker also listens on SASL_PLAINTEXT and on SSL (see `security`); brokers still
+talk to each other over PLAINTEXT. Two ownership modes:
 
 - attached (tests): every JVM dies with the Python process that started it, even on `kill -9`;
   `stop()` and an atexit hook end them.
@@ -29,24 +28,13 @@ from migrate.sandbox.artifacts import ensure_bundle
 from migrate.sandbox.jvm import JavaServer, free_port, kafka_ready, wait_for_server, zk_answers
 from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, VERSION_FILE, refuse_other_release,
                                       release)
-from migrate.sandbox.tls import TLS_KEY_PASSWORD, make_tls
+from migrate.sandbox.security import open_secured_listeners, secured_listeners, super_digest
 
 log = logging.getLogger(__name__)
 
 
-class Credentials(NamedTuple):
-    user: str
-    password: str
-
-
 STATE_FILE = "sandbox.json"
-# A ZooKeeper super user, so tests and `sandbox down` can clean up nodes behind any ACL.
-# Sandbox only.
-SUPER_USER = Credentials("zk2kafka-super", "sandbox-only-super-password")
 BROKER_CHROOT = "/kafka"
-# The secured listeners' credentials (security=True). Sandbox only.
-SCRAM_USER = Credentials("zk2kafka-scram", "sandbox-only-scram-password")
-SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # ZooKeeper registers log4j's MBeans at start; under reload4j that fails on ZooKeeper 3.4, and the
 # sandbox needs none.
 ZK_JVM_OPTS = ["-Dzookeeper.jmx.log4j.disable=true"]
@@ -60,13 +48,13 @@ class Endpoints:
     zk_server: str  # the ZooKeeper server without chroot
     bootstrap_server: str  # the ZooKeeper-mode Kafka broker
     kraft_bootstrap_server: str | None = None  # the separate KRaft target cluster, when started
-    # security=True: the same broker over SASL_PLAINTEXT (SCRAM_USER) and over SSL (client
-    # certificate required).
+    # security=True: the same broker over SASL_PLAINTEXT (security.SCRAM_USER) and over SSL
+    # (client certificate required).
     sasl_bootstrap_server: str | None = None
     ssl_bootstrap_server: str | None = None
     # the CA (PEM) that signed the broker's and the client's certificates
     ssl_cafile: str | None = None
-    # the client's certificate and its key, encrypted with TLS_KEY_PASSWORD
+    # the client's certificate and its key, encrypted with tls.TLS_KEY_PASSWORD
     ssl_client_pem: str | None = None
 
     def exports(self) -> str:
@@ -83,13 +71,6 @@ class _Broker(NamedTuple):
 
     server: JavaServer
     bootstrap: str
-
-
-def super_digest() -> str:
-    """The `user:hash` form ZooKeeper's superDigest property takes, for SUPER_USER."""
-    from kazoo.security import make_digest_acl_credential
-
-    return make_digest_acl_credential(*SUPER_USER)
 
 
 class LocalCluster:
@@ -117,7 +98,6 @@ class LocalCluster:
         # brokers hold every committed offset in heap
         self.zk_heap, self.broker_heap = zk_heap, broker_heap
         self.security = security
-        self._secured: dict[str, str] = {}  # the secured listeners' Endpoints fields, once chosen
         self.brokers = brokers
         self.broker_properties = dict(broker_properties or {})
         # The JVMs run in their own directories: relative paths would break.
@@ -173,11 +153,12 @@ class LocalCluster:
         jars = ensure_bundle(self.release.bundle, self.cache_dir)
         broker_port = free_port()
         plaintext = f"PLAINTEXT://127.0.0.1:{broker_port}"
+        secured = secured_listeners(self.home, plaintext) if self.security else None
 
         broker = self._server("kafka", jars, "kafka.Kafka", "server.properties", {
             "broker.id": 0, "listeners": plaintext,
             "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common("kafka"),
-            **(self._secured_listeners(plaintext) if self.security else {}),
+            **(secured.properties if secured else {}),
         }, heap=self.broker_heap)
         more = self._start_more_brokers(jars, zk_server)
         kraft_bootstrap = self._start_kraft(timeout) if self.kraft else None
@@ -185,10 +166,10 @@ class LocalCluster:
         wait_for_server(f"Kafka {self.release.version} (ZooKeeper mode)", broker,
                         lambda: kafka_ready(bootstrap), timeout)
         if self.security:
-            self._secure(broker, bootstrap, timeout)
+            open_secured_listeners(broker, bootstrap, secured.endpoints, timeout)
         bootstrap = ",".join([bootstrap, *self._wait_brokers(more, timeout)])
         self.endpoints = Endpoints(zk_server + BROKER_CHROOT, zk_server, bootstrap, kraft_bootstrap,
-                                   **self._secured)
+                                   **(secured.endpoints if secured else {}))
         self._save_state()
         return self.endpoints
 
@@ -253,56 +234,6 @@ class LocalCluster:
         bootstrap = f"127.0.0.1:{port}"
         wait_for_server("Kafka (KRaft)", server, lambda: kafka_ready(bootstrap), timeout)
         return bootstrap
-
-    def _secured_listeners(self, plaintext: str) -> dict:
-        """Broker properties adding a SASL_PLAINTEXT (SCRAM) and an SSL listener to `plaintext`."""
-        tls = make_tls(self.home / "tls")
-        sasl, ssl = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-        self._secured = {"sasl_bootstrap_server": sasl, "ssl_bootstrap_server": ssl,
-                         "ssl_cafile": str(tls["ca"]), "ssl_client_pem": str(tls["client"])}
-        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-        return {
-            "listeners": f"{plaintext},SASL_PLAINTEXT://{sasl},SSL://{ssl}",
-            "listener.security.protocol.map":
-                "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS),
-            **{f"listener.name.sasl_plaintext.{m.lower()}.sasl.jaas.config": scram
-               for m in SCRAM_MECHANISMS},
-            "listener.name.ssl.ssl.keystore.type": "PEM",
-            "listener.name.ssl.ssl.keystore.location": tls["broker"],
-            "listener.name.ssl.ssl.truststore.type": "PEM",
-            "listener.name.ssl.ssl.truststore.location": tls["ca"],
-            "listener.name.ssl.ssl.client.auth": "required",
-        }
-
-    def _secure(self, broker: JavaServer, bootstrap: str, timeout: float) -> None:
-        """Create SCRAM_USER (over PLAINTEXT), then wait until it logs in and the SSL listener
-        answers."""
-        from kafka.admin import KafkaAdminClient, UserScramCredentialUpsertion
-
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-sandbox")
-        try:
-            errors = admin.alter_user_scram_credentials(
-                [UserScramCredentialUpsertion(SCRAM_USER.user, m, SCRAM_USER.password)
-                 for m in SCRAM_MECHANISMS])
-        finally:
-            admin.close()
-        if any(errors.values()):
-            raise SandboxError(f"creating the SCRAM user failed: {errors}")
-        # In ZooKeeper mode the broker learns of the user through a ZooKeeper watch: log in until
-        # it has.
-        sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": SCRAM_MECHANISMS[0],
-                "sasl_plain_username": SCRAM_USER.user,
-                "sasl_plain_password": SCRAM_USER.password}
-        wait_for_server("Kafka SASL_PLAINTEXT listener", broker,
-                        lambda: kafka_ready(self._secured["sasl_bootstrap_server"], **sasl),
-                        timeout)
-        pem = self._secured["ssl_client_pem"]
-        ssl = {"security_protocol": "SSL", "ssl_cafile": self._secured["ssl_cafile"],
-               "ssl_certfile": pem, "ssl_keyfile": pem, "ssl_password": TLS_KEY_PASSWORD}
-        wait_for_server("Kafka SSL listener", broker,
-                        lambda: kafka_ready(self._secured["ssl_bootstrap_server"], **ssl), timeout)
 
     def _broker_common(self, name: str) -> dict:
         replicas = 1 if name == "kraft" else self.brokers   # offsets survive the loss of a broker

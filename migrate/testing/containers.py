@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from migrate.sandbox.cluster import BROKER_CHROOT, Endpoints, super_digest
+from migrate.sandbox.cluster import BROKER_CHROOT, Endpoints
+from migrate.sandbox.security import super_digest
 from migrate.sandbox.jvm import free_port, kafka_ready, wait_until, zk_answers
 
 log = logging.getLogger(__name__)
