@@ -67,8 +67,10 @@ class JsonFormatter(logging.Formatter):
 
 
 class _NoLibraryTracebacks(logging.Filter):
-    """A client library's error stays one line (kafka-python logs some with a traceback); -vv
-    shows them."""
+    """A client library's error stays one line (kafka-python logs some with a traceback).
+
+    -vv shows the tracebacks.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and not record.name.startswith("migrate"):

@@ -34,8 +34,7 @@ class Snapshot:
 
 
 class Progress:
-    """Counts units of work; shows a rich bar on a TTY, else logs a line every `interval`
-    seconds."""
+    """Counts units of work; a rich bar on a TTY, else a log line every `interval` seconds."""
 
     def __init__(self, what: str, total: int | None = None, interval: float = 5.0,
                  tty: bool | None = None):

@@ -187,8 +187,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _coerce(opt: Option, value: Any, source: str) -> Any:
-    """Convert a raw flag/env/TOML value to the option's type; raises ConfigError naming its
-    source."""
+    """A raw flag/env/TOML value as the option's type; raises ConfigError naming the source."""
     where = f"{opt.cli_flag} (from {source})"
     if opt.kind == "bool":
         if isinstance(value, bool):

@@ -54,8 +54,7 @@ def dedupe_zk(zk: DataFrame) -> DataFrame:
 
 
 def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
-    """Plan rows (columns of schema.PLAN_SCHEMA) for the ZooKeeper snapshot `zk` against the Kafka
-    snapshot `kafka`."""
+    """Plan rows (columns of schema.PLAN_SCHEMA) for the snapshots `zk` against `kafka`."""
     zk_rows = dedupe_zk(zk).select(
         "group", "topic", "partition",
         F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"),

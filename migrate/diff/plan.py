@@ -62,8 +62,7 @@ SHORT_HASH = 12        # hex digits of the file's sha256 in a plan id: what a ti
 
 def plan_batches(plan: pa.Table | Path, columns: list[str] | None = None,
                  batch_rows: int | None = None) -> Iterator[pa.RecordBatch]:
-    """The plan a batch at a time, in PLAN_ORDER: a table's rows, or plan.parquet's read as they
-    are used."""
+    """The plan a batch at a time, in PLAN_ORDER: a table's rows, or plan.parquet's as read."""
     batch_rows = batch_rows or BATCH_ROWS
     if isinstance(plan, pa.Table):
         yield from (plan.select(columns) if columns else plan).to_batches(max_chunksize=batch_rows)
@@ -83,8 +82,7 @@ def commits(plan: pa.Table | Path, columns: list[str] = COMMIT_COLUMNS) -> Itera
 
 
 class PlannedByGroup(Mapping):
-    """The plan's commit rows as journal.Planned offsets per group, made a batch of rows at a
-    time."""
+    """The plan's commit rows as journal.Planned offsets per group, built a batch at a time."""
 
     def __init__(self, plan: pa.Table | Path):
         self._plan = plan
@@ -144,8 +142,7 @@ class GroupSeen:
 
 
 def groups_seen(plan: pa.Table | Path, groups: set[str] | None = None) -> dict[str, GroupSeen]:
-    """Each group's Kafka state and member count as the diff saw them (the same on all of a
-    group's rows)."""
+    """Each group's Kafka state and member count as the diff saw them (alike on all its rows)."""
     seen: dict[str, GroupSeen] = {}
     for batch in plan_batches(plan, ["group", "group_state", "kafka_members"]):
         for group, state, members in zip(*(c.to_pylist() for c in batch.columns)):
@@ -175,8 +172,7 @@ def writer_digest(plan: pa.Table | Path) -> str:
 
 
 def readable_writer_digest(plan_file: Path) -> str | None:
-    """writer_digest of a plan file, or None when it is gone or no longer a plan (truncated,
-    overwritten)."""
+    """writer_digest of a plan file; None when it is gone, truncated or overwritten."""
     try:
         return writer_digest(plan_file)
     except (OSError, pa.ArrowException, KeyError):
@@ -204,8 +200,10 @@ _ID = re.compile(r"^(?P<run>[^@/\s]+)(?:@(?P<sha>[0-9a-f]{4,64}))?$")
 
 @dataclass(frozen=True)
 class ReviewedPlan:
-    """A plan a `diff` wrote, found by run id, plan id (`RUN@sha`) or report dir, and checked
-    against its summary."""
+    """A plan a `diff` wrote, found by run id, plan id (`RUN@sha`) or report dir.
+
+    It is checked against its summary.
+    """
 
     run: str
     report: Path
@@ -223,8 +221,10 @@ class ReviewedPlan:
 
     @classmethod
     def load(cls, ref: str, reports: Path) -> ReviewedPlan:
-        """The plan `ref` names; raises PlanRefused when it is missing, not a diff's plan, or
-        altered since."""
+        """The plan `ref` names.
+
+        Raises PlanRefused when it is missing, not a diff's plan, or altered since.
+        """
         from migrate.errors import PlanRefused
 
         path, match = Path(ref), _ID.match(ref)
@@ -260,8 +260,7 @@ class ReviewedPlan:
 
     def refusals(self, current: Mapping[str, Any], max_age: float,
                  now: float | None = None) -> list[str]:
-        """Why this plan cannot be executed with these options (the stores, policies and
-        selection of `current`)."""
+        """Why this plan cannot be executed with the stores, policies and selection of `current`."""
         inputs, policies = self.summary.get("inputs", {}), self.summary.get("policies", {})
         reasons = []
         stores = [f"--{k.replace('_', '-')} {inputs.get(k)!r} in the plan, {current[k]!r} now"

@@ -64,8 +64,7 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff"):
 
 
 class SparkStarter:
-    """Boots the SparkSession on a background thread, so the JVM starts while ZooKeeper and Kafka
-    are read."""
+    """Boots the SparkSession on a background thread: the JVM starts while the stores are read."""
 
     def __init__(self, master: str):
         self.master = master
@@ -88,8 +87,7 @@ class SparkStarter:
         return self._startup
 
     def stop(self) -> None:
-        """Stop the session (waiting for it to finish starting); a start that failed is not raised
-        again."""
+        """Stop the session (once it finished starting); a failed start is not raised again."""
         self._pool.shutdown(wait=True)
         if self._session.exception() is None:
             self._session.result().stop()

@@ -45,8 +45,7 @@ check_names("kafka-python", TESTED, {
 
 
 def broker_version_data(admin: KafkaAdminClient) -> Any:
-    """The bootstrap broker's ApiVersions answer as kafka-python keeps it; None before the
-    exchange."""
+    """The bootstrap broker's ApiVersions answer as kafka-python keeps it; None before it came."""
     return admin._manager.broker_version_data
 
 
@@ -74,8 +73,7 @@ def list_group_offsets_async(admin: KafkaAdminClient):
 
 
 def alter_group_offsets_async(admin: KafkaAdminClient):
-    """The coroutine behind `admin.alter_group_offsets`: one OffsetCommit (generation -1) for a
-    group."""
+    """The coroutine behind `admin.alter_group_offsets`: a group's OffsetCommit (generation -1)."""
     return admin._async_alter_group_offsets
 
 

@@ -75,8 +75,7 @@ class BrokerFeatures:
 
     @classmethod
     def of(cls, admin: KafkaAdminClient) -> BrokerFeatures:
-        """The bootstrap broker's features (kafka-python negotiates with every broker alike from
-        these)."""
+        """The bootstrap broker's features; kafka-python negotiates with every broker from these."""
         # Set by the bootstrap's ApiVersions exchange (kafka-python 3.0.x keeps it on the private
         # manager).
         data = lib.broker_version_data(admin)
@@ -287,8 +286,10 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
 
 
 def can_delete_offsets(features: BrokerFeatures) -> str | None:
-    """None when the broker has OffsetDelete (Kafka 2.4+, KIP-496); else why one offset cannot be
-    deleted."""
+    """None when the broker has OffsetDelete (Kafka 2.4+, KIP-496).
+
+    Otherwise why one committed offset cannot be deleted.
+    """
     if features.has(ApiKey.OffsetDelete):
         return None
     return (f"the broker (Kafka {features.release}) has no OffsetDelete (Kafka 2.4+): "

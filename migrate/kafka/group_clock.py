@@ -44,8 +44,9 @@ class GroupMetadata(NamedTuple):
 
 
 def partition_for(group: str, partitions: int) -> int:
-    """The __consumer_offsets partition of `group`: Kafka's
-    Utils.abs(groupId.hashCode()) % partitions."""
+    """The __consumer_offsets partition of `group`, as Kafka picks it:
+    Utils.abs(groupId.hashCode()) % partitions.
+    """
     h = 0
     utf16 = group.encode("utf-16-be")
     for unit in struct.unpack(f">{len(utf16) // 2}H", utf16):

@@ -21,8 +21,10 @@ T = TypeVar("T")
 
 
 def is_retriable(exc: BaseException) -> bool:
-    """True for kafka-python errors flagged `.retriable` (coordinator moved or loading, timeouts,
-    network)."""
+    """True for kafka-python errors flagged `.retriable`.
+
+    Those are a coordinator that moved or is loading, timeouts and network errors.
+    """
     return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
 
 
@@ -40,8 +42,7 @@ class RetryPolicy:
 
     def call(self, what: str, fn: Callable[[], T],
              on_retry: Callable[[BaseException], None] | None = None) -> T:
-        """fn() retried on retriable Kafka errors until the deadline; the last error is re-raised
-        as is."""
+        """fn() retried on retriable Kafka errors until the deadline; the last error re-raised."""
         def before_sleep(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception()
             log.warning("%s: %s; retrying (attempt %d)", what, exc, state.attempt_number)

@@ -194,8 +194,10 @@ class KafkaSnapshot:
         return out
 
     def _committed(self, groups: list[str]) -> tuple[dict, dict[str, str]]:
-        """Committed offsets per group; a group Kafka refuses to show (e.g. not authorized) gets
-        an error instead."""
+        """Committed offsets per group.
+
+        A group Kafka refuses to show (e.g. not authorized) gets an error instead.
+        """
         committed: dict = {}
         errors: dict[str, str] = {}
         for chunk in chunks(groups, GROUP_CHUNK):
@@ -208,8 +210,10 @@ class KafkaSnapshot:
         return committed, errors
 
     def _partitions(self, topics: list[str]) -> tuple[list[dict], int]:
-        """One row per partition of the existing `topics` with log bounds, and how many topics
-        Kafka lacks."""
+        """A row with log bounds per partition of the existing `topics`.
+
+        Returns the rows and how many of `topics` Kafka lacks.
+        """
         rows: list[dict] = []
         missing = 0
         for chunk in chunks(topics, GROUP_CHUNK):
@@ -232,8 +236,10 @@ class KafkaSnapshot:
         return rows, missing
 
     def _log_bounds(self, rows: list[dict]) -> None:
-        """Fill log_start/log_end of `rows` in place; a partition whose lookup fails
-        non-retriably gets `error`."""
+        """Fill log_start/log_end of `rows` in place.
+
+        A partition whose lookup fails non-retriably gets `error` instead.
+        """
         tps = [TopicPartition(r["topic"], r["partition"]) for r in rows]
 
         def list_offsets(spec: OffsetSpec):
@@ -259,8 +265,7 @@ class KafkaSnapshot:
             row["log_start"], row["log_end"] = start[tp].offset, end[tp].offset
 
     def _empty_since(self, listed: dict[str, dict]) -> tuple[dict[str, int], str | None]:
-        """When each Empty consumer group became Empty, where the broker keeps it (2.1+; see
-        group_clock)."""
+        """When each Empty consumer group became Empty, as the broker keeps it (see group_clock)."""
         empty = sorted(g for g, info in listed.items()
                        if info.get("group_state") == "Empty" and info.get("protocol_type"))
         # before 2.1 offsets expire by commit time

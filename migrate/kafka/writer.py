@@ -37,8 +37,7 @@ class Committed(NamedTuple):
 
 
 class GroupRejected(MigrateError):
-    """Kafka refused a group's commit for a reason retrying will not fix (e.g. the group became
-    active)."""
+    """Kafka refused a group's commit for a reason retrying will not fix (e.g. an active group)."""
 
     def __init__(self, group: str, reason: str):
         super().__init__(f"group {group}: {reason}")
@@ -61,8 +60,10 @@ class KafkaOffsetWriter:
         self.features = compat.BrokerFeatures.of(admin)
 
     def committed(self, group: str) -> dict[Key, Committed]:
-        """What Kafka holds for `group`, by (topic, partition); raises GroupRejected or
-        KafkaError."""
+        """What Kafka holds for `group`, by (topic, partition).
+
+        Raises GroupRejected or KafkaError.
+        """
         def fetch():
             answer = self.features.call("OffsetFetch",
                                         lambda: self.admin.list_group_offsets({group: None}))
@@ -72,8 +73,10 @@ class KafkaOffsetWriter:
 
     def committed_many(self,
                        groups: Sequence[str]) -> dict[str, dict[Key, Committed] | GroupRejected]:
-        """committed() of many groups in one OffsetFetch per coordinator; a group Kafka refuses
-        gets its error."""
+        """committed() of many groups in one OffsetFetch per coordinator.
+
+        A group Kafka refuses gets its GroupRejected instead.
+        """
         found, refused = fetch_committed(self.admin, self.policy, groups,
                                          on_retry=lambda exc: self._forget(groups),
                                          features=self.features)

@@ -107,8 +107,7 @@ def ensure_bundle(name: str, cache_dir: Path, repository: str | None = None) -> 
 
 def ensure_artifacts(artifacts: list[Artifact], cache_dir: Path,
                      repository: str | None = None) -> list[Path]:
-    """Local paths of `artifacts` under `cache_dir`, fetching and verifying any missing or corrupt
-    one."""
+    """Local paths of `artifacts` under `cache_dir`, fetching and verifying missing or bad ones."""
     repository = (repository or os.environ.get(REPOSITORY_ENV) or DEFAULT_REPOSITORY).rstrip("/")
     root = cache_dir / "maven"
     missing = [a for a in artifacts if not _is_valid(root / a.path, a)]

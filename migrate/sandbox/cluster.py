@@ -271,8 +271,10 @@ class LocalCluster:
             atexit.unregister(self.stop)
 
     def _claim_home(self) -> None:
-        """Record the release whose data `home` holds; raises SandboxError when another release
-        wrote it."""
+        """Record the release whose data `home` holds.
+
+        Raises SandboxError when another release wrote it.
+        """
         self.home.mkdir(parents=True, exist_ok=True)
         refuse_other_release(self.home, self.release.version)
         (self.home / VERSION_FILE).write_text(self.release.version + "\n")

@@ -23,8 +23,7 @@ from migrate.zk import _compat as lib
 
 
 class MultiRead(namedtuple("MultiRead", "operations")):
-    """A batch of GetData / GetChildren; the answer is one result (or exception instance) per
-    operation."""
+    """A batch of GetData / GetChildren, answered by one result (or exception) per operation."""
 
     type = 22
 
@@ -60,8 +59,7 @@ class MultiRead(namedtuple("MultiRead", "operations")):
 
 
 def multi_read_async(client: KazooClient, operations: list[tuple[str, str]]):
-    """Send [(op, path)] with op "get" or "children" as one multiRead; returns kazoo's async
-    result."""
+    """Send [(op, path)], op "get" or "children", as one multiRead; returns kazoo's async result."""
     request = MultiRead([(GetData if op == "get" else GetChildren)(lib.prefix_root(client, path),
                                                                    None)
                          for op, path in operations])

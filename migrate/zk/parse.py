@@ -42,8 +42,7 @@ def show_raw(raw: bytes | None) -> str | None:
 
 
 def parse_decimal(raw: bytes, semantics: str = "next") -> Parsed:
-    """Parse a plain offset znode. `semantics="last"` adds one (the znode held the last processed
-    offset)."""
+    """Parse a plain offset znode; `semantics="last"` adds one (it held the last one processed)."""
     value = raw.strip()
     if not value:
         return Parsed(None, MALFORMED, "empty value")

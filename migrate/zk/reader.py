@@ -45,8 +45,9 @@ _PARTITION_NAME = re.compile(r"0|[1-9][0-9]{0,9}")
 
 @dataclass(frozen=True)
 class Template:
-    """One path shape below the offsets root, e.g. `{group}/offsets/{topic}/{partition}` named
-    `standard`."""
+    """One path shape below the offsets root, e.g. `standard`:
+    `{group}/offsets/{topic}/{partition}`.
+    """
 
     layout: str
     segments: tuple[str, ...]  # after the {group} segment
@@ -141,8 +142,7 @@ _NO_LIVENESS = _Liveness(None, None)
 
 
 class ZkOffsetReader:
-    """Reads offsets below `root` for the selected groups; `batches()` yields Arrow record
-    batches."""
+    """Reads offsets below `root` for the selected groups; `batches()` yields Arrow batches."""
 
     def __init__(self, client: KazooClient, root: str, templates: tuple[Template, ...] = STANDARD,
                  selection: Selection = Selection(), semantics: str = "next", window: int = 512,

@@ -1,5 +1,4 @@
-"""`scan`: every selected ZooKeeper offset into one Parquet snapshot, over one session or N reader
-processes."""
+"""`scan`: every selected ZooKeeper offset into one Parquet snapshot, over one or N sessions."""
 
 from __future__ import annotations
 
@@ -121,8 +120,7 @@ def _scan_shard(settings: Settings, groups: list[str], part: str) -> ScanStats:
 
 def _scan_sharded(settings: Settings, groups: list[str], tmp: Path, schema: pa.Schema,
                   progress: Progress) -> ScanStats:
-    """Shard groups round-robin over N processes, each with its own session, then merge their
-    files in order."""
+    """Shard groups round-robin over N processes, one session each; merge their files in order."""
     n = min(settings.zk_readers, len(groups))
     ctx = multiprocessing.get_context("spawn")  # kazoo runs threads: never fork a live session
     counter = ctx.Value("q", 0)

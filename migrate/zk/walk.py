@@ -45,8 +45,7 @@ class _Interrupted(Exception):
 
 
 class AsyncBatch:
-    """Runs batches of reads with `window` requests in flight; retries lost ones until `deadline`
-    seconds pass."""
+    """Runs batches of reads, `window` requests in flight; re-sends lost ones until `deadline`."""
 
     def __init__(self, client: KazooClient, window: int = 512, deadline: float = 120.0,
                  sleep: Callable[[float], None] | None = None, request_timeout: float = 30.0,
@@ -128,8 +127,10 @@ class AsyncBatch:
         return call(request.path)
 
     def _server_has_multiread(self) -> bool:
-        """Probe once: ZooKeeper < 3.6 rejects opcode 22 (some versions drop the connection; kazoo
-        reconnects)."""
+        """Probe once: ZooKeeper < 3.6 rejects opcode 22.
+
+        Some versions drop the connection; kazoo reconnects.
+        """
         try:
             multi_read_async(self.client, [("children", "/")]).get(timeout=self.request_timeout)
             return True

@@ -57,8 +57,7 @@ def encode(current: bytes | None, offset: int, layout: str, semantics: str) -> b
 
 
 class ZkOffsetWriter:
-    """Reads and conditionally writes offset znodes for one group at a time; safe to share across
-    threads."""
+    """Reads and conditionally writes offset znodes, a group at a time; safe to share by threads."""
 
     def __init__(self, client: KazooClient, retry_deadline: float = 120.0, in_flight: int = 64):
         self.client = client
@@ -135,8 +134,7 @@ class ZkOffsetWriter:
         return tx
 
     def _answer(self, group: str, items: list, pending) -> list | None:
-        """The transaction's results; None when the answer was lost and a re-check found it
-        applied."""
+        """The transaction's results; None when the answer was lost and a re-check found it done."""
         try:
             if pending is None:
                 raise ConnectionLoss()
@@ -152,8 +150,7 @@ class ZkOffsetWriter:
         self._check(group, items, results)
 
     def _recover(self, group: str, items: list) -> list | None:
-        """The answer was lost with the connection: the transaction may or may not have applied.
-        Look."""
+        """The answer was lost with the connection: look whether the transaction applied."""
         await_connection(self.client, 30.0)
         now = self.read([path for path, _ in items])
         if all(now[p].value == v and now[p].version == ver + 1 for p, (v, ver) in items):
