@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from migrate import __version__, commands
 from migrate.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, MigrateError
 from migrate.log import configure_logging, redact
-from migrate.sandbox.cluster import DEFAULT_KAFKA_VERSION, RELEASES
-from migrate.settings import OPTIONS, Option, load_settings
+from migrate.options import OPTIONS, Option
+from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, RELEASES
+from migrate.settings import load_settings
 
 log = logging.getLogger("migrate")
 

@@ -18,8 +18,11 @@ _SECRETS: tuple[str, ...] = ()  # every spelling of every secret of this run, lo
 
 
 def set_secrets(secrets: Iterable[str]) -> None:
-    """The values `redact` hides from now on: each as typed, as it shows inside a repr of a str or of bytes,
-    and each of those again inside a JSON string (a JSON log line quoting a repr)."""
+    """The values `redact` hides from now on.
+
+    Each as typed, as it shows inside a repr of a str or of bytes, and each of those again inside
+    a JSON string (a JSON log line quoting a repr).
+    """
     global _SECRETS
     forms = set()
     for secret in filter(None, secrets):
@@ -50,8 +53,9 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, msg, plus any `extra=` fields."""
 
     def format(self, record: logging.LogRecord) -> str:
+        second = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
         doc = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "ts": f"{second}.{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -63,7 +67,10 @@ class JsonFormatter(logging.Formatter):
 
 
 class _NoLibraryTracebacks(logging.Filter):
-    """A client library's error stays one line (kafka-python logs some with a traceback); -vv shows them."""
+    """A client library's error stays one line (kafka-python logs some with a traceback).
+
+    -vv shows the tracebacks.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and not record.name.startswith("migrate"):
@@ -72,14 +79,19 @@ class _NoLibraryTracebacks(logging.Filter):
 
 
 def configure_logging(fmt: str = "text", verbosity: int = 0, secrets: Iterable[str] = ()) -> None:
-    """Send the `migrate` logs to stderr; verbosity -1 warnings only, 0 info, 1 debug, 2 also client libraries.
+    """Send the `migrate` logs to stderr.
+
+    Verbosity -1: warnings only, 0: info, 1: debug, 2: also the client libraries' debug.
 
     `secrets` never reach stderr: they are replaced by *** in every line (see `redact`).
     """
     set_secrets(secrets)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Redacting(JsonFormatter() if fmt == "json" else
-                                    logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S")))
+    if fmt == "json":
+        formatter = JsonFormatter()
+    else:
+        formatter = logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S")
+    handler.setFormatter(_Redacting(formatter))
     if verbosity < 2:
         handler.addFilter(_NoLibraryTracebacks())
     root = logging.getLogger()

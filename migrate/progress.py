@@ -29,13 +29,15 @@ class Snapshot:
     def line(self) -> str:
         of = f"/{self.total:,}" if self.total is not None else ""
         offsets = f", {self.offsets:,} offsets" if self.offsets else ""
-        return f"{self.what}: {self.done:,}{of}{offsets} in {self.elapsed:.1f}s ({self.rate:,.0f}/s)"
+        return (f"{self.what}: {self.done:,}{of}{offsets} in {self.elapsed:.1f}s "
+                f"({self.rate:,.0f}/s)")
 
 
 class Progress:
-    """Counts units of work; shows a rich bar on a TTY, else logs a line every `interval` seconds."""
+    """Counts units of work; a rich bar on a TTY, else a log line every `interval` seconds."""
 
-    def __init__(self, what: str, total: int | None = None, interval: float = 5.0, tty: bool | None = None):
+    def __init__(self, what: str, total: int | None = None, interval: float = 5.0,
+                 tty: bool | None = None):
         self.what = what
         self.total = total
         self.interval = interval
@@ -45,7 +47,9 @@ class Progress:
         self._last_line = self.started
         self._bar = None
         if sys.stderr.isatty() if tty is None else tty:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+            from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn,
+                                       TimeElapsedColumn)
+            from rich.progress import Progress as Bar
 
             self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[offsets]}"), TextColumn("{task.fields[rate]}"),
@@ -54,7 +58,8 @@ class Progress:
             self._bar.start()
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.what, self.done, self.total, time.monotonic() - self.started, self.offsets)
+        return Snapshot(self.what, self.done, self.total, time.monotonic() - self.started,
+                        self.offsets)
 
     def advance(self, n: int = 1, offsets: int = 0) -> None:
         self.done += n

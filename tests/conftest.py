@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.sandbox.cluster import SUPER_USER, Endpoints, LocalCluster
+from migrate.sandbox.cluster import Endpoints, LocalCluster
+from migrate.sandbox.security import SUPER_USER
 
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 

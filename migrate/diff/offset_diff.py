@@ -1,4 +1,6 @@
-"""OffsetDiff: the ZooKeeper and Kafka snapshots joined into plan rows. Pure DataFrame transformations, no I/O.
+"""OffsetDiff: the ZooKeeper and Kafka snapshots joined into plan rows.
+
+Pure DataFrame transformations, no I/O.
 
 Each row gets exactly one status, the first of `schema.PRECEDENCE` that applies, and
 a `planned_offset` from the policies. The same code runs on `local[*]` and on a cluster.
@@ -24,7 +26,8 @@ class Policy:
     out_of_range: str = "skip"      # skip | clamp | commit
     allow_live_zk_consumers: bool = False
     # ZooKeeper is written in `--offset-semantics last` form (the last processed offset, one less):
-    # offset 0 has no such form (it would be -1, which the next scan calls MALFORMED), so it is not planned.
+    # offset 0 has no such form (it would be -1, which the next scan calls MALFORMED), so it is
+    # not planned.
     zk_holds_last: bool = False
 
 
@@ -45,22 +48,25 @@ def dedupe_zk(zk: DataFrame) -> DataFrame:
         mtime.desc_nulls_last(),                      # then the newest
         (F.col("status") == layouts.OK).asc(),        # equal mtimes: a row that is not OK first
         F.coalesce(F.col("layout"), F.lit("")).asc())  # only to be deterministic
-    best = keyed.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") == 1).drop("_rank")
+    best = (keyed.withColumn("_rank", F.row_number().over(rank))
+            .filter(F.col("_rank") == 1).drop("_rank"))
     return best.unionByName(zk.filter(F.col("partition").isNull()))
 
 
 def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
-    """Plan rows (columns of schema.PLAN_SCHEMA) for the ZooKeeper snapshot `zk` against the Kafka snapshot `kafka`."""
+    """Plan rows (columns of schema.PLAN_SCHEMA) for the snapshots `zk` against `kafka`."""
     zk_rows = dedupe_zk(zk).select(
         "group", "topic", "partition",
-        F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"), F.col("status").alias("zk_status"),
-        F.col("reason").alias("zk_reason"), F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"),
+        F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"),
+        F.col("status").alias("zk_status"), F.col("reason").alias("zk_reason"),
+        F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"),
         F.col("mtime").alias("zk_mtime"),
         F.col("path").alias("zk_path"), "layout", "zk_consumers", F.lit(True).alias("_in_zk"))
     committed = kafka.filter(F.col("kind") == OFFSET).select(
         "group", "topic", "partition", F.col("committed_offset").alias("kafka_offset"),
         F.col("metadata").alias("kafka_metadata"))
-    # KAFKA_ONLY is about groups found in ZooKeeper only: Kafka's other groups are not ours to report.
+    # KAFKA_ONLY is about groups found in ZooKeeper only: Kafka's other groups are not ours to
+    # report.
     # zk's groups are zk_rows' groups; taken from zk, the dedupe window is not computed twice.
     committed = committed.join(zk.select("group").distinct(), "group", "left_semi")
     partitions = kafka.filter(F.col("kind") == PARTITION).select(
@@ -74,15 +80,19 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
     rows = (zk_rows.join(committed, keys, "full_outer")
             .join(partitions, ["topic", "partition"], "left")
             .join(groups, "group", "left"))
-    # Groups that never reached Kafka have no row in the group list: fill them as absent with no members.
+    # Groups that never reached Kafka have no row in the group list: fill them as absent with no
+    # members.
     rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))
     rows = rows.withColumn("status", _status(policy)).withColumn("_wanted", _planned(policy))
-    rows = rows.withColumn("planned_offset", F.when(F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0),
-                                                    F.lit(None).cast("bigint")).otherwise(F.col("_wanted")))
+    zero_under_last = F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0)
+    rows = rows.withColumn("planned_offset", F.when(zero_under_last, F.lit(None).cast("bigint"))
+                           .otherwise(F.col("_wanted")))
     return rows.select(
-        "group", "topic", "partition", "status", _reason(policy).alias("reason"), _action().alias("action"),
-        "planned_offset", "zk_offset", "zk_raw", "zk_status", "zk_version", "zk_mzxid", "zk_mtime", "zk_path", "layout",
-        "zk_consumers", "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
+        "group", "topic", "partition", "status",
+        _reason(policy).alias("reason"), _action().alias("action"), "planned_offset",
+        "zk_offset", "zk_raw", "zk_status", "zk_version", "zk_mzxid", "zk_mtime", "zk_path",
+        "layout", "zk_consumers",
+        "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
         "log_start", "log_end",
         (F.col("log_end") - F.col("zk_offset")).alias("lag"),
         (F.col("zk_offset") - F.col("kafka_offset")).alias("zk_minus_kafka"))
@@ -136,8 +146,9 @@ def _unless_kafka_differs(ranged: Column, policy: Policy) -> Column:
     (and nothing when the out-of-range policy plans nothing). IN_SYNC rows never get here.
     """
     kafka_offset, none = F.col("kafka_offset"), F.lit(None).cast("bigint")
+    greater = F.when(ranged.isNull(), none).otherwise(F.greatest(ranged, kafka_offset))
     allowed = {"skip": none, "fail": none, "zk": ranged, "kafka": kafka_offset,
-               "max": F.when(ranged.isNull(), none).otherwise(F.greatest(ranged, kafka_offset))}[policy.on_conflict]
+               "max": greater}[policy.on_conflict]
     return F.when(kafka_offset.isNotNull(), allowed).otherwise(ranged)
 
 
@@ -155,15 +166,17 @@ def _reason(policy: Policy) -> Column:
         F.lit("; Kafka has "), F.col("kafka_offset").cast("string"),
         F.lit(f" (moved only as --on-conflict allows: {policy.on_conflict})")))
     no_zero = F.when(F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0), F.lit(
-        "; 0 is not planned: under --offset-semantics last ZooKeeper would hold -1, which no client reads"))
+        "; 0 is not planned: under --offset-semantics last ZooKeeper would hold -1, "
+        "which no client reads"))
     return F.concat_ws("", _status_reason(), kafka_too, no_zero)
 
 
 def _status_reason() -> Column:
     status = F.col("status")
     zk, kafka = F.col("zk_offset").cast("string"), F.col("kafka_offset").cast("string")
-    no_bounds = F.when(F.col("partition_error").isNotNull(),
-                       F.concat(F.lit("; log bounds unknown: "), F.col("partition_error"))).otherwise(F.lit(""))
+    unknown_bounds = F.concat(F.lit("; log bounds unknown: "), F.col("partition_error"))
+    no_bounds = (F.when(F.col("partition_error").isNotNull(), unknown_bounds)
+                 .otherwise(F.lit("")))
     return (
         F.when(status.isin(s.UNREADABLE, s.MALFORMED), F.col("zk_reason"))
         .when(status == s.UNKNOWN_PARTITION, F.when(
@@ -171,14 +184,19 @@ def _status_reason() -> Column:
             .otherwise(F.lit("no such topic or partition in Kafka")))
         .when(status == s.IN_SYNC, F.concat(F.lit("both hold "), zk))
         .when(status == s.GROUP_ACTIVE_KAFKA, F.concat(
-            F.lit("Kafka group is "), F.coalesce(F.col("group_state"), F.lit("active")), F.lit(" with "),
+            F.lit("Kafka group is "), F.coalesce(F.col("group_state"), F.lit("active")),
+            F.lit(" with "),
             F.col("kafka_members").cast("string"), F.lit(" member(s); a commit would be rejected")))
         .when(status == s.GROUP_ACTIVE_ZK, F.concat(
-            F.col("zk_consumers").cast("string"), F.lit(" old consumer(s) registered in ZooKeeper")))
+            F.col("zk_consumers").cast("string"),
+            F.lit(" old consumer(s) registered in ZooKeeper")))
         .when(status == s.BELOW_LOG_START, F.concat(
-            zk, F.lit(" is below log start "), F.col("log_start").cast("string"), F.lit(" (data deleted)")))
-        .when(status == s.ABOVE_LOG_END, F.concat(zk, F.lit(" is above log end "), F.col("log_end").cast("string")))
+            zk, F.lit(" is below log start "), F.col("log_start").cast("string"),
+            F.lit(" (data deleted)")))
+        .when(status == s.ABOVE_LOG_END, F.concat(
+            zk, F.lit(" is above log end "), F.col("log_end").cast("string")))
         .when(status == s.CONFLICT, F.concat(F.lit("Kafka has "), kafka, F.lit(", ZooKeeper "), zk))
         .when(status == s.MIGRATE, F.concat(F.lit("no committed offset in Kafka"), no_bounds))
-        .when(status == s.KAFKA_ONLY, F.concat(F.lit("Kafka has "), kafka, F.lit(", ZooKeeper has none")))
+        .when(status == s.KAFKA_ONLY, F.concat(
+            F.lit("Kafka has "), kafka, F.lit(", ZooKeeper has none")))
     )

@@ -1,4 +1,5 @@
-"""The plan: its row schema and order, its identity, its hashes, and reading it back a batch or a group at a time.
+"""The plan: its row schema and order, its identity, its hashes, and reading it back a batch or a
+group at a time.
 
 `diff` writes reports/<run>/plan.parquet (PLAN_SCHEMA rows in PLAN_ORDER). Everything after
 the diff reads it through this module: the report, the journal (the commit rows per group and
@@ -34,9 +35,11 @@ PLAN_SCHEMA = pa.schema([
     ("status", pa.string()),            # one of diff.schema.STATUSES
     ("reason", pa.string()),            # why, in words, for the report
     ("action", pa.string()),            # COMMIT, NOTHING or SKIP
-    ("planned_offset", pa.int64()),     # what both stores hold after the run; null unless action is COMMIT
+    # what both stores hold after the run; null unless action is COMMIT
+    ("planned_offset", pa.int64()),
     ("zk_offset", pa.int64()), ("zk_raw", pa.string()), ("zk_status", pa.string()),
-    ("zk_version", pa.int32()), ("zk_mzxid", pa.int64()), ("zk_mtime", pa.timestamp("ms", tz="UTC")),
+    ("zk_version", pa.int32()), ("zk_mzxid", pa.int64()),
+    ("zk_mtime", pa.timestamp("ms", tz="UTC")),
     ("zk_path", pa.string()),
     ("layout", pa.string()), ("zk_consumers", pa.int32()),
     ("kafka_offset", pa.int64()), ("kafka_metadata", pa.string()),
@@ -46,7 +49,8 @@ PLAN_SCHEMA = pa.schema([
     ("zk_minus_kafka", pa.int64()),     # zk_offset - kafka_offset: >0 Kafka is behind ZooKeeper
 ])
 
-# The plan's order, which the diff writes it in and every reader relies on (a group's rows are together).
+# The plan's order, which the diff writes it in and every reader relies on (a group's rows are
+# together).
 # Spark's string order (UTF-8 bytes) is Arrow's and Python's (code points); nulls (an unlistable
 # directory has no topic or partition) come first.
 PLAN_ORDER = [("group", "ascending"), ("topic", "ascending"), ("partition", "ascending")]
@@ -58,7 +62,7 @@ SHORT_HASH = 12        # hex digits of the file's sha256 in a plan id: what a ti
 
 def plan_batches(plan: pa.Table | Path, columns: list[str] | None = None,
                  batch_rows: int | None = None) -> Iterator[pa.RecordBatch]:
-    """The plan a batch at a time, in PLAN_ORDER: a table's rows, or plan.parquet's read as they are used."""
+    """The plan a batch at a time, in PLAN_ORDER: a table's rows, or plan.parquet's as read."""
     batch_rows = batch_rows or BATCH_ROWS
     if isinstance(plan, pa.Table):
         yield from (plan.select(columns) if columns else plan).to_batches(max_chunksize=batch_rows)
@@ -67,8 +71,8 @@ def plan_batches(plan: pa.Table | Path, columns: list[str] | None = None,
             yield from parquet.iter_batches(batch_size=batch_rows, columns=columns)
 
 
-COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "zk_version", "layout", "kafka_offset",
-                  "zk_mzxid"]
+COMMIT_COLUMNS = ["group", "topic", "partition", "planned_offset", "zk_path", "zk_version",
+                  "layout", "kafka_offset", "zk_mzxid"]
 
 
 def commits(plan: pa.Table | Path, columns: list[str] = COMMIT_COLUMNS) -> Iterator[pa.RecordBatch]:
@@ -78,7 +82,7 @@ def commits(plan: pa.Table | Path, columns: list[str] = COMMIT_COLUMNS) -> Itera
 
 
 class PlannedByGroup(Mapping):
-    """The plan's commit rows as journal.Planned offsets per group, made a batch of rows at a time."""
+    """The plan's commit rows as journal.Planned offsets per group, built a batch at a time."""
 
     def __init__(self, plan: pa.Table | Path):
         self._plan = plan
@@ -116,8 +120,10 @@ class PlannedByGroup(Mapping):
 
         for batch in commits(self._plan):
             for r in batch.to_pylist():
-                yield r["group"], Planned(r["topic"], r["partition"], r["planned_offset"], r["zk_path"],
-                                          r["zk_version"], r["layout"], r["kafka_offset"], r["zk_mzxid"])
+                yield r["group"], Planned(
+                    topic=r["topic"], partition=r["partition"], offset=r["planned_offset"],
+                    zk_path=r["zk_path"], zk_version=r["zk_version"], layout=r["layout"],
+                    kafka_offset=r["kafka_offset"], zk_mzxid=r["zk_mzxid"])
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,7 @@ class GroupSeen:
 
 
 def groups_seen(plan: pa.Table | Path, groups: set[str] | None = None) -> dict[str, GroupSeen]:
-    """Each group's Kafka state and member count as the diff saw them (the same on all of a group's rows)."""
+    """Each group's Kafka state and member count as the diff saw them (alike on all its rows)."""
     seen: dict[str, GroupSeen] = {}
     for batch in plan_batches(plan, ["group", "group_state", "kafka_members"]):
         for group, state, members in zip(*(c.to_pylist() for c in batch.columns)):
@@ -146,24 +152,27 @@ def groups_seen(plan: pa.Table | Path, groups: set[str] | None = None) -> dict[s
 
 
 def writer_digest(plan: pa.Table | Path) -> str:
-    """What the writer would do, as a digest: the commit rows and the znode versions they are conditioned on.
+    """What the writer would do, as a digest: the commit rows and the znode versions they are
+    conditioned on.
 
-    journal.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e. sorted,
-    fed a batch at a time. The journal keeps it; resume refuses a plan file whose digest changed.
+    journal.digest() of the (group, topic, partition, offset, version) rows in PLAN_ORDER, i.e.
+    sorted, fed a batch at a time. The journal keeps it; resume refuses a plan file whose digest
+    changed.
     """
     hashed = hashlib.sha256(b"[")
     separator = b""
     for batch in commits(plan, ["group", "topic", "partition", "planned_offset", "zk_version"]):
         rows = list(zip(*(column.to_pylist() for column in batch.columns)))
         if rows:
-            hashed.update(separator + json.dumps(rows, separators=(",", ":"))[1:-1].encode())   # no [ ]
+            listed = json.dumps(rows, separators=(",", ":"))[1:-1]   # without its [ ]
+            hashed.update(separator + listed.encode())
             separator = b","
     hashed.update(b"]")
     return hashed.hexdigest()
 
 
 def readable_writer_digest(plan_file: Path) -> str | None:
-    """writer_digest of a plan file, or None when it is gone or no longer a plan (truncated, overwritten)."""
+    """writer_digest of a plan file; None when it is gone, truncated or overwritten."""
     try:
         return writer_digest(plan_file)
     except (OSError, pa.ArrowException, KeyError):
@@ -180,23 +189,27 @@ def file_sha256(path: Path) -> str:
 
 
 def plan_id(run: str, plan_file: Path) -> str:
-    """The plan's identity, as the change ticket quotes it: `<run>@<short sha256 of plan.parquet>`."""
+    """The plan's identity, as the change ticket quotes it: `<run>@<short sha256 of the file>`."""
     return f"{run}@{file_sha256(plan_file)[:SHORT_HASH]}"
 
 
-# -- a reviewed plan -------------------------------------------------------------------------------------------
+# -- a reviewed plan -------------------------------------------------------------------------------
 
 _ID = re.compile(r"^(?P<run>[^@/\s]+)(?:@(?P<sha>[0-9a-f]{4,64}))?$")
 
 
 @dataclass(frozen=True)
 class ReviewedPlan:
-    """A plan a `diff` wrote, found by run id, plan id (`RUN@sha`) or report dir, and checked against its summary."""
+    """A plan a `diff` wrote, found by run id, plan id (`RUN@sha`) or report dir.
+
+    It is checked against its summary.
+    """
 
     run: str
     report: Path
     summary: dict[str, Any]
-    id: str          # as recorded in summary.json, and equal to the file's now (else load() refused it)
+    # as recorded in summary.json, and equal to the file's now (else load() refused it)
+    id: str
 
     @property
     def file(self) -> Path:
@@ -208,7 +221,10 @@ class ReviewedPlan:
 
     @classmethod
     def load(cls, ref: str, reports: Path) -> ReviewedPlan:
-        """The plan `ref` names; raises PlanRefused when it is missing, not a diff's plan, or altered since."""
+        """The plan `ref` names.
+
+        Raises PlanRefused when it is missing, not a diff's plan, or altered since.
+        """
         from migrate.errors import PlanRefused
 
         path, match = Path(ref), _ID.match(ref)
@@ -221,34 +237,40 @@ class ReviewedPlan:
         try:
             summary = json.loads((report / "summary.json").read_text())
         except (OSError, ValueError) as exc:
-            raise PlanRefused(ref, f"no readable summary.json in {report} ({exc.__class__.__name__}); "
+            raise PlanRefused(ref, f"no readable summary.json in {report} "
+                                   f"({exc.__class__.__name__}); "
                                    "`zk2kafka diff` writes one per run") from exc
         recorded = summary.get("plan_id")
         if summary.get("command") not in ("diff", "migrate") or not recorded:
-            raise PlanRefused(ref, f"{report} holds no reviewable plan (a {summary.get('command')} run "
-                                   "without a plan id); make one with `zk2kafka diff`")
+            raise PlanRefused(ref, f"{report} holds no reviewable plan "
+                                   f"(a {summary.get('command')} run without a plan id); "
+                                   "make one with `zk2kafka diff`")
         try:
             now = plan_id(summary["run"], report / PLAN_FILE)
         except OSError as exc:
-            raise PlanRefused(recorded, f"{report / PLAN_FILE} is missing ({exc.strerror})") from exc
+            raise PlanRefused(recorded,
+                              f"{report / PLAN_FILE} is missing ({exc.strerror})") from exc
         if now != recorded:
             raise PlanRefused(recorded, f"{report / PLAN_FILE} was altered since the diff wrote it "
                                         f"(its id is now {now}); nothing was written")
         if pinned and not recorded.split("@")[1].startswith(pinned):
-            raise PlanRefused(ref, f"the plan in {report} is {recorded}, not the one named; nothing was written")
+            raise PlanRefused(ref, f"the plan in {report} is {recorded}, not the one named; "
+                                   "nothing was written")
         return cls(summary["run"], report, summary, recorded)
 
-    def refusals(self, current: Mapping[str, Any], max_age: float, now: float | None = None) -> list[str]:
-        """Why this plan cannot be executed with these options (the stores, policies and selection of `current`)."""
+    def refusals(self, current: Mapping[str, Any], max_age: float,
+                 now: float | None = None) -> list[str]:
+        """Why this plan cannot be executed with the stores, policies and selection of `current`."""
         inputs, policies = self.summary.get("inputs", {}), self.summary.get("policies", {})
         reasons = []
         stores = [f"--{k.replace('_', '-')} {inputs.get(k)!r} in the plan, {current[k]!r} now"
-                  for k in ("zookeeper", "zk_root", "bootstrap_server") if inputs.get(k) != current[k]]
+                  for k in ("zookeeper", "zk_root", "bootstrap_server")
+                  if inputs.get(k) != current[k]]
         if stores:
             reasons.append("made against other stores (" + "; ".join(stores) + ")")
         made_with = {**policies, "no_zk_write": inputs.get("no_zk_write", False)}
-        changed = [f"--{k.replace('_', '-')} {v!r} in the plan, {current[k]!r} now" for k, v in made_with.items()
-                   if k in current and v != current[k]]
+        changed = [f"--{k.replace('_', '-')} {v!r} in the plan, {current[k]!r} now"
+                   for k, v in made_with.items() if k in current and v != current[k]]
         if changed:
             reasons.append("made with other policies (" + "; ".join(changed) + ")")
         selection = [f"--{k.replace('_', '-')} {inputs.get(k)} in the plan, {list(current[k])} now"
@@ -259,7 +281,8 @@ class ReviewedPlan:
                            + "); leave the selection out to take the plan's")
         age = (now or time.time()) - self.created
         if age > max_age:
-            reasons.append(f"made {_duration(age)} ago, older than --max-plan-age {_duration(max_age)}; run a fresh "
+            reasons.append(f"made {_duration(age)} ago, older than --max-plan-age "
+                           f"{_duration(max_age)}; run a fresh "
                            "`zk2kafka diff` and review it, or pass --max-plan-age "
                            f"{_duration(max(age * 1.25, age + 60))} "
                            "to execute this one anyway")

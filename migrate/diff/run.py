@@ -45,25 +45,26 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff"):
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               # The driver JVM holds the shipped snapshots and the collected plan (and, in local mode, runs
-               # every task): Spark's default 1g runs out of heap near 1M offsets; 4g did 2M. Takes effect
-               # when the JVM starts; SPARK_DRIVER_MEMORY still overrides it.
+               # The driver JVM holds the shipped snapshots and the collected plan (and, in local
+               # mode, runs every task): Spark's default 1g runs out of heap near 1M offsets; 4g
+               # did 2M. Takes effect when the JVM starts; SPARK_DRIVER_MEMORY still overrides it.
                .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "4g"))
-               # C1 only: the driver's work is mostly planning and compiling one query, which C2 makes the
-               # JVM JIT-compile twice on two cores. Measured: a cold 100k-row diff 13.6 s -> 11.1 s; 1M rows
-               # no slower. Executors (on a cluster) keep the full JIT.
+               # C1 only: the driver's work is mostly planning and compiling one query, which C2
+               # makes the JVM JIT-compile twice on two cores. Measured: a cold 100k-row diff
+               # 13.6 s -> 11.1 s; 1M rows no slower. Executors (on a cluster) keep the full JIT.
                .config("spark.driver.extraJavaOptions", f"{java_opts} -XX:TieredStopAtLevel=1")
                .config("spark.executor.extraJavaOptions", java_opts)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
     if master.startswith("local"):
         # Few, large tasks: a shuffle over 200 partitions costs more than it saves on one machine.
-        builder = builder.config("spark.sql.shuffle.partitions", str(max(4, (os.cpu_count() or 2) * 2)))
+        partitions = max(4, (os.cpu_count() or 2) * 2)
+        builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
     return builder.getOrCreate()
 
 
 class SparkStarter:
-    """Boots the SparkSession on a background thread, so the JVM starts while ZooKeeper and Kafka are read."""
+    """Boots the SparkSession on a background thread: the JVM starts while the stores are read."""
 
     def __init__(self, master: str):
         self.master = master
@@ -86,7 +87,7 @@ class SparkStarter:
         return self._startup
 
     def stop(self) -> None:
-        """Stop the session (waiting for it to finish starting); a start that failed is not raised again."""
+        """Stop the session (once it finished starting); a failed start is not raised again."""
         self._pool.shutdown(wait=True)
         if self._session.exception() is None:
             self._session.result().stop()
@@ -94,8 +95,12 @@ class SparkStarter:
 
 def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: str, plan_path: Path,
              starter: SparkStarter | None = None) -> DiffResult:
-    """The plan for two snapshot files, computed on Spark at `master` (or on the session `starter` boots),
-    written to `plan_path` (Parquet, in PLAN_ORDER) with its per-group figures summed as it is written."""
+    """The plan for two snapshot files, computed on Spark at `master` (or on the session `starter`
+    boots).
+
+    It is written to `plan_path` (Parquet, in PLAN_ORDER) with its per-group figures summed as it
+    is written.
+    """
     started = time.monotonic()
     starter = starter or SparkStarter(master)
     try:
@@ -117,7 +122,9 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
     startup = starter.startup_seconds
     log.info("diff on %s: %d plan rows in %.1fs (Spark start %.1fs, of which %.1fs waited for)",
              master, rows, elapsed - waited, startup, waited)
-    return DiffResult(Path(plan_path), rows, rollup.groups(), round(startup, 3), round(elapsed - waited, 3))
+    return DiffResult(plan=Path(plan_path), rows=rows, per_group=rollup.groups(),
+                      startup_seconds=round(startup, 3),
+                      diff_seconds=round(elapsed - waited, 3))
 
 
 class _LocalFiles:
@@ -129,12 +136,14 @@ class _LocalFiles:
         self.parts = plan_path.with_name(plan_path.name + ".parts")
 
     def read(self, snapshot: Path, schema: pa.Schema | None = None):
-        return self.spark.read.parquet(str(snapshot))   # the file carries `schema`: it was written with it
+        # The file carries `schema`: it was written with it.
+        return self.spark.read.parquet(str(snapshot))
 
     def in_order(self, plan) -> Iterator[pa.Table]:
         plan.write.mode("overwrite").parquet(str(self.parts))
         try:
-            for part in sorted(self.parts.glob("part-*.parquet")):   # part-00000-...: in partition order
+            # part-00000-...: sorted by name they are in partition order
+            for part in sorted(self.parts.glob("part-*.parquet")):
                 with pq.ParquetFile(part) as parquet:
                     for batch in parquet.iter_batches(batch_size=s.BATCH_ROWS):
                         yield pa.Table.from_batches([batch])
@@ -157,13 +166,13 @@ class _Shipped:
 
 
 def _conform(table: pa.Table) -> pa.Table:
-    """Spark's Arrow output cast onto PLAN_SCHEMA (Spark widens some types and drops nullability)."""
+    """Spark's Arrow output cast onto PLAN_SCHEMA (Spark widens some types, drops nullability)."""
     return table.select(s.PLAN_SCHEMA.names).cast(s.PLAN_SCHEMA)
 
 
 class GroupRollup:
-    """Per-group figures of a plan fed a chunk at a time: offsets, a count per status, blockers, planned,
-    state and lag. A group split across chunks is summed (and its maxima kept)."""
+    """Per-group figures of a plan fed a chunk at a time: offsets, a count per status, blockers,
+    planned, state and lag. A group split across chunks is summed (and its maxima kept)."""
 
     SUMS = ("offsets", "blockers", "planned", *s.STATUSES)
     MAXIMA = ("group_state", "protocol_type", "kafka_members", "zk_consumers")
@@ -178,25 +187,28 @@ class GroupRollup:
                 for name in self.SUMS:
                     seen[name] += group[name]
                 for name in self.MAXIMA:
-                    seen[name] = max((v for v in (seen[name], group[name]) if v is not None), default=None)
+                    known = (v for v in (seen[name], group[name]) if v is not None)
+                    seen[name] = max(known, default=None)
                 if group["lag"] is not None:
                     seen["lag"] = (seen["lag"] or 0) + group["lag"]
 
     def groups(self) -> list[dict]:
         """One dict per group, most blockers first, then most offsets, then by name."""
-        return sorted(self._groups.values(), key=lambda g: (-g["blockers"], -g["offsets"], g["group"]))
+        return sorted(self._groups.values(),
+                      key=lambda g: (-g["blockers"], -g["offsets"], g["group"]))
 
 
 def _rollup(plan: pa.Table) -> list[dict]:
-    """One dict per group of a plan chunk, in pyarrow: a Spark job over the cached plan would cost more
-    (about 2 s on a cold JVM) than pyarrow takes for a million rows."""
+    """One dict per group of a plan chunk, in pyarrow: a Spark job over the cached plan would cost
+    more (about 2 s on a cold JVM) than pyarrow takes for a million rows."""
     lag = pc.if_else(pc.greater(plan["lag"], 0), plan["lag"], None)
-    rows = plan.select(["group", "status", "action", "group_state", "protocol_type", "kafka_members",
-                        "zk_consumers"]).append_column("positive_lag", lag)
+    rows = plan.select(["group", "status", "action", "group_state", "protocol_type",
+                        "kafka_members", "zk_consumers"]).append_column("positive_lag", lag)
     rows = rows.append_column("blocker", pc.is_in(rows["status"], pa.array(sorted(s.BLOCKERS))))
     rows = rows.append_column("commit", pc.equal(rows["action"], s.COMMIT))
     totals = rows.group_by("group").aggregate([
-        ([], "count_all"), ("blocker", "sum"), ("commit", "sum"), ("group_state", "max"), ("protocol_type", "max"),
+        ([], "count_all"), ("blocker", "sum"), ("commit", "sum"),
+        ("group_state", "max"), ("protocol_type", "max"),
         ("kafka_members", "max"), ("zk_consumers", "max"),
         ("positive_lag", "sum", pc.ScalarAggregateOptions(min_count=1))]).to_pylist()
     statuses: dict[str, dict[str, int]] = {}
@@ -204,6 +216,7 @@ def _rollup(plan: pa.Table) -> list[dict]:
         statuses.setdefault(row["group"], {})[row["status"]] = row["count_all"]
     return [{"group": t["group"], "offsets": t["count_all"],
              **{name: statuses[t["group"]].get(name, 0) for name in s.STATUSES},
-             "blockers": t["blocker_sum"], "planned": t["commit_sum"], "group_state": t["group_state_max"],
+             "blockers": t["blocker_sum"], "planned": t["commit_sum"],
+             "group_state": t["group_state_max"],
              "protocol_type": t["protocol_type_max"], "kafka_members": t["kafka_members_max"],
              "zk_consumers": t["zk_consumers_max"], "lag": t["positive_lag_sum"]} for t in totals]

@@ -22,12 +22,15 @@ KAFKA_ONLY = "KAFKA_ONLY"
 # read or parsed says nothing else; a partition Kafka lacks cannot be committed; offsets
 # that already agree need nothing even in a live group; a live group blocks any write;
 # only then is the value judged against the log and against Kafka's own offset.
-PRECEDENCE = (UNREADABLE, MALFORMED, UNKNOWN_PARTITION, IN_SYNC, GROUP_ACTIVE_KAFKA, GROUP_ACTIVE_ZK,
+PRECEDENCE = (UNREADABLE, MALFORMED, UNKNOWN_PARTITION, IN_SYNC,
+              GROUP_ACTIVE_KAFKA, GROUP_ACTIVE_ZK,
               BELOW_LOG_START, ABOVE_LOG_END, CONFLICT, MIGRATE)
 STATUSES = PRECEDENCE + (KAFKA_ONLY,)
 
 BLOCKERS = frozenset({CONFLICT, BELOW_LOG_START, ABOVE_LOG_END, GROUP_ACTIVE_KAFKA, GROUP_ACTIVE_ZK,
                       MALFORMED, UNREADABLE})
 
-# The plan's row schema, order and reading live in migrate/diff/plan.py; the diff writes what it defines.
-from migrate.diff.plan import BATCH_ROWS, COMMIT, NOTHING, PLAN_ORDER, PLAN_SCHEMA, SKIP, plan_batches  # noqa: E402,F401
+# The plan's row schema, order and reading live in migrate/diff/plan.py; the diff writes what it
+# defines.
+from migrate.diff.plan import (BATCH_ROWS, COMMIT, NOTHING, PLAN_ORDER, PLAN_SCHEMA,  # noqa: E402,F401
+                               SKIP)

@@ -1,26 +1,34 @@
-"""The run summary (summary.json): counts, blockers, per-group figures and the retention preflight."""
+"""The run summary (summary.json): counts, blockers, per-group figures, the retention preflight."""
 
 from __future__ import annotations
 
 import time
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
 from migrate.diff.run import DiffResult
-from migrate.kafka.compat import HOW_VERSION_IS_KNOWN, RETENTION_DEFAULT_BEFORE_2_0
+from migrate.kafka.compat import (HOW_VERSION_IS_KNOWN, RETENTION_DEFAULT_BEFORE_2_0,
+                                  RETENTION_DEFAULT_SINCE_2_0)
 from migrate.kafka.snapshot import IDLE_STATES, SnapshotInfo
 from migrate.settings import Settings
 from migrate.state import iso
 
 # Kafka's default before 2.0 (KIP-186) and after: used when neither the broker nor its release says.
 RETENTION_FALLBACK = "1 day before Kafka 2.0, 7 days since"
-EMPTY_TIME_UNKNOWN = ("the broker did not say when the group became Empty (no admin API carries it; it is read "
-                      "from the group's record in __consumer_offsets)")
+EMPTY_TIME_UNKNOWN = ("the broker did not say when the group became Empty (no admin API carries "
+                      "it; it is read from the group's record in __consumer_offsets)")
 
 
-def build_summary(run: str, command: str, settings: Settings, result: DiffResult, kafka: SnapshotInfo,
-                  inputs: dict[str, Any]) -> dict[str, Any]:
+class _TimeLeft(NamedTuple):
+    """Seconds until an Empty group's offsets expire, or why that cannot be told."""
+
+    seconds: int | None
+    unknown: str | None
+
+
+def build_summary(run: str, command: str, settings: Settings, result: DiffResult,
+                  kafka: SnapshotInfo, inputs: dict[str, Any]) -> dict[str, Any]:
     """summary.json for a diff: every status counted (zeros too), blockers, per group, warnings."""
     counts = dict.fromkeys(s.STATUSES, 0)
     per_group = []
@@ -31,20 +39,23 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
         per_group.append({"group": row["group"], "offsets": row["offsets"], "counts": group_counts,
                           "blockers": row["blockers"], "planned": row["planned"],
                           "group_state": row["group_state"], "protocol_type": row["protocol_type"],
-                          "kafka_members": row["kafka_members"], "zk_consumers": row["zk_consumers"],
-                          "lag": row["lag"]})
-    blocker_counts = {name: counts[name] for name in s.STATUSES if name in s.BLOCKERS and counts[name]}
+                          "kafka_members": row["kafka_members"],
+                          "zk_consumers": row["zk_consumers"], "lag": row["lag"]})
+    blocker_counts = {name: counts[name] for name in s.STATUSES
+                      if name in s.BLOCKERS and counts[name]}
     blockers = sum(blocker_counts.values())
     retention = retention_preflight(per_group, kafka.retention_minutes, kafka.broker_version,
                                     kafka.retention_unknown, kafka.default_retention_minutes,
                                     kafka.empty_since, kafka.empty_since_unknown)
     warnings = list(retention["warnings"])
     if settings.on_conflict == "fail" and counts[s.CONFLICT]:
-        warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); migrate --execute will refuse")
+        warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); "
+                        f"migrate --execute will refuse")
     return {
         "run": run, "command": command, "created": iso(time.time()),
         "versions": _versions(),
-        "inputs": {**inputs, "groups": list(settings.groups), "exclude_groups": list(settings.exclude_groups),
+        "inputs": {**inputs, "groups": list(settings.groups),
+                   "exclude_groups": list(settings.exclude_groups),
                    "topics": list(settings.topics)},
         "policies": {"on_conflict": settings.on_conflict, "out_of_range": settings.out_of_range,
                      "offset_semantics": settings.offset_semantics,
@@ -53,9 +64,11 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
         "counts": counts, "blockers": blockers, "blocker_counts": blocker_counts,
         "planned": {"commit_offsets": sum(g["planned"] for g in per_group),
                     "commit_groups": sum(1 for g in per_group if g["planned"])},
-        "kafka": {"broker_version": kafka.broker_version, "broker_version_source": HOW_VERSION_IS_KNOWN,
+        "kafka": {"broker_version": kafka.broker_version,
+                  "broker_version_source": HOW_VERSION_IS_KNOWN,
                   "cluster_id": kafka.cluster_id, "groups_in_kafka": kafka.groups_in_kafka,
-                  "active_groups": kafka.active_groups, "committed_offsets": kafka.committed_offsets,
+                  "active_groups": kafka.active_groups,
+                  "committed_offsets": kafka.committed_offsets,
                   "partitions": kafka.partitions, "missing_topics": kafka.missing_topics},
         "retention": retention,
         "warnings": warnings,
@@ -65,11 +78,14 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
     }
 
 
-def retention_preflight(per_group: list[dict], minutes: int | None, broker_version: str | None = None,
-                        why_unknown: str | None = None, default_minutes: int | None = None,
-                        empty_since: dict[str, int] | None = None, empty_since_unknown: str | None = None,
+def retention_preflight(per_group: list[dict], minutes: int | None,
+                        broker_version: str | None = None, why_unknown: str | None = None,
+                        default_minutes: int | None = None,
+                        empty_since: dict[str, int] | None = None,
+                        empty_since_unknown: str | None = None,
                         now: float | None = None) -> dict[str, Any]:
-    """When Kafka will delete the offsets the migration leaves there, per the broker's release and retention.
+    """When Kafka will delete the offsets the migration leaves there, per the broker's release and
+    retention.
 
     - Before Kafka 2.1 every committed offset expires offsets.retention.minutes after its own commit
       (1 day by default before 2.0, KIP-186), unless a consumer commits it again.
@@ -82,17 +98,23 @@ def retention_preflight(per_group: list[dict], minutes: int | None, broker_versi
     Returns the figures for summary.json, with the warnings to print.
     """
     version = _release(broker_version)
-    window_minutes, source = (minutes, "broker") if minutes is not None else (default_minutes, "release default")
+    if minutes is not None:
+        window_minutes, source = minutes, "broker"
+    else:
+        window_minutes, source = default_minutes, "release default"
     if window_minutes is None:
         source = None
     if window_minutes is not None:
         window = _duration(window_minutes)
         if minutes is None:
-            window = f"{window} if unchanged (Kafka {broker_version}'s default; the broker cannot tell its own)"
+            window = (f"{window} if unchanged (Kafka {broker_version}'s default; "
+                      f"the broker cannot tell its own)")
     else:
         window = f"offsets.retention.minutes (unknown: {RETENTION_FALLBACK})"
-    by_commit_time = version is not None and version < (2, 1)    # before KIP-211: every offset by its commit
-    empty_clock = not by_commit_time   # an unknown release is taken at its riskiest: the Empty clock applies
+    # Before KIP-211 every offset expires by its commit.
+    by_commit_time = version is not None and version < (2, 1)
+    # An unknown release is taken at its riskiest: the Empty clock applies.
+    empty_clock = not by_commit_time
 
     def consumer_group_empty(g: dict) -> bool:
         return g["group_state"] == "Empty" and bool(g["protocol_type"])
@@ -104,52 +126,74 @@ def retention_preflight(per_group: list[dict], minutes: int | None, broker_versi
     empty = [g for g in per_group if empty_clock and consumer_group_empty(g)]
     empty_since, now = empty_since or {}, time.time() if now is None else now
 
-    def time_left(group: str) -> tuple[int | None, str | None]:
+    def time_left(group: str) -> _TimeLeft:
         if group not in empty_since:
-            return None, empty_since_unknown or EMPTY_TIME_UNKNOWN
+            return _TimeLeft(None, empty_since_unknown or EMPTY_TIME_UNKNOWN)
         if window_minutes is None:
-            return None, "offsets.retention.minutes is unknown"
-        return round(empty_since[group] / 1000 + window_minutes * 60 - now), None
+            return _TimeLeft(None, "offsets.retention.minutes is unknown")
+        return _TimeLeft(round(empty_since[group] / 1000 + window_minutes * 60 - now), None)
     warnings = []
     if created:
         warnings.append(
             f"{len(created)} group(s) would hold offsets in Kafka with no consumer yet "
-            f"({_names(created)}); Kafka deletes them {window} after the commit unless a consumer joins first: "
-            "start the new consumers within that window, or keep the offsets alive with `zk2kafka sync --renew-every`")
+            f"({_names(created)}); Kafka deletes them {window} after the commit "
+            "unless a consumer joins first: start the new consumers within that window, "
+            "or keep the offsets alive with `zk2kafka sync --renew-every`")
     if empty:
         lefts = [time_left(g["group"]) for g in empty]
-        told = [f"{g['group']} {_left(seconds)}" for g, (seconds, _) in zip(empty, lefts) if seconds is not None]
-        untold = [reason for seconds, reason in lefts if seconds is None]
-        left = "; ".join(([f"time left: {', '.join(told[:5])}{' ...' if len(told) > 5 else ''}"] if told else [])
-                         + ([f"time left unknown for {len(untold)}: {untold[0]}"] if untold else []))
+        told = [f"{g['group']} {_left(left.seconds)}"
+                for g, left in zip(empty, lefts) if left.seconds is not None]
+        untold = [left.unknown for left in lefts if left.seconds is None]
+        parts = []
+        if told:
+            parts.append(f"time left: {', '.join(told[:5])}{' ...' if len(told) > 5 else ''}")
+        if untold:
+            parts.append(f"time left unknown for {len(untold)}: {untold[0]}")
+        left = "; ".join(parts)
         warnings.append(
-            f"{len(empty)} Empty consumer group(s) with a protocol type ({_names([g['group'] for g in empty])}): "
-            f"Kafka{' (2.1+, KIP-211)' if version else ''} deletes all their offsets {window} after the group became "
-            "Empty, whatever is committed since, and `sync --renew-every` cannot renew them: only a consumer joining "
+            f"{len(empty)} Empty consumer group(s) with a protocol type "
+            f"({_names([g['group'] for g in empty])}): "
+            f"Kafka{' (2.1+, KIP-211)' if version else ''} deletes all their offsets {window} "
+            "after the group became Empty, whatever is committed since, and "
+            "`sync --renew-every` cannot renew them: only a consumer joining "
             f"the group stops that clock. {left[0].upper()}{left[1:]}")
     if by_commit_time:
-        default = RETENTION_DEFAULT_BEFORE_2_0 if version < (2, 0) else 10080
-        told = (f"This broker cannot tell its own setting ({why_unknown}): check offsets.retention.minutes in the "
-                "brokers' server.properties." if minutes is None else f"This broker's setting: {minutes}.")
-        warnings.append(f"Kafka {broker_version} keeps offsets {_duration(default).split(' (')[0]} by default "
-                        f"(offsets.retention.minutes={default}) and, before Kafka 2.1, deletes every offset that long "
-                        "after its own commit, a consumer group's too, unless it is committed again: start the new "
-                        f"consumers (or `zk2kafka sync --renew-every`) well inside that window. {told}")
+        if version < (2, 0):
+            default = RETENTION_DEFAULT_BEFORE_2_0
+        else:
+            default = RETENTION_DEFAULT_SINCE_2_0
+        if minutes is None:
+            told = (f"This broker cannot tell its own setting ({why_unknown}): "
+                    "check offsets.retention.minutes in the brokers' server.properties.")
+        else:
+            told = f"This broker's setting: {minutes}."
+        warnings.append(f"Kafka {broker_version} keeps offsets "
+                        f"{_duration(default).split(' (')[0]} by default "
+                        f"(offsets.retention.minutes={default}) and, before Kafka 2.1, "
+                        "deletes every offset that long after its own commit, "
+                        "a consumer group's too, unless it is committed again: "
+                        "start the new consumers (or `zk2kafka sync --renew-every`) "
+                        f"well inside that window. {told}")
+    if version is None:
+        expiry = ("unknown release: from Kafka 2.1 Empty consumer groups expire by the time they "
+                  "became Empty")
+    elif by_commit_time:
+        expiry = "by commit time, for every offset (before Kafka 2.1)"
+    else:
+        expiry = ("by commit time for groups without a protocol type; by the time it became Empty "
+                  "for consumer groups (Kafka 2.1+, KIP-211)")
     return {
         "minutes": minutes, "effective_minutes": window_minutes, "source": source,
         "unknown_reason": why_unknown if minutes is None else None,
         "release_default_minutes": default_minutes, "broker_version": broker_version,
-        "expiry": ("unknown release: from Kafka 2.1 Empty consumer groups expire by the time they became Empty"
-                   if version is None else
-                   "by commit time, for every offset (before Kafka 2.1)" if by_commit_time else
-                   "by commit time for groups without a protocol type; by the time it became Empty for consumer "
-                   "groups (Kafka 2.1+, KIP-211)"),
+        "expiry": expiry,
         "groups_created": len(created),
         "empty_consumer_groups": [
             {"group": g["group"], "protocol_type": g["protocol_type"], "offsets": g["offsets"],
              "planned": g["planned"], "expires_within_minutes": window_minutes,
-             "empty_since": _iso(empty_since.get(g["group"])), "time_left_seconds": time_left(g["group"])[0],
-             "time_left_unknown": time_left(g["group"])[1]} for g in empty],
+             "empty_since": _iso(empty_since.get(g["group"])),
+             "time_left_seconds": time_left(g["group"]).seconds,
+             "time_left_unknown": time_left(g["group"]).unknown} for g in empty],
         "warning": warnings[0] if warnings else None,   # the first, as summary.json always had
         "warnings": warnings,
     }
@@ -158,7 +202,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None, broker_versi
 def _left(seconds: int) -> str:
     if seconds <= 0:
         return "expired (due now)"
-    return f"{seconds / 86400:.1f} day(s)" if seconds >= 86400 else f"{seconds / 3600:.1f} hour(s)"
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f} day(s)"
+    return f"{seconds / 3600:.1f} hour(s)"
 
 
 def _iso(ms: int | None) -> str | None:

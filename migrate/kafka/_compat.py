@@ -1,11 +1,11 @@
-"""kafka-python's private names, the only place zk2kafka reaches them, checked when this module is imported.
+"""kafka-python's private names: the only place zk2kafka reaches them, checked at import.
 
-This is about the *library*: kafka-python 3.0.x keeps the IO loop, the broker's ApiVersions answer, the
-coroutines behind its blocking admin calls and the coordinator cache on private attributes, and
-zk2kafka needs each (pipelined commits and offset fetches, Metadata before DescribeCluster v1, forgetting
-a coordinator that moved). A rename in another kafka-python release fails here, at once, as one line
-naming the release, instead of a feature quietly falling back. What a *broker* can answer is
-`migrate/kafka/compat.py`, a different matter.
+This is about the *library*: kafka-python 3.0.x keeps the IO loop, the broker's ApiVersions
+answer, the coroutines behind its blocking admin calls and the coordinator cache on private
+attributes, and zk2kafka needs each (pipelined commits and offset fetches, Metadata before
+DescribeCluster v1, forgetting a coordinator that moved). A rename in another kafka-python release
+fails here, at once, as one line naming the release, instead of a feature quietly falling back.
+What a *broker* can answer is `migrate/kafka/compat.py`, a different matter.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from kafka.net.manager import KafkaConnectionManager
 
 from migrate.errors import check_names
 
-TESTED = "3.0"   # the minor release the suite ran; pyproject.toml caps kafka-python below the next one
+# The minor release the suite ran; pyproject.toml caps kafka-python below the next one.
+TESTED = "3.0"
 
 
 def _sets(cls: type, attr: str) -> bool:
@@ -30,18 +31,21 @@ def _sets(cls: type, attr: str) -> bool:
 check_names("kafka-python", TESTED, {
     "KafkaAdminClient._manager": _sets(KafkaAdminClient, "_manager"),
     "KafkaAdminClient._get_cluster_metadata": hasattr(KafkaAdminClient, "_get_cluster_metadata"),
-    "KafkaAdminClient._async_list_group_offsets": hasattr(KafkaAdminClient, "_async_list_group_offsets"),
-    "KafkaAdminClient._async_alter_group_offsets": hasattr(KafkaAdminClient, "_async_alter_group_offsets"),
+    "KafkaAdminClient._async_list_group_offsets":
+        hasattr(KafkaAdminClient, "_async_list_group_offsets"),
+    "KafkaAdminClient._async_alter_group_offsets":
+        hasattr(KafkaAdminClient, "_async_alter_group_offsets"),
     "KafkaConnectionManager.run": hasattr(KafkaConnectionManager, "run"),
     "KafkaConnectionManager.call_soon": hasattr(KafkaConnectionManager, "call_soon"),
     "KafkaConnectionManager.cluster": _sets(KafkaConnectionManager, "cluster"),
-    "KafkaConnectionManager.broker_version_data": _sets(KafkaConnectionManager, "broker_version_data"),
+    "KafkaConnectionManager.broker_version_data":
+        _sets(KafkaConnectionManager, "broker_version_data"),
     "ClusterMetadata._coordinators": _sets(ClusterMetadata, "_coordinators"),
 })
 
 
 def broker_version_data(admin: KafkaAdminClient) -> Any:
-    """The bootstrap broker's ApiVersions answer as kafka-python keeps it (None before the exchange)."""
+    """The bootstrap broker's ApiVersions answer as kafka-python keeps it; None before it came."""
     return admin._manager.broker_version_data
 
 
@@ -51,7 +55,10 @@ def run(admin: KafkaAdminClient, coroutine_fn, *args) -> Any:
 
 
 def call_soon(admin: KafkaAdminClient, coroutine_fn, *args) -> Any:
-    """Schedule `coroutine_fn(*args)` on the IO loop (from a coroutine running there); returns its future."""
+    """Schedule `coroutine_fn(*args)` on the IO loop (from a coroutine running there).
+
+    Returns its future.
+    """
     return admin._manager.call_soon(coroutine_fn, *args)
 
 
@@ -66,7 +73,7 @@ def list_group_offsets_async(admin: KafkaAdminClient):
 
 
 def alter_group_offsets_async(admin: KafkaAdminClient):
-    """The coroutine behind `admin.alter_group_offsets`: one OffsetCommit (generation -1) for a group."""
+    """The coroutine behind `admin.alter_group_offsets`: a group's OffsetCommit (generation -1)."""
     return admin._async_alter_group_offsets
 
 

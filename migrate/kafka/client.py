@@ -1,4 +1,5 @@
-"""One place that opens kafka-python clients, and the batched committed-offsets read both snapshot and writer use."""
+"""One place that opens kafka-python clients, and the batched read of committed offsets that both
+snapshot and writer use."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaConnectionError, KafkaError, SaslAuthenticationFailedError
 
 from migrate.errors import ConfigError, KafkaUnavailable
-from migrate.kafka.compat import BrokerFeatures, list_group_offsets
+from migrate.kafka.compat import BrokerFeatures, GroupOffsets, list_group_offsets
 from migrate.kafka.retry import RetryPolicy, is_retriable
 from migrate.settings import Settings
 
 
-def open_admin(settings: Settings, client_id: str = "zk2kafka", in_flight: int | None = None) -> KafkaAdminClient:
+def open_admin(settings: Settings, client_id: str = "zk2kafka",
+               in_flight: int | None = None) -> KafkaAdminClient:
     """A connected admin client for --bootstrap-server and --command-config.
 
     Raises KafkaUnavailable, or ConfigError when Kafka refuses the SASL login.
@@ -34,14 +36,17 @@ def open_admin(settings: Settings, client_id: str = "zk2kafka", in_flight: int |
         mechanism, user = options.get("sasl_mechanism"), options.get("sasl_plain_username")
         if mechanism and refusals.sasl is not None:
             why = str(refusals.sasl.args[0] if refusals.sasl.args else refusals.sasl.description)
-            raise ConfigError(f"Kafka at {settings.bootstrap_server} refused the {mechanism} login of user {user!r}: "
-                              f"{why.rpartition('Error: ')[2]} (check sasl.jaas.config)", source=source) from None
+            raise ConfigError(f"Kafka at {settings.bootstrap_server} refused the {mechanism} "
+                              f"login of user {user!r}: {why.rpartition('Error: ')[2]} "
+                              f"(check sasl.jaas.config)", source=source) from None
         if mechanism and refusals.dropped:
-            raise ConfigError(f"Kafka at {settings.bootstrap_server} closed the connection while user {user!r} "
-                              f"logged in with {mechanism}: a wrong password in sasl.jaas.config, or a listener "
-                              f"that is not {options.get('security_protocol')}?", source=source) from None
-        # e.g. "Unable to bootstrap from ...": no traceback, just where and why (and what kafka-python last met,
-        # such as a TLS alert: "bad certificate", "certificate verify failed").
+            raise ConfigError(f"Kafka at {settings.bootstrap_server} closed the connection while "
+                              f"user {user!r} logged in with {mechanism}: "
+                              f"a wrong password in sasl.jaas.config, or a listener that is not "
+                              f"{options.get('security_protocol')}?", source=source) from None
+        # e.g. "Unable to bootstrap from ...": no traceback, just where and why (and what
+        # kafka-python last met, such as a TLS alert: "bad certificate", "certificate verify
+        # failed").
         last = f"; last error: {refusals.last}" if refusals.last is not None else ""
         raise KafkaUnavailable(f"cannot reach Kafka at {settings.bootstrap_server}: {exc}{last}",
                                bootstrap_server=settings.bootstrap_server) from exc
@@ -50,7 +55,8 @@ def open_admin(settings: Settings, client_id: str = "zk2kafka", in_flight: int |
 
 
 class _Refusals(logging.Handler):
-    """Remembers why kafka-python's connections failed while it bootstrapped, from the errors it logs.
+    """Remembers why kafka-python's connections failed while it bootstrapped, from its logged
+    errors.
 
     kafka-python retries a refused SASL login like a lost connection until its bootstrap timeout,
     then says only "Unable to bootstrap". And it drops a response that arrives together with the
@@ -76,13 +82,13 @@ class _Refusals(logging.Handler):
 
 def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequence[str],
                     on_retry: Callable[[BaseException], None] | None = None,
-                    features: BrokerFeatures | None = None) -> tuple[dict, dict[str, KafkaError]]:
-    """Committed offsets of many groups, retried on retriable errors: one OffsetFetch per coordinator where the
-    broker batches groups (v8, Kafka 3.0+), else one per group, pipelined (see compat.list_group_offsets).
+                    features: BrokerFeatures | None = None) -> GroupOffsets:
+    """Committed offsets of many groups, retried on retriable errors.
 
-    Returns ({group: {TopicPartition: OffsetAndMetadata}}, {group: the error Kafka gave for it}).
-    kafka-python fails a whole batched request on one group's error, so a refused batch is halved
-    until the refusing group stands alone. A retriable error past the deadline is raised.
+    One OffsetFetch per coordinator where the broker batches groups (v8, Kafka 3.0+), else one per
+    group, pipelined (see compat.list_group_offsets). kafka-python fails a whole batched request
+    on one group's error, so a refused batch is halved until the refusing group stands alone.
+    A retriable error past the deadline is raised.
     """
     features = features or BrokerFeatures.of(admin)
     committed: dict = {}
@@ -90,10 +96,10 @@ def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequen
 
     def fetch(chunk: Sequence[str]) -> None:
         try:
-            found, errors = policy.call(f"read committed offsets of {len(chunk)} group(s)",
-                                        lambda: list_group_offsets(admin, features, chunk), on_retry)
-            committed.update(found)
-            refused.update(errors)
+            got = policy.call(f"read committed offsets of {len(chunk)} group(s)",
+                              lambda: list_group_offsets(admin, features, chunk), on_retry)
+            committed.update(got.found)
+            refused.update(got.refused)
         except KafkaError as exc:
             if is_retriable(exc):
                 raise
@@ -106,4 +112,4 @@ def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequen
 
     if groups:
         fetch(list(groups))
-    return committed, refused
+    return GroupOffsets(committed, refused)

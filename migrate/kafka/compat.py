@@ -1,17 +1,17 @@
-"""What a broker can answer (by release), and the workarounds for kafka-python 3.0.x's answers, in one place.
+"""What a broker can answer (by release), and the workarounds for kafka-python 3.0.x's answers.
 
 zk2kafka supports ZooKeeper-mode brokers from 0.10.2 to 3.9 and KRaft 4.x. Each asks
 for different protocol versions, so what the snapshot and the writer send is chosen
 from the API versions the broker announces (ApiVersions, Kafka 0.10+), not from what
 kafka-python assumes:
 
-| fact                    | asked with                        | where the broker lacks it                 |
-| ----------------------- | --------------------------------- | ----------------------------------------- |
-| brokers, cluster id     | DescribeCluster v1+ (3.7+)        | Metadata (every release)                  |
-| offsets.retention.min.  | DescribeConfigs (0.11+)           | unknown; the release default is reported  |
-| group states            | ListGroups v4+ (2.6+)             | DescribeGroups of every listed group      |
-| many groups' offsets    | one OffsetFetch v8+ (3.0+)        | one OffsetFetch per group, pipelined      |
-| delete one offset       | OffsetDelete (2.4+)               | refused with a clear reason               |
+| fact                   | asked with                 | where the broker lacks it                |
+| ---------------------- | -------------------------- | ---------------------------------------- |
+| brokers, cluster id    | DescribeCluster v1+ (3.7+) | Metadata (every release)                 |
+| offsets.retention.min. | DescribeConfigs (0.11+)    | unknown; the release default is reported |
+| group states           | ListGroups v4+ (2.6+)      | DescribeGroups of every listed group     |
+| many groups' offsets   | one OffsetFetch v8+ (3.0+) | one OffsetFetch per group, pipelined     |
+| delete one offset      | OffsetDelete (2.4+)        | refused with a clear reason              |
 
 An answer kafka-python cannot parse is an `UnreadableAnswer` naming the call and the
 broker's release, never a bare KeyError. The library's private names this needs are reached
@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import KafkaError
@@ -35,6 +35,13 @@ from migrate.errors import MigrateError
 from migrate.kafka import _compat as lib
 
 T = TypeVar("T")
+# Wraps one request, e.g. in a retry policy: call(what, fn) returns fn()'s answer.
+Call = Callable[[str, Callable[[], T]], T]
+
+
+def _direct(what: str, fn: Callable[[], T]) -> T:
+    return fn()
+
 
 # Errors kafka-python raises when an answer does not have the shape it expects (e.g. 3.0.12's
 # describe_cluster() pops `endpoint_type`, a DescribeCluster v1 field, from a v0 answer).
@@ -43,16 +50,18 @@ _PARSE_ERRORS = (KeyError, AttributeError, TypeError, IndexError, ValueError, st
 # Release defaults of offsets.retention.minutes: 1 day before 2.0, 7 days since (KIP-186).
 RETENTION_DEFAULT_BEFORE_2_0 = 1440
 RETENTION_DEFAULT_SINCE_2_0 = 10080
-HOW_VERSION_IS_KNOWN = ("inferred from the API versions the bootstrap broker announces (ApiVersions), "
-                        "with kafka-python's table: a release line such as 2.8, not a patch level")
+HOW_VERSION_IS_KNOWN = ("inferred from the API versions the bootstrap broker announces "
+                        "(ApiVersions), with kafka-python's table: "
+                        "a release line such as 2.8, not a patch level")
 
 
 class UnreadableAnswer(MigrateError):
     """kafka-python could not parse a broker's answer; carries the call and the broker's release."""
 
     def __init__(self, call: str, broker: str, cause: BaseException):
-        super().__init__(f"{call}: kafka-python could not read the answer of a Kafka {broker} broker "
-                         f"(release from its ApiVersions answer): {type(cause).__name__}: {cause}")
+        super().__init__(f"{call}: kafka-python could not read the answer of a Kafka {broker} "
+                         f"broker (release from its ApiVersions answer): "
+                         f"{type(cause).__name__}: {cause}")
         self.call = call
         self.broker = broker
 
@@ -61,24 +70,26 @@ class UnreadableAnswer(MigrateError):
 class BrokerFeatures:
     """The API versions a broker announced, and the release they imply."""
 
-    version: tuple[int, ...] | None              # kafka-python's inference, e.g. (2, 8) or (0, 10, 2)
+    version: tuple[int, ...] | None  # kafka-python's inference, e.g. (2, 8) or (0, 10, 2)
     api_versions: dict[int, tuple[int, int]]     # api key -> (min, max) the broker accepts
 
     @classmethod
     def of(cls, admin: KafkaAdminClient) -> BrokerFeatures:
-        """The bootstrap broker's features (kafka-python negotiates with every broker alike from these)."""
-        # Set by the bootstrap's ApiVersions exchange (kafka-python 3.0.x keeps it on the private manager).
+        """The bootstrap broker's features; kafka-python negotiates with every broker from these."""
+        # Set by the bootstrap's ApiVersions exchange (kafka-python 3.0.x keeps it on the private
+        # manager).
         data = lib.broker_version_data(admin)
         if data is None:
             return cls(None, {})
-        return cls(tuple(data.broker_version), {int(k): tuple(v) for k, v in (data.api_versions or {}).items()})
+        api_versions = {int(k): tuple(v) for k, v in (data.api_versions or {}).items()}
+        return cls(tuple(data.broker_version), api_versions)
 
     @property
     def release(self) -> str:
         return ".".join(map(str, self.version)) if self.version else "unknown"
 
     def max_version(self, api: ApiKey) -> int | None:
-        """The highest version of `api` the broker accepts, or None when it does not know the API."""
+        """The highest version of `api` the broker accepts; None when it does not know the API."""
         found = self.api_versions.get(int(api))
         return None if found is None else found[1]
 
@@ -130,10 +141,12 @@ def describe_cluster(admin: KafkaAdminClient, features: BrokerFeatures) -> Clust
     """
     if features.has(ApiKey.DescribeCluster, 1):
         answer = features.call("DescribeCluster", admin.describe_cluster)
-        return ClusterFacts(sorted(b["broker_id"] for b in answer.get("brokers", [])), answer.get("cluster_id"),
+        return ClusterFacts(sorted(b["broker_id"] for b in answer.get("brokers", [])),
+                            answer.get("cluster_id"),
                             f"DescribeCluster v{features.max_version(ApiKey.DescribeCluster)}")
     answer = features.call("Metadata", lambda: lib.cluster_metadata(admin))
-    return ClusterFacts(sorted(b["node_id"] for b in answer.get("brokers", [])), answer.get("cluster_id"), "Metadata")
+    return ClusterFacts(sorted(b["node_id"] for b in answer.get("brokers", [])),
+                        answer.get("cluster_id"), "Metadata")
 
 
 @dataclass(frozen=True)
@@ -143,19 +156,23 @@ class BrokerSetting:
 
 
 def broker_setting(admin: KafkaAdminClient, features: BrokerFeatures, broker: int, key: str,
-                   call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn()) -> BrokerSetting:
+                   call: Call = _direct) -> BrokerSetting:
     """One broker config value, or why it cannot be known (DescribeConfigs is Kafka 0.11+).
 
-    `call` wraps the request (e.g. a retry policy); a refusal (not authorized) is a reason, not an error.
+    `call` wraps the request (e.g. a retry policy); a refusal (not authorized) is a reason, not an
+    error.
     """
     if not features.has(ApiKey.DescribeConfigs):
-        return BrokerSetting(None, f"the broker (Kafka {features.release}) has no DescribeConfigs (Kafka 0.11+)")
+        return BrokerSetting(None, f"the broker (Kafka {features.release}) has no DescribeConfigs "
+                                   f"(Kafka 0.11+)")
+    resource = ConfigResource(ConfigResourceType.BROKER, str(broker), [key])
     try:
-        configs = features.call("DescribeConfigs",
-                                lambda: call("describe broker configs", lambda: admin.describe_configs(
-            [ConfigResource(ConfigResourceType.BROKER, str(broker), [key])], config_filter="all")))
+        configs = features.call("DescribeConfigs", lambda: call(
+            "describe broker configs",
+            lambda: admin.describe_configs([resource], config_filter="all")))
     except KafkaError as exc:
-        return BrokerSetting(None, f"DescribeConfigs of broker {broker} failed: {type(exc).__name__}: {exc}")
+        return BrokerSetting(None, f"DescribeConfigs of broker {broker} failed: "
+                                   f"{type(exc).__name__}: {exc}")
     entry = configs.get("broker", {}).get(str(broker), {}).get(key)
     if not entry or entry.get("value") is None:
         return BrokerSetting(None, f"broker {broker} did not return {key}")
@@ -163,9 +180,12 @@ def broker_setting(admin: KafkaAdminClient, features: BrokerFeatures, broker: in
 
 
 def list_groups(admin: KafkaAdminClient, features: BrokerFeatures,
-                call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn()) -> list[dict[str, Any]]:
-    """Every group the brokers know: group_id, protocol_type, and group_state where ListGroups v4+ (Kafka 2.6+)
-    carries it; before 2.6 `group_state` is absent and DescribeGroups must tell it (see describe_groups)."""
+                call: Call = _direct) -> list[dict[str, Any]]:
+    """Every group the brokers know: group_id, protocol_type, and group_state.
+
+    ListGroups v4+ (Kafka 2.6+) carries group_state; before 2.6 it is absent and DescribeGroups
+    must tell it (see describe_groups).
+    """
     return features.call("ListGroups", lambda: call("list groups", admin.list_groups))
 
 
@@ -175,26 +195,36 @@ def states_in_list(features: BrokerFeatures) -> bool:
 
 
 def describe_groups(admin: KafkaAdminClient, features: BrokerFeatures, groups: Sequence[str],
-                    call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn()) -> dict[str, dict[str, Any]]:
+                    call: Call = _direct) -> dict[str, dict[str, Any]]:
     """DescribeGroups (every release), one request per coordinator."""
-    return features.call("DescribeGroups", lambda: call("describe groups", lambda: admin.describe_groups(list(groups))))
+    return features.call("DescribeGroups", lambda: call(
+        "describe groups", lambda: admin.describe_groups(list(groups))))
 
 
 def group_states(admin: KafkaAdminClient, features: BrokerFeatures,
-                 call: Callable[[str, Callable[[], T]], T] = lambda what, fn: fn(),
-                 chunk: int = 1000) -> dict[str, str]:
-    """{group: state} of every group Kafka knows, on any release: from ListGroups v4+ (Kafka 2.6+), else
-    DescribeGroups of every listed group (before 2.6 ListGroups carries no state, and a state of None
-    must not read as "no such group" while consumers are live)."""
+                 call: Call = _direct, chunk: int = 1000) -> dict[str, str]:
+    """{group: state} of every group Kafka knows, on any release.
+
+    From ListGroups v4+ (Kafka 2.6+), else DescribeGroups of every listed group (before 2.6
+    ListGroups carries no state, and a state of None must not read as "no such group" while
+    consumers are live).
+    """
     listed = list_groups(admin, features, call)
     if states_in_list(features):
         return {g["group_id"]: g.get("group_state") for g in listed}
     names = [g["group_id"] for g in listed]
     out: dict[str, str] = {}
     for i in range(0, len(names), chunk):
-        out.update({g: d.get("group_state") for g, d in describe_groups(admin, features, names[i:i + chunk],
-                                                                          call).items()})
+        described = describe_groups(admin, features, names[i:i + chunk], call)
+        out.update({g: d.get("group_state") for g, d in described.items()})
     return out
+
+
+class GroupOffsets(NamedTuple):
+    """Committed offsets of many groups, and the groups Kafka refused to show."""
+
+    found: dict  # {group: {TopicPartition: OffsetAndMetadata}}
+    refused: dict[str, KafkaError]  # {group: the error Kafka gave for it}
 
 
 def offset_fetch_batches(features: BrokerFeatures) -> bool:
@@ -203,19 +233,21 @@ def offset_fetch_batches(features: BrokerFeatures) -> bool:
 
 
 def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
-                       groups: Sequence[str]) -> tuple[dict, dict[str, KafkaError]]:
-    """Committed offsets of `groups` in one round: ({group: {TopicPartition: OffsetAndMetadata}}, {group: error}).
+                       groups: Sequence[str]) -> GroupOffsets:
+    """Committed offsets of `groups` in one round.
 
     From Kafka 3.0 (OffsetFetch v8) kafka-python asks for all of a coordinator's groups in one
     request, and fails it whole on one group's error: that error is raised for the caller to split
-    the batch. Before 3.0 there is one OffsetFetch per group (v2+ for "all partitions", Kafka 0.10.2+):
-    kafka-python 3.0.12 sends those one after the other, so here they are pipelined on its IO loop,
-    each with its own answer or error. Retriable errors are raised either way.
+    the batch. Before 3.0 there is one OffsetFetch per group (v2+ for "all partitions", Kafka
+    0.10.2+): kafka-python 3.0.12 sends those one after the other, so here they are pipelined on
+    its IO loop, each with its own answer or error. Retriable errors are raised either way.
     """
     if not groups:
-        return {}, {}
+        return GroupOffsets({}, {})
     if offset_fetch_batches(features):
-        return features.call("OffsetFetch", lambda: admin.list_group_offsets({g: None for g in groups})), {}
+        fetched = features.call("OffsetFetch",
+                                lambda: admin.list_group_offsets({g: None for g in groups}))
+        return GroupOffsets(fetched, {})
     window = max(1, int(admin.config.get("max_in_flight_requests_per_connection", 5)) - 1)
 
     async def fetch_all():
@@ -225,13 +257,15 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
             group, future = in_flight.popleft()
             try:
                 answers[group] = await future
-            except Exception as exc:  # noqa: BLE001 - sorted below: Kafka errors per group, parse errors raised
+            except Exception as exc:  # noqa: BLE001
+                # sorted below: Kafka errors per group, parse errors raised
                 answers[group] = exc
 
         for group in groups:
             if len(in_flight) >= window:
                 await settle()
-            in_flight.append((group, lib.call_soon(admin, lib.list_group_offsets_async(admin), {group: None})))
+            future = lib.call_soon(admin, lib.list_group_offsets_async(admin), {group: None})
+            in_flight.append((group, future))
         while in_flight:
             await settle()
         return answers
@@ -248,13 +282,17 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
                 raise answer
         else:
             found.update(answer)
-    return found, refused
+    return GroupOffsets(found, refused)
 
 
 def can_delete_offsets(features: BrokerFeatures) -> str | None:
-    """None when the broker has OffsetDelete (Kafka 2.4+, KIP-496); otherwise why one offset cannot be deleted."""
+    """None when the broker has OffsetDelete (Kafka 2.4+, KIP-496).
+
+    Otherwise why one committed offset cannot be deleted.
+    """
     if features.has(ApiKey.OffsetDelete):
         return None
-    return (f"the broker (Kafka {features.release}) has no OffsetDelete (Kafka 2.4+): a single committed offset "
-            "cannot be removed; it expires after offsets.retention.minutes (from 1.1 a whole empty group can be "
-            "deleted with kafka-consumer-groups --delete)")
+    return (f"the broker (Kafka {features.release}) has no OffsetDelete (Kafka 2.4+): "
+            "a single committed offset cannot be removed; it expires after "
+            "offsets.retention.minutes (from 1.1 a whole empty group can be deleted with "
+            "kafka-consumer-groups --delete)")

@@ -1,4 +1,5 @@
-"""When did an Empty consumer group become Empty? The one place the broker says it: __consumer_offsets.
+"""When did an Empty consumer group become Empty? The one place the broker says it is
+__consumer_offsets.
 
 From Kafka 2.1 (KIP-211) the offsets of an Empty group that has a protocol type expire
 offsets.retention.minutes after it became Empty. No admin API carries that moment
@@ -16,6 +17,7 @@ import logging
 import struct
 import time
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
@@ -25,17 +27,29 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_METADATA_KEY = 2   # key version of a group metadata record (0 and 1 are offset commits)
-_CONSUMER_KEYS = ("bootstrap_servers", "client_id", "request_timeout_ms", "security_protocol", "ssl_context",
-                  "ssl_check_hostname", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_crlfile",
-                  "ssl_ciphers", "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
+_CONSUMER_KEYS = ("bootstrap_servers", "client_id", "request_timeout_ms", "security_protocol",
+                  "ssl_context", "ssl_check_hostname", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
+                  "ssl_password", "ssl_crlfile", "ssl_ciphers",
+                  "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
                   "sasl_kerberos_name", "sasl_kerberos_service_name", "sasl_kerberos_domain_name",
                   "sasl_oauth_token_provider", "proxy_url", "api_version")
 
 
+class GroupMetadata(NamedTuple):
+    """What a GroupMetadataValue record says of its group, as far as this module needs."""
+
+    protocol_type: str
+    state_timestamp: int | None  # ms since the epoch of its last state change; None before 2.1
+    members: int
+
+
 def partition_for(group: str, partitions: int) -> int:
-    """The __consumer_offsets partition of `group`: Kafka's Utils.abs(groupId.hashCode()) % partitions."""
+    """The __consumer_offsets partition of `group`, as Kafka picks it:
+    Utils.abs(groupId.hashCode()) % partitions.
+    """
     h = 0
-    for unit in struct.unpack(f">{len(group.encode('utf-16-be')) // 2}H", group.encode("utf-16-be")):
+    utf16 = group.encode("utf-16-be")
+    for unit in struct.unpack(f">{len(utf16) // 2}H", utf16):
         h = (31 * h + unit) & 0xFFFFFFFF
     h = h - (1 << 32) if h & 0x80000000 else h
     return (0 if h == -(1 << 31) else abs(h)) % partitions
@@ -87,8 +101,8 @@ class _Reader:
         return text
 
 
-def parse_state_timestamp(value: bytes) -> tuple[str, int | None, int] | None:
-    """(protocol_type, current_state_timestamp or None, members) of a GroupMetadataValue.
+def parse_state_timestamp(value: bytes) -> GroupMetadata | None:
+    """Protocol type, current_state_timestamp (or None) and member count of a GroupMetadataValue.
 
     v0-v1 (before 2.1) carry no timestamp; v2-v3 do; v4 (flexible, compact strings) too.
     Returns None for a version this does not know.
@@ -104,14 +118,18 @@ def parse_state_timestamp(value: bytes) -> tuple[str, int | None, int] | None:
     r.string(compact)         # leader
     stamp = r.int64() if version >= 2 else None
     members = (r.uvarint() - 1) if compact else r.int32()
-    return protocol_type, (None if stamp is None or stamp < 0 else stamp), max(members, 0)
+    return GroupMetadata(protocol_type, None if stamp is None or stamp < 0 else stamp,
+                         max(members, 0))
 
 
 def empty_since(admin: KafkaAdminClient, groups: Iterable[str],
                 budget: float = 30.0) -> tuple[dict[str, int], str | None]:
-    """({group: ms since the epoch when it last changed state, for groups whose latest record shows no members},
-    why some or all could not be told, or None). Reads each partition involved from its start to its end
-    as of now, at most `budget` seconds in all."""
+    """When each group whose latest record shows no members last changed state, and why some or
+    all could not be told (or None).
+
+    Returns ({group: ms since the epoch}, why). Reads each partition involved from its start to
+    its end as of now, at most `budget` seconds in all.
+    """
     wanted = set(groups)
     if not wanted:
         return {}, None
@@ -121,7 +139,8 @@ def empty_since(admin: KafkaAdminClient, groups: Iterable[str],
         return {}, f"could not describe {OFFSETS_TOPIC}: {type(exc).__name__}: {exc}"
     partitions = len(topics[0]["partitions"]) if topics and topics[0]["partitions"] else 0
     if not partitions:
-        return {}, f"{OFFSETS_TOPIC} is not visible to this client (Describe on the topic is needed)"
+        return {}, (f"{OFFSETS_TOPIC} is not visible to this client "
+                    f"(Describe on the topic is needed)")
     by_partition: dict[int, set[str]] = {}
     for group in wanted:
         by_partition.setdefault(partition_for(group, partitions), set()).add(group)
@@ -147,18 +166,20 @@ def empty_since(admin: KafkaAdminClient, groups: Iterable[str],
                         latest[group] = record.value   # later records win; None is a tombstone
             left = {tp for tp in left if consumer.position(tp) < end[tp]}
     except KafkaError as exc:
-        return {}, f"could not read {OFFSETS_TOPIC}: {type(exc).__name__}: {exc} (Read on the topic is needed)"
+        return {}, (f"could not read {OFFSETS_TOPIC}: {type(exc).__name__}: {exc} "
+                    f"(Read on the topic is needed)")
     finally:
         consumer.close()
     if left:
-        why = f"reading {OFFSETS_TOPIC} took longer than {budget:.0f}s; {len(left)} partition(s) unfinished"
-        return {}, why   # an unfinished partition may still hold a newer record: tell nothing rather than wrong
+        # An unfinished partition may still hold a newer record: tell nothing rather than wrong.
+        return {}, (f"reading {OFFSETS_TOPIC} took longer than {budget:.0f}s; "
+                    f"{len(left)} partition(s) unfinished")
     out: dict[str, int] = {}
     for group, value in latest.items():
         parsed = parse_state_timestamp(value) if value else None
-        if parsed and parsed[1] is not None and parsed[2] == 0:
-            out[group] = parsed[1]
+        if parsed and parsed.state_timestamp is not None and parsed.members == 0:
+            out[group] = parsed.state_timestamp
     missing = wanted - set(out)
-    why = (f"{len(missing)} group(s) have no state timestamp in {OFFSETS_TOPIC} (a record older than Kafka 2.1, "
-           "or none)") if missing else None
+    why = (f"{len(missing)} group(s) have no state timestamp in {OFFSETS_TOPIC} "
+           f"(a record older than Kafka 2.1, or none)") if missing else None
     return out, why

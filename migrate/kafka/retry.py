@@ -1,4 +1,5 @@
-"""Retry policy for Kafka calls: only errors Kafka itself marks retriable, with backoff, jitter and a deadline.
+"""Retry policy for Kafka calls: only errors Kafka itself marks retriable, with backoff, jitter and
+a deadline.
 
 Non-retriable errors (authorization, UNKNOWN_MEMBER_ID, ...) pass straight through
 to the caller, which turns them into a reported status or a clear error.
@@ -20,21 +21,28 @@ T = TypeVar("T")
 
 
 def is_retriable(exc: BaseException) -> bool:
-    """True for kafka-python errors flagged `.retriable` (coordinator moved or loading, timeouts, network)."""
+    """True for kafka-python errors flagged `.retriable`.
+
+    Those are a coordinator that moved or is loading, timeouts and network errors.
+    """
     return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff with jitter, capped per wait and by an overall deadline; `sleep` is replaceable in tests."""
+    """Exponential backoff with jitter, capped per wait and by an overall deadline.
+
+    `sleep` is replaceable in tests.
+    """
 
     deadline: float = 120.0
     initial: float = 0.2
     max_wait: float = 5.0
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
 
-    def call(self, what: str, fn: Callable[[], T], on_retry: Callable[[BaseException], None] | None = None) -> T:
-        """fn() retried on retriable Kafka errors until the deadline; the last error is re-raised as is."""
+    def call(self, what: str, fn: Callable[[], T],
+             on_retry: Callable[[BaseException], None] | None = None) -> T:
+        """fn() retried on retriable Kafka errors until the deadline; the last error re-raised."""
         def before_sleep(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception()
             log.warning("%s: %s; retrying (attempt %d)", what, exc, state.attempt_number)

@@ -1,4 +1,6 @@
-"""KafkaSnapshot: what Kafka holds for the selected groups, read in a handful of batched requests. Reads only.
+"""KafkaSnapshot: what Kafka holds for the selected groups, in a handful of batched requests.
+
+It reads only.
 
 One Parquet file, three kinds of rows (column `kind`):
 - `group`: every selected group, with its Kafka state, protocol type and member
@@ -20,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,7 +41,8 @@ T = TypeVar("T")
 
 GROUP, OFFSET, PARTITION = "group", "offset", "partition"
 KAFKA_SCHEMA = pa.schema([
-    ("kind", pa.string()), ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("kind", pa.string()), ("group", pa.string()),
+    ("topic", pa.string()), ("partition", pa.int32()),
     ("committed_offset", pa.int64()), ("metadata", pa.string()),
     ("group_state", pa.string()), ("protocol_type", pa.string()), ("members", pa.int32()),
     ("log_start", pa.int64()), ("log_end", pa.int64()), ("leader", pa.int32()),
@@ -64,13 +67,23 @@ class SnapshotInfo:
     retention_minutes: int | None
     cluster_id: str | None
     seconds: float
-    broker_version: str | None = None         # e.g. "2.8": the release line its ApiVersions answer implies
-    retention_unknown: str | None = None      # why retention_minutes is None
-    default_retention_minutes: int | None = None   # the release's default, when the release is known
-    # Empty consumer groups (2.1+): when each became Empty (ms since the epoch, from __consumer_offsets), and
-    # why some or all could not be told.
+    # e.g. "2.8": the release line its ApiVersions answer implies
+    broker_version: str | None = None
+    retention_unknown: str | None = None  # why retention_minutes is None
+    # the release's default, when the release is known
+    default_retention_minutes: int | None = None
+    # Empty consumer groups (2.1+): when each became Empty (ms since the epoch, from
+    # __consumer_offsets), and why some or all could not be told.
     empty_since: dict[str, int] = field(default_factory=dict)
     empty_since_unknown: str | None = None
+
+
+class _Retention(NamedTuple):
+    """offsets.retention.minutes of a live broker, why it is unknown, and the cluster id."""
+
+    minutes: int | None
+    why_unknown: str | None
+    cluster_id: str | None
 
 
 class KafkaSnapshot:
@@ -83,26 +96,35 @@ class KafkaSnapshot:
 
     def write(self, path: Path, groups: Sequence[str], topics: Iterable[str],
               topic_selected: Callable[[str], bool] = lambda topic: True) -> SnapshotInfo:
-        """Snapshot `groups` and the partitions of `topics` (plus selected topics those groups committed) into `path`.
+        """Snapshot `groups` and the partitions of `topics` into `path`, plus the selected topics
+        those groups committed to.
 
-        Committed offsets are written a round of groups at a time: a million of them are never all in memory.
+        Committed offsets are written a round of groups at a time: a million of them are never
+        all in memory.
         """
         started = time.monotonic()
         wanted = set(groups)
-        listed = {g["group_id"]: dict(g) for g in self._call("list groups", lambda: compat.list_groups(
-            self.admin, self.features)) if g["group_id"] in wanted}
+        every_group = self._call("list groups",
+                                 lambda: compat.list_groups(self.admin, self.features))
+        listed = {g["group_id"]: dict(g) for g in every_group if g["group_id"] in wanted}
         if compat.states_in_list(self.features):
-            members = self._members([g for g, info in listed.items() if info.get("group_state") not in IDLE_STATES])
+            members = self._members([g for g, info in listed.items()
+                                     if info.get("group_state") not in IDLE_STATES])
         else:
-            # ListGroups before v4 (Kafka 2.6) has no state: DescribeGroups tells it for every listed group.
+            # ListGroups before v4 (Kafka 2.6) has no state: DescribeGroups tells it for every
+            # listed group.
             members = self._members(sorted(listed), listed)
-        active = sum(1 for g, n in members.items() if n or listed[g].get("group_state") not in IDLE_STATES)
-        retention, why_unknown, cluster_id = self._retention_and_cluster()
+        active = sum(1 for g, n in members.items()
+                     if n or listed[g].get("group_state") not in IDLE_STATES)
+        retention = self._retention_and_cluster()
         empty_since, empty_unknown = self._empty_since(listed)
-        meta = {"zk2kafka.snapshot": "kafka", "cluster_id": cluster_id or "",
-                "offsets_retention_minutes": "" if retention is None else str(retention),
-                "offsets_retention_unknown": why_unknown or "", "broker_version": self.features.release,
-                "broker_version_source": compat.HOW_VERSION_IS_KNOWN, "empty_since": json.dumps(empty_since),
+        meta = {"zk2kafka.snapshot": "kafka", "cluster_id": retention.cluster_id or "",
+                "offsets_retention_minutes":
+                    "" if retention.minutes is None else str(retention.minutes),
+                "offsets_retention_unknown": retention.why_unknown or "",
+                "broker_version": self.features.release,
+                "broker_version_source": compat.HOW_VERSION_IS_KNOWN,
+                "empty_since": json.dumps(empty_since),
                 "empty_since_unknown": empty_unknown or ""}
         schema = KAFKA_SCHEMA.with_metadata(meta)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,9 +133,11 @@ class KafkaSnapshot:
             for chunk in chunks(sorted(listed), GROUP_CHUNK):
                 found, errors = self._committed(chunk)
                 offset_errors.update(errors)
-                rows = [{"kind": OFFSET, "group": group, "topic": tp.topic, "partition": tp.partition,
+                rows = [{"kind": OFFSET, "group": group,
+                         "topic": tp.topic, "partition": tp.partition,
                          "committed_offset": om.offset, "metadata": om.metadata}
-                        for group, offsets in found.items() for tp, om in offsets.items() if topic_selected(tp.topic)]
+                        for group, offsets in found.items() for tp, om in offsets.items()
+                        if topic_selected(tp.topic)]
                 out.write_table(pa.Table.from_pylist(rows, schema=schema))
                 committed += len(rows)
                 all_topics.update(row["topic"] for row in rows)
@@ -128,13 +152,19 @@ class KafkaSnapshot:
                              "error": offset_errors.get(group)})
             partitions, missing = self._partitions(sorted(all_topics))
             out.write_table(pa.Table.from_pylist(rows + partitions, schema=schema))
-        info = SnapshotInfo(path, len(listed), active, committed, len(partitions), missing, retention,
-                            cluster_id, time.monotonic() - started, self.features.release if self.features.version
-                            else None, why_unknown, self.features.default_retention_minutes, empty_since,
-                            empty_unknown)
-        log.info("kafka snapshot: %d of %d groups known to Kafka (%d active), %d committed offsets, "
-                 "%d partitions, %d missing topics in %.1fs (broker Kafka %s)", info.groups_in_kafka, len(groups),
-                 info.active_groups, info.committed_offsets, info.partitions, missing, info.seconds,
+        info = SnapshotInfo(
+            path=path, groups_in_kafka=len(listed), active_groups=active,
+            committed_offsets=committed, partitions=len(partitions), missing_topics=missing,
+            retention_minutes=retention.minutes, cluster_id=retention.cluster_id,
+            seconds=time.monotonic() - started,
+            broker_version=self.features.release if self.features.version else None,
+            retention_unknown=retention.why_unknown,
+            default_retention_minutes=self.features.default_retention_minutes,
+            empty_since=empty_since, empty_since_unknown=empty_unknown)
+        log.info("kafka snapshot: %d of %d groups known to Kafka (%d active), "
+                 "%d committed offsets, %d partitions, %d missing topics in %.1fs "
+                 "(broker Kafka %s)", info.groups_in_kafka, len(groups), info.active_groups,
+                 info.committed_offsets, info.partitions, missing, info.seconds,
                  self.features.release)
         return info
 
@@ -145,8 +175,11 @@ class KafkaSnapshot:
             raise KafkaUnavailable(f"{what}: {exc}") from exc
 
     def _members(self, groups: list[str], states: dict[str, dict] | None = None) -> dict[str, int]:
-        """Member count of each group in `groups` (DescribeGroups, batched per coordinator); with `states`,
-        also fill each group's `group_state` (and protocol_type when ListGroups gave none) from the answer."""
+        """Member count of each group in `groups` (DescribeGroups, batched per coordinator).
+
+        With `states`, also fill each group's `group_state` (and protocol_type when ListGroups
+        gave none) from the answer.
+        """
         out: dict[str, int] = {}
         for chunk in chunks(groups, GROUP_CHUNK):
             described = self._call("describe groups", lambda c=chunk: compat.describe_groups(
@@ -156,11 +189,15 @@ class KafkaSnapshot:
                 for g, d in described.items():
                     if g in states:
                         states[g]["group_state"] = d.get("group_state")
-                        states[g]["protocol_type"] = states[g].get("protocol_type") or d.get("protocol_type")
+                        states[g]["protocol_type"] = (states[g].get("protocol_type")
+                                                      or d.get("protocol_type"))
         return out
 
     def _committed(self, groups: list[str]) -> tuple[dict, dict[str, str]]:
-        """Committed offsets per group; a group Kafka refuses to show (e.g. not authorized) gets an error instead."""
+        """Committed offsets per group.
+
+        A group Kafka refuses to show (e.g. not authorized) gets an error instead.
+        """
         committed: dict = {}
         errors: dict[str, str] = {}
         for chunk in chunks(groups, GROUP_CHUNK):
@@ -173,34 +210,47 @@ class KafkaSnapshot:
         return committed, errors
 
     def _partitions(self, topics: list[str]) -> tuple[list[dict], int]:
-        """One row per partition of the existing `topics` with log bounds; and how many topics Kafka lacks."""
+        """A row with log bounds per partition of the existing `topics`.
+
+        Returns the rows and how many of `topics` Kafka lacks.
+        """
         rows: list[dict] = []
         missing = 0
         for chunk in chunks(topics, GROUP_CHUNK):
             for topic in self._call("describe topics", lambda c=chunk: self.features.call(
                     "Metadata", lambda: self.admin.describe_topics(c))):
-                if not topic["partitions"]:  # unknown, invalid or unauthorized: no partition to commit to
+                # unknown, invalid or unauthorized: no partition to commit to
+                if not topic["partitions"]:
                     missing += 1
                     continue
                 error = None if topic["error_code"] == 0 else f"error code {topic['error_code']}"
                 for p in topic["partitions"]:
                     leader = p["leader_id"]
-                    rows.append({"kind": PARTITION, "topic": topic["name"], "partition": p["partition_index"],
-                                 "leader": leader,
-                                 "error": error or (None if leader >= 0 else "partition has no leader")})
+                    no_leader = None if leader >= 0 else "partition has no leader"
+                    rows.append({"kind": PARTITION, "topic": topic["name"],
+                                 "partition": p["partition_index"], "leader": leader,
+                                 "error": error or no_leader})
         readable = [r for r in rows if r["error"] is None]
         for chunk in chunks(readable, PARTITION_CHUNK):
             self._log_bounds(chunk)
         return rows, missing
 
     def _log_bounds(self, rows: list[dict]) -> None:
-        """Fill log_start/log_end of `rows` in place; a partition whose lookup fails non-retriably gets `error`."""
+        """Fill log_start/log_end of `rows` in place.
+
+        A partition whose lookup fails non-retriably gets `error` instead.
+        """
         tps = [TopicPartition(r["topic"], r["partition"]) for r in rows]
+
+        def list_offsets(spec: OffsetSpec):
+            return self.features.call(
+                "ListOffsets",
+                lambda: self.admin.list_partition_offsets(dict.fromkeys(tps, spec)))
+
         try:
-            start = self.policy.call("list log-start offsets", lambda: self.features.call(
-                "ListOffsets", lambda: self.admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.EARLIEST))))
-            end = self.policy.call("list log-end offsets", lambda: self.features.call(
-                "ListOffsets", lambda: self.admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))))
+            start = self.policy.call("list log-start offsets",
+                                     lambda: list_offsets(OffsetSpec.EARLIEST))
+            end = self.policy.call("list log-end offsets", lambda: list_offsets(OffsetSpec.LATEST))
         except KafkaError as exc:
             if is_retriable(exc):
                 raise KafkaUnavailable(f"list offsets: {exc}") from exc
@@ -215,30 +265,33 @@ class KafkaSnapshot:
             row["log_start"], row["log_end"] = start[tp].offset, end[tp].offset
 
     def _empty_since(self, listed: dict[str, dict]) -> tuple[dict[str, int], str | None]:
-        """When each Empty consumer group became Empty, where the broker keeps it (2.1+; see group_clock)."""
+        """When each Empty consumer group became Empty, as the broker keeps it (see group_clock)."""
         empty = sorted(g for g, info in listed.items()
                        if info.get("group_state") == "Empty" and info.get("protocol_type"))
-        if not empty or self.features.at_least(2, 1) is False:   # before 2.1 offsets expire by commit time
+        # before 2.1 offsets expire by commit time
+        if not empty or self.features.at_least(2, 1) is False:
             return {}, None
         found, why = group_clock.empty_since(self.admin, empty)
         if why:
             log.warning("when Empty consumer groups became Empty: %s", why)
         return found, why
 
-    def _retention_and_cluster(self) -> tuple[int | None, str | None, str | None]:
-        """(offsets.retention.minutes of a live broker or None, why it is None, the cluster id)."""
-        cluster = self._call("describe cluster", lambda: compat.describe_cluster(self.admin, self.features))
+    def _retention_and_cluster(self) -> _Retention:
+        """offsets.retention.minutes of a live broker (or why it is unknown), and the cluster id."""
+        cluster = self._call("describe cluster",
+                             lambda: compat.describe_cluster(self.admin, self.features))
         if not cluster.brokers:
-            return None, "the cluster listed no broker", cluster.cluster_id
+            return _Retention(None, "the cluster listed no broker", cluster.cluster_id)
         key = "offsets.retention.minutes"
-        setting = compat.broker_setting(self.admin, self.features, cluster.brokers[0], key, self.policy.call)
+        setting = compat.broker_setting(self.admin, self.features, cluster.brokers[0], key,
+                                        self.policy.call)
         if setting.value is None:
             log.warning("could not read %s: %s", key, setting.why_unknown)
-            return None, setting.why_unknown, cluster.cluster_id
+            return _Retention(None, setting.why_unknown, cluster.cluster_id)
         try:
-            return int(setting.value), None, cluster.cluster_id
+            return _Retention(int(setting.value), None, cluster.cluster_id)
         except ValueError:
             why = f"broker {cluster.brokers[0]} gave {key}={setting.value!r}, not a number"
             log.warning("could not read %s: %s", key, why)
-            return None, why, cluster.cluster_id
+            return _Retention(None, why, cluster.cluster_id)
 

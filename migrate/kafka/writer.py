@@ -1,4 +1,5 @@
-"""KafkaOffsetWriter: the Kafka half of a group's migration, OffsetCommit with generation -1, and its read-back.
+"""KafkaOffsetWriter: the Kafka half of a group's migration, OffsetCommit with generation -1, and
+its read-back.
 
 A commit from outside the group (generation -1, empty member id) is accepted only
 while the group has no members. Retriable errors (coordinator moved or loading,
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
@@ -27,8 +29,15 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]  # (topic, partition)
 
 
+class Committed(NamedTuple):
+    """What Kafka holds for one partition of a group."""
+
+    offset: int
+    metadata: str
+
+
 class GroupRejected(MigrateError):
-    """Kafka refused a group's commit for a reason retrying will not fix (e.g. the group became active)."""
+    """Kafka refused a group's commit for a reason retrying will not fix (e.g. an active group)."""
 
     def __init__(self, group: str, reason: str):
         super().__init__(f"group {group}: {reason}")
@@ -37,39 +46,52 @@ class GroupRejected(MigrateError):
 
 
 class KafkaOffsetWriter:
-    """Commits, reads back and deletes groups' offsets; thread-safe (kafka-python's admin client is).
+    """Commits, reads back and deletes groups' offsets; thread-safe, as kafka-python's admin is.
 
     `in_flight` bounds the commits sent at once by commit_many; the admin client must allow
     that many requests in flight per connection (see open_admin).
     """
 
-    def __init__(self, admin: KafkaAdminClient, policy: RetryPolicy | None = None, in_flight: int = 4):
+    def __init__(self, admin: KafkaAdminClient, policy: RetryPolicy | None = None,
+                 in_flight: int = 4):
         self.admin = admin
         self.policy = policy or RetryPolicy()
         self.in_flight = max(1, in_flight)
         self.features = compat.BrokerFeatures.of(admin)
 
-    def committed(self, group: str) -> dict[Key, tuple[int, str]]:
-        """{(topic, partition): (offset, metadata)} Kafka holds for `group`; raises GroupRejected or KafkaError."""
+    def committed(self, group: str) -> dict[Key, Committed]:
+        """What Kafka holds for `group`, by (topic, partition).
+
+        Raises GroupRejected or KafkaError.
+        """
         def fetch():
-            answer = self.features.call("OffsetFetch", lambda: self.admin.list_group_offsets({group: None}))
+            answer = self.features.call("OffsetFetch",
+                                        lambda: self.admin.list_group_offsets({group: None}))
             return answer.get(group, {})
         offsets = self._call(group, "read committed offsets", fetch)
-        return {(tp.topic, tp.partition): (om.offset, om.metadata) for tp, om in offsets.items()}
+        return _by_key(offsets)
 
-    def committed_many(self, groups: Sequence[str]) -> dict[str, dict[Key, tuple[int, str]] | GroupRejected]:
-        """committed() of many groups in one OffsetFetch per coordinator; a group Kafka refuses gets its error."""
-        found, refused = fetch_committed(self.admin, self.policy, groups, on_retry=lambda exc: self._forget(groups),
+    def committed_many(self,
+                       groups: Sequence[str]) -> dict[str, dict[Key, Committed] | GroupRejected]:
+        """committed() of many groups in one OffsetFetch per coordinator.
+
+        A group Kafka refuses gets its GroupRejected instead.
+        """
+        found, refused = fetch_committed(self.admin, self.policy, groups,
+                                         on_retry=lambda exc: self._forget(groups),
                                          features=self.features)
         out: dict = {g: GroupRejected(g, f"read committed offsets: {type(exc).__name__}: {exc}")
                      for g, exc in refused.items()}
         for g in groups:
             if g not in out:
-                out[g] = {(tp.topic, tp.partition): (om.offset, om.metadata) for tp, om in found.get(g, {}).items()}
+                out[g] = _by_key(found.get(g, {}))
         return out
 
-    def commit_many(self, commits: Mapping[str, Mapping[Key, int]], metadata: str) -> dict[str, Exception | None]:
-        """commit() of many groups, pipelined `in_flight` at a time; per group None or the error that stopped it.
+    def commit_many(self, commits: Mapping[str, Mapping[Key, int]],
+                    metadata: str) -> dict[str, Exception | None]:
+        """commit() of many groups, pipelined `in_flight` at a time.
+
+        Returns, per group, None or the error that stopped it.
 
         Each commit is first sent once from kafka-python's own IO loop (measured 3-5x the
         commits/s of blocking calls from a thread pool); a group whose first try fails for any
@@ -79,8 +101,8 @@ class KafkaOffsetWriter:
         out: dict[str, Exception | None] = {
             g: None for g, answer in first.items()
             if isinstance(answer, dict) and all(err is NoError for err in answer.values())}
-        # Most often the first try failed because the coordinator moved or died: look it up afresh for
-        # each, rather than have every group's own retry back off against it first.
+        # Most often the first try failed because the coordinator moved or died: look it up afresh
+        # for each, rather than have every group's own retry back off against it first.
         self._forget([g for g in first if g not in out])
         for group, answer in first.items():
             if group in out:
@@ -93,9 +115,10 @@ class KafkaOffsetWriter:
         return out
 
     def _pipelined(self, requests: dict[str, dict]) -> dict[str, dict | BaseException]:
-        # kafka-python's admin offers only a blocking alter_group_offsets. Its coroutine, scheduled on the
-        # client's IO loop with a window of futures, keeps `in_flight` commits on the wire without a
-        # thread hand-off per commit (the private names behind this are in kafka/_compat.py).
+        # kafka-python's admin offers only a blocking alter_group_offsets. Its coroutine, scheduled
+        # on the client's IO loop with a window of futures, keeps `in_flight` commits on the wire
+        # without a thread hand-off per commit (the private names behind this are in
+        # kafka/_compat.py).
         admin = self.admin
         window = self.in_flight
 
@@ -106,14 +129,16 @@ class KafkaOffsetWriter:
                 group, future = in_flight.popleft()
                 try:
                     answers[group] = await future
-                except Exception as exc:  # noqa: BLE001 - any first-try failure is retried by commit()
+                except Exception as exc:  # noqa: BLE001
+                    # any first-try failure is retried by commit()
                     answers[group] = exc
 
             for group, request in requests.items():
                 if len(in_flight) >= window:
                     await settle()
-                in_flight.append((group, lib.call_soon(admin, lib.alter_group_offsets_async(admin), group, request,
-                                                       None)))
+                future = lib.call_soon(admin, lib.alter_group_offsets_async(admin),
+                                       group, request, None)
+                in_flight.append((group, future))
             while in_flight:
                 await settle()
             return answers
@@ -125,13 +150,16 @@ class KafkaOffsetWriter:
         request = _request(offsets, metadata)
 
         def send():
-            errors = self.features.call("OffsetCommit", lambda: self.admin.alter_group_offsets(group, request))
+            errors = self.features.call("OffsetCommit",
+                                        lambda: self.admin.alter_group_offsets(group, request))
             failed = {tp: err for tp, err in errors.items() if err is not NoError}
             if failed:
                 tp, err = next(iter(sorted(failed.items())))
-                if len(failed) < len(errors):   # the rest is written: a retry cannot undo that, the caller must
-                    raise GroupRejected(group, f"commit offsets: {len(failed)} of {len(errors)} partition(s) "
-                                               f"refused ({err.__name__}, e.g. {tp.topic}-{tp.partition}); "
+                # The rest is written: a retry cannot undo that, the caller must.
+                if len(failed) < len(errors):
+                    raise GroupRejected(group, f"commit offsets: {len(failed)} of {len(errors)} "
+                                               f"partition(s) refused ({err.__name__}, "
+                                               f"e.g. {tp.topic}-{tp.partition}); "
                                                "the others were written")
                 raise err(f"{len(failed)} partition(s) refused, e.g. {tp.topic}-{tp.partition}")
         self._call(group, "commit offsets", send)
@@ -154,7 +182,8 @@ class KafkaOffsetWriter:
 
     def _call(self, group: str, what: str, fn):
         try:
-            return self.policy.call(f"{what} of group {group}", fn, on_retry=lambda exc: self._forget([group]))
+            return self.policy.call(f"{what} of group {group}", fn,
+                                    on_retry=lambda exc: self._forget([group]))
         except KafkaError as exc:
             if is_retriable(exc):
                 raise  # deadline passed: the caller leaves the group pending, a resume finishes it
@@ -166,5 +195,12 @@ class KafkaOffsetWriter:
         lib.forget_coordinators(self.admin, groups)
 
 
-def _request(offsets: Mapping[Key, int], metadata: str) -> dict[TopicPartition, OffsetAndMetadata]:
-    return {TopicPartition(t, p): OffsetAndMetadata(o, metadata, -1) for (t, p), o in offsets.items()}
+def _request(offsets: Mapping[Key, int],
+             metadata: str) -> dict[TopicPartition, OffsetAndMetadata]:
+    return {TopicPartition(t, p): OffsetAndMetadata(o, metadata, -1)
+            for (t, p), o in offsets.items()}
+
+
+def _by_key(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[Key, Committed]:
+    return {(tp.topic, tp.partition): Committed(om.offset, om.metadata)
+            for tp, om in offsets.items()}

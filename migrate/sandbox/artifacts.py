@@ -32,8 +32,9 @@ REPOSITORY_ENV = "ZK2KAFKA_MAVEN_REPO"
 
 # What each bundle is resolved from; `relock` turns these roots into the full pinned list.
 BUNDLE_ROOTS: dict[str, list[str]] = {
-    # ZooKeeper-mode releases the source side supports, each with the ZooKeeper server, old consumer and tools
-    # its release ships. JAXB left the JDK in 11; brokers before 2.x still load javax.xml.bind.
+    # ZooKeeper-mode releases the source side supports, each with the ZooKeeper server, old
+    # consumer and tools its release ships. JAXB left the JDK in 11; brokers before 2.x still
+    # load javax.xml.bind.
     "kafka-0.10": [
         "org.apache.kafka:kafka_2.11:0.10.2.2",
         "org.slf4j:slf4j-log4j12:1.7.21",
@@ -58,7 +59,8 @@ BUNDLE_ROOTS: dict[str, list[str]] = {
         "org.apache.kafka:kafka-tools:3.6.2",
         "org.slf4j:slf4j-reload4j:1.7.36",  # reload4j is compile-only in Kafka 3.x
     ],
-    # The last line with ZooKeeper mode: broker, the ZooKeeper 3.8 server it carries, kafka-consumer-groups.
+    # The last line with ZooKeeper mode: broker, the ZooKeeper 3.8 server it carries,
+    # kafka-consumer-groups.
     "kafka-3.9": [
         "org.apache.kafka:kafka_2.13:3.9.2",
         "org.apache.kafka:kafka-tools:3.9.2",
@@ -84,22 +86,28 @@ class Artifact:
     @property
     def path(self) -> str:
         """Path relative to a Maven repository root."""
-        return f"{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.artifact}-{self.version}.jar"
+        group_dir = self.group.replace(".", "/")
+        return f"{group_dir}/{self.artifact}/{self.version}/{self.artifact}-{self.version}.jar"
 
 
 def load_lock(lock_file: Path = LOCK_FILE) -> dict[str, list[Artifact]]:
     """Bundle name -> pinned artifacts."""
     data = json.loads(lock_file.read_text())
-    return {name: [Artifact(**a) for a in bundle["artifacts"]] for name, bundle in data["bundles"].items()}
+    return {name: [Artifact(**a) for a in bundle["artifacts"]]
+            for name, bundle in data["bundles"].items()}
 
 
 def ensure_bundle(name: str, cache_dir: Path, repository: str | None = None) -> list[Path]:
-    """Paths of every jar of bundle `name`, downloading and verifying the missing ones; raises ArtifactError."""
+    """Paths of every jar of bundle `name`, downloading and verifying the missing ones.
+
+    Raises ArtifactError.
+    """
     return ensure_artifacts(load_lock()[name], cache_dir, repository)
 
 
-def ensure_artifacts(artifacts: list[Artifact], cache_dir: Path, repository: str | None = None) -> list[Path]:
-    """Local paths of `artifacts` under `cache_dir`, fetching and verifying any missing or corrupt one."""
+def ensure_artifacts(artifacts: list[Artifact], cache_dir: Path,
+                     repository: str | None = None) -> list[Path]:
+    """Local paths of `artifacts` under `cache_dir`, fetching and verifying missing or bad ones."""
     repository = (repository or os.environ.get(REPOSITORY_ENV) or DEFAULT_REPOSITORY).rstrip("/")
     root = cache_dir / "maven"
     missing = [a for a in artifacts if not _is_valid(root / a.path, a)]
@@ -119,7 +127,8 @@ def _sha256(path: Path) -> str:
 
 
 def _is_valid(path: Path, artifact: Artifact) -> bool:
-    return path.is_file() and path.stat().st_size == artifact.size and _sha256(path) == artifact.sha256
+    return (path.is_file() and path.stat().st_size == artifact.size
+            and _sha256(path) == artifact.sha256)
 
 
 def _fetch(artifact: Artifact, dest: Path, repository: str) -> None:
@@ -152,13 +161,14 @@ def _fetch(artifact: Artifact, dest: Path, repository: str) -> None:
 
 
 def relock(lock_file: Path = LOCK_FILE) -> None:
-    """Resolve BUNDLE_ROOTS with Maven and rewrite the lock file (a maintainer's step, needs `mvn`)."""
+    """Resolve BUNDLE_ROOTS with Maven and rewrite the lock file (a maintainer's step; mvn)."""
     if shutil.which("mvn") is None:
         raise SandboxError("relock needs Maven (mvn) on PATH")
     bundles = {}
     for name, roots in BUNDLE_ROOTS.items():
         deps = "".join(
-            f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+            f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
+            f"<version>{v}</version></dependency>"
             for g, a, v in (r.split(":") for r in roots))
         with tempfile.TemporaryDirectory() as work:
             Path(work, "pom.xml").write_text(
@@ -178,9 +188,11 @@ def relock(lock_file: Path = LOCK_FILE) -> None:
                 jar_path = Path(":".join(parts[5:]).split(" ")[0])
                 artifacts.append({"group": group, "artifact": artifact, "version": version,
                                   "sha256": _sha256(jar_path), "size": jar_path.stat().st_size})
-        bundles[name] = {"roots": roots, "artifacts": sorted(artifacts, key=lambda a: (a["group"], a["artifact"]))}
+        artifacts.sort(key=lambda a: (a["group"], a["artifact"]))
+        bundles[name] = {"roots": roots, "artifacts": artifacts}
     lock_file.write_text(json.dumps({"bundles": bundles}, indent=1) + "\n")
-    print(f"wrote {lock_file}: " + ", ".join(f"{n} {len(b['artifacts'])} jars" for n, b in bundles.items()))
+    counts = ", ".join(f"{n} {len(b['artifacts'])} jars" for n, b in bundles.items())
+    print(f"wrote {lock_file}: {counts}")
 
 
 if __name__ == "__main__":

@@ -41,7 +41,8 @@ ZK_OFFSETS: dict[str, list[tuple[str, str, int, str]]] = {
     "archiver": [("offset", "payments", 0, "33"), ("offset", "payments", 1, "34")],
     "secured": [("offsets", "orders", 0, "77")],
 }
-# Offsets Kafka already holds, committed before the migration: audit/orders-0 agrees, orders-1 does not.
+# Offsets Kafka already holds, committed before the migration: audit/orders-0 agrees, orders-1
+# does not.
 KAFKA_OFFSETS = {"audit": {("orders", 0): 50, ("orders", 1): 42}}
 LIVE_ZK_CONSUMER = ("reporting", "reporting_host1-1700000000000-abcdef12")
 SECURED_ACL_USER = ("sandbox-owner", "sandbox-owner-password")
@@ -56,7 +57,7 @@ class SeedResult:
 
 
 def seed(zookeeper: str, kafka_options: dict, zk_root: str = "/consumers") -> SeedResult:
-    """Create topics with messages, legacy offsets under `zk_root`, and pre-existing Kafka commits."""
+    """Create topics with messages, legacy offsets under `zk_root` and earlier Kafka commits."""
     result = SeedResult()
     _seed_kafka(kafka_options, result)
     _seed_zookeeper(zookeeper, zk_root, result)
@@ -71,7 +72,8 @@ def _seed_kafka(kafka_options: dict, result: SeedResult) -> None:
     admin = KafkaAdminClient(client_id="zk2kafka-seed", **kafka_options)
     try:
         existing = set(admin.list_topics())
-        new = {t: {"num_partitions": n, "replication_factor": 1} for t, n in TOPICS.items() if t not in existing}
+        new = {t: {"num_partitions": n, "replication_factor": 1}
+               for t, n in TOPICS.items() if t not in existing}
         if new:
             admin.create_topics(new, wait_for_metadata=True)
         producer = KafkaProducer(client_id="zk2kafka-seed", linger_ms=5, **kafka_options)
@@ -79,7 +81,8 @@ def _seed_kafka(kafka_options: dict, result: SeedResult) -> None:
             for topic in new:
                 for partition in range(TOPICS[topic]):
                     for i in range(MESSAGES_PER_PARTITION):
-                        producer.send(topic, value=f"{topic}-{partition}-{i}".encode(), partition=partition)
+                        value = f"{topic}-{partition}-{i}".encode()
+                        producer.send(topic, value=value, partition=partition)
                         result.messages += 1
             producer.flush()
         finally:

@@ -1,4 +1,4 @@
-"""The same sandbox in containers, through testcontainers, for machines where a Docker engine answers.
+"""The same sandbox in containers (testcontainers), for machines where a Docker engine answers.
 
 ZooKeeper (official image) and a ZooKeeper-mode broker (cp-kafka 7.9 = Apache Kafka 3.9)
 on one network, the broker under the same `/kafka` chroot as the local sandbox,
@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import logging
 
-from migrate.sandbox.cluster import (BROKER_CHROOT, Endpoints, free_port, kafka_ready, super_digest, wait_until,
-                                     zk_answers)
+from migrate.sandbox.cluster import BROKER_CHROOT, Endpoints
+from migrate.sandbox.security import super_digest
+from migrate.sandbox.jvm import free_port, kafka_ready, wait_until, zk_answers
 
 log = logging.getLogger(__name__)
 
 ZOOKEEPER_IMAGE = "zookeeper:3.8"
 KAFKA_ZK_IMAGE = "confluentinc/cp-kafka:7.9.2"
 KAFKA_KRAFT_IMAGE = "apache/kafka:4.1.2"
-# What a single-broker cluster needs, as the images' KAFKA_* environment (the same as LocalCluster's).
+# What a single-broker cluster needs, as the images' KAFKA_* environment (the same as
+# LocalCluster's).
 SINGLE_BROKER_ENV = dict(
     KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR="1", KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS="10",
     KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR="1", KAFKA_TRANSACTION_STATE_LOG_MIN_ISR="1",
@@ -45,7 +47,7 @@ def docker_engine_answers() -> bool:
 
 
 class ContainerCluster:
-    """Start/stop the containerised sandbox; `start()` returns the same Endpoints as LocalCluster."""
+    """Start/stop the containerised sandbox; `start()` returns Endpoints, as LocalCluster's does."""
 
     def __init__(self, kraft: bool = False):
         self.kraft = kraft
@@ -65,12 +67,15 @@ class ContainerCluster:
 
         self.network = Network().create()
         zk_port, kafka_port = free_port(), free_port()
-        zk = self._run(DockerContainer(ZOOKEEPER_IMAGE).with_network(self.network).with_network_aliases("zookeeper")
-                       .with_env("ZOO_4LW_COMMANDS_WHITELIST", "*").with_bind_ports(2181, zk_port)
-                       .with_env("SERVER_JVMFLAGS",
-                                 f"-Dzookeeper.DigestAuthenticationProvider.superDigest={super_digest()}"))
+        digest = f"-Dzookeeper.DigestAuthenticationProvider.superDigest={super_digest()}"
+        zk = self._run(
+            DockerContainer(ZOOKEEPER_IMAGE).with_network(self.network)
+            .with_network_aliases("zookeeper")
+            .with_env("ZOO_4LW_COMMANDS_WHITELIST", "*").with_bind_ports(2181, zk_port)
+            .with_env("SERVER_JVMFLAGS", digest))
         zk_server = f"127.0.0.1:{zk_port}"
-        wait_until("ZooKeeper container", lambda: zk_answers(zk_server), timeout, logs=lambda: _logs(zk))
+        wait_until("ZooKeeper container", lambda: zk_answers(zk_server), timeout,
+                   logs=lambda: _logs(zk))
 
         # Two listeners: one advertised to the host on a fixed free port, one for the broker itself.
         kafka = self._run(
@@ -85,7 +90,8 @@ class ContainerCluster:
                 **SINGLE_BROKER_ENV,
             ).with_bind_ports(9092, kafka_port))
         bootstrap = f"127.0.0.1:{kafka_port}"
-        wait_until("Kafka container", lambda: kafka_ready(bootstrap), timeout, logs=lambda: _logs(kafka))
+        wait_until("Kafka container", lambda: kafka_ready(bootstrap), timeout,
+                   logs=lambda: _logs(kafka))
 
         kraft_bootstrap = None
         if self.kraft:

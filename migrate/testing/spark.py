@@ -1,12 +1,13 @@
-"""A real Spark standalone cluster, one master and one worker, started from the installed pyspark package.
+"""A real Spark standalone cluster, one master and one worker, from the installed pyspark package.
 
-For tests and benchmarks of the distributed path: `run_diff(..., master=spark.master_url)` then runs its
-tasks in executor JVMs the worker launches, exactly as on a production standalone cluster.
+For tests and benchmarks of the distributed path: `run_diff(..., master=spark.master_url)` then
+runs its tasks in executor JVMs the worker launches, exactly as on a production standalone cluster.
 
-Both daemons start through the package's own `bin/spark-class`, so they get the JVM flags Spark needs
-on Java 17+ (module opens, Netty options) from Spark itself, as `start-master.sh` would. Each one is a
-`JavaServer` (migrate/sandbox/cluster.py): its own log file under `home`, SIGTERM then SIGKILL, and when attached
-PR_SET_PDEATHSIG plus an atexit hook, so no daemon outlives the Python process that started it.
+Both daemons start through the package's own `bin/spark-class`, so they get the JVM flags Spark
+needs on Java 17+ (module opens, Netty options) from Spark itself, as `start-master.sh` would.
+Each one is a `JavaServer` (migrate/sandbox/jvm.py): its own log file under `home`, SIGTERM then
+SIGKILL, and when attached PR_SET_PDEATHSIG plus an atexit hook, so no daemon outlives the Python
+process that started it.
 """
 
 from __future__ import annotations
@@ -18,14 +19,17 @@ import urllib.request
 from pathlib import Path
 
 from migrate.errors import SandboxError
-from migrate.sandbox.cluster import JVM_OPTS, JavaServer, free_port, wait_until
+from migrate.sandbox.jvm import JVM_OPTS, JavaServer, free_port, wait_until
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 
 def spark_home() -> Path:
-    """The pyspark package directory, which holds `bin/spark-class` and `jars/`; raises SandboxError without it."""
+    """The pyspark package directory, which holds `bin/spark-class` and `jars/`.
+
+    Raises SandboxError when it holds neither.
+    """
     import pyspark
 
     home = Path(pyspark.__file__).resolve().parent
@@ -35,17 +39,21 @@ def spark_home() -> Path:
 
 
 class _SparkDaemon(JavaServer):
-    """A JavaServer launched through spark-class, with Spark's environment variables added to ours."""
+    """A JavaServer launched through spark-class, with Spark's environment added to ours."""
 
-    def __init__(self, name: str, workdir: Path, main: str, args: list[str], env: dict[str, str], heap: str):
+    def __init__(self, name: str, workdir: Path, main: str, args: list[str],
+                 env: dict[str, str], heap: str):
         super().__init__(name, workdir, [], main, args, heap)
         self.env = env
 
     def command(self) -> list[str]:
-        # JavaServer.start hands its environment down unchanged; `env` adds Spark's variables, then execs
-        # spark-class, which execs the JVM: the pid JavaServer signals (and PR_SET_PDEATHSIG) stays the daemon's.
-        java_opts = [*JVM_OPTS, f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}"]
-        env = {**self.env, "SPARK_DAEMON_MEMORY": self.heap, "SPARK_DAEMON_JAVA_OPTS": " ".join(java_opts)}
+        # JavaServer.start hands its environment down unchanged; `env` adds Spark's variables,
+        # then execs spark-class, which execs the JVM: the pid JavaServer signals (and
+        # PR_SET_PDEATHSIG) stays the daemon's.
+        java_opts = [*JVM_OPTS,
+                     f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}"]
+        env = {**self.env, "SPARK_DAEMON_MEMORY": self.heap,
+               "SPARK_DAEMON_JAVA_OPTS": " ".join(java_opts)}
         return ["env", *(f"{k}={v}" for k, v in env.items()),
                 str(Path(env["SPARK_HOME"]) / "bin" / "spark-class"), self.main, *self.args]
 
@@ -78,8 +86,8 @@ class StandaloneSpark:
     def start(self, timeout: float = 90.0) -> str:
         """Start master and worker, wait until the worker has registered; returns the master URL.
 
-        Raises SandboxError (with the daemons' last log lines) if either exits or the worker does not
-        register within `timeout` seconds; whatever started is stopped again.
+        Raises SandboxError (with the daemons' last log lines) if either exits or the worker does
+        not register within `timeout` seconds; whatever started is stopped again.
         """
         if self.attached:
             atexit.register(self.stop)
@@ -94,14 +102,16 @@ class StandaloneSpark:
         # Our own conf dir, so a spark-env.sh or spark-defaults.conf in the package cannot leak in.
         conf_dir = self.home / "conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
-        # The master's REST submission server listens on the fixed port 6066: two clusters would collide.
+        # The master's REST submission server listens on the fixed port 6066: two clusters would
+        # collide.
         (conf_dir / "spark-defaults.conf").write_text("spark.master.rest.enabled false\n")
         local_dirs = self.home / "worker" / "local"  # executors' shuffle and block files, not /tmp
         for d in (self.worker_dir, local_dirs):
             d.mkdir(parents=True, exist_ok=True)
-        env = {"SPARK_HOME": str(home), "SPARK_CONF_DIR": str(conf_dir), "SPARK_LOCAL_IP": "127.0.0.1",
-               "SPARK_LOCAL_DIRS": str(local_dirs),
-               # Executors inherit the worker's environment: a Python worker, if a job needs one, runs this venv.
+        env = {"SPARK_HOME": str(home), "SPARK_CONF_DIR": str(conf_dir),
+               "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": str(local_dirs),
+               # Executors inherit the worker's environment: a Python worker, if a job needs one,
+               # runs this venv.
                "PYSPARK_PYTHON": sys.executable}
 
         port, ui_port = free_port(), free_port()
@@ -120,7 +130,8 @@ class StandaloneSpark:
     def _worker_registered(self) -> bool:
         try:
             return self.state().get("aliveworkers", 0) >= 1
-        except ValueError:  # seen: while starting, the UI serves its HTML page for /json/; not ready yet
+        except ValueError:
+            # Seen: while starting, the UI serves its HTML page for /json/; not ready yet.
             return False
 
     def _daemon(self, name: str, main: str, args: list[str], env: dict[str, str]) -> None:

@@ -1,9 +1,9 @@
-"""kazoo's private names, the only place zk2kafka reaches them, checked when this module is imported.
+"""kazoo's private names: the only place zk2kafka reaches them, checked at import.
 
-kazoo 2.11 has no multiRead (migrate/zk/multiread.py adds it on kazoo's own wire classes): that needs
-`KazooClient._call`, which queues a request on the session, and `kazoo.client._prefix_root`, which
-applies the chroot. A rename in another kazoo release fails here, at once, as one line naming the
-release.
+kazoo 2.11 has no multiRead (migrate/zk/multiread.py adds it on kazoo's own wire classes): that
+needs `KazooClient._call`, which queues a request on the session, and `kazoo.client._prefix_root`,
+which applies the chroot. A rename in another kazoo release fails here, at once, as one line
+naming the release.
 """
 
 from __future__ import annotations

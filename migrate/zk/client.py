@@ -12,7 +12,10 @@ from migrate.settings import Settings
 
 
 def connect(settings: Settings, timeout: float = 15.0) -> KazooClient:
-    """A connected client (the connect string's chroot applies); raises ZkUnavailable or ConfigError."""
+    """A connected client (the connect string's chroot applies).
+
+    Raises ZkUnavailable or ConfigError.
+    """
     hosts = settings.require("zookeeper")
     options: dict = {"hosts": hosts, "timeout": timeout, "auth_data": settings.zk_auth_data(),
                      # Reconnect forever: the reader's own retry deadline decides when to give up.
@@ -24,17 +27,20 @@ def connect(settings: Settings, timeout: float = 15.0) -> KazooClient:
         if settings.zk_sasl_password:
             options["sasl_options"]["password"] = settings.zk_sasl_password.reveal()
     if settings.zk_tls:
-        options.update(use_ssl=True, ca=_str(settings.zk_tls_cafile), certfile=_str(settings.zk_tls_certfile),
+        options.update(use_ssl=True, ca=_str(settings.zk_tls_cafile),
+                       certfile=_str(settings.zk_tls_certfile),
                        keyfile=_str(settings.zk_tls_keyfile))
     client = KazooClient(**options)
     try:
         client.start(timeout=timeout)
     except KazooTimeoutError:
         client.close()
-        raise ZkUnavailable(f"cannot connect to ZooKeeper at {hosts} within {timeout:.0f}s") from None
+        raise ZkUnavailable(f"cannot connect to ZooKeeper at {hosts} "
+                            f"within {timeout:.0f}s") from None
     except AuthFailedError:
         client.close()
-        raise ConfigError(f"ZooKeeper at {hosts} rejected the credentials (--zk-auth / SASL)") from None
+        raise ConfigError(f"ZooKeeper at {hosts} rejected the credentials "
+                          f"(--zk-auth / SASL)") from None
     return client
 
 

@@ -1,4 +1,6 @@
-"""Which ZooKeeper row stands for a partition found under more than one layout: the one rule `diff` and `sync` share.
+"""Which ZooKeeper row stands for a partition found under more than one layout.
+
+This is the one rule `diff` and `sync` share.
 
 Kafka 1.1.0's v0 OffsetCommit wrote under `offset/` (singular) beside the usual `offsets/`,
 so one partition can have two znodes. The one written last is the consumer's latest progress,
@@ -21,7 +23,7 @@ OK = "OK"
 
 
 def preference(status: str, mtime: dt.datetime | int | None, layout: str | None) -> tuple:
-    """Sort key of one of a partition's rows; the smallest key is the row that stands for the partition.
+    """Sort key of one of a partition's rows; the smallest key stands for the partition.
 
     In order: a row whose mtime is unknown first (it may be the newest); then the newest mtime;
     on equal mtimes a row that is not OK first; then the layout name, only to be deterministic.
@@ -31,10 +33,14 @@ def preference(status: str, mtime: dt.datetime | int | None, layout: str | None)
 
 
 def pick(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any]:
-    """The row (with at least `status`, `mtime`, `layout`) that stands for a partition; raises ValueError if none."""
+    """The row (with at least `status`, `mtime`, `layout`) that stands for a partition.
+
+    Raises ValueError when there is none.
+    """
     return min(rows, key=lambda r: preference(r["status"], r["mtime"], r["layout"]))
 
 
 def _instant(mtime: dt.datetime | int) -> float:
-    # Snapshot rows carry a datetime (Arrow timestamp); a raw ZooKeeper stat carries epoch milliseconds.
+    # Snapshot rows carry a datetime (Arrow timestamp); a raw ZooKeeper stat carries epoch
+    # milliseconds.
     return mtime.timestamp() if isinstance(mtime, dt.datetime) else mtime / 1000.0

@@ -1,4 +1,5 @@
-"""ZooKeeper's multiRead (opcode 22, ZooKeeper >= 3.6): many getData/getChildren answered in one round trip.
+"""ZooKeeper's multiRead (opcode 22, ZooKeeper >= 3.6): many getData/getChildren in one round
+trip.
 
 kazoo 2.11 has no multiRead, so this adds the request type on kazoo's own wire
 classes. It is the only place zk2kafka goes below kazoo's public API (its private
@@ -13,15 +14,16 @@ from collections import namedtuple
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import EXCEPTIONS
-from kazoo.protocol.serialization import (GetChildren, GetData, MultiHeader, int_struct, multiheader_struct,
-                                          read_buffer, read_string, stat_struct)
+from kazoo.protocol.serialization import (GetChildren, GetData, MultiHeader, int_struct,
+                                          multiheader_struct, read_buffer, read_string,
+                                          stat_struct)
 from kazoo.protocol.states import ZnodeStat
 
 from migrate.zk import _compat as lib
 
 
 class MultiRead(namedtuple("MultiRead", "operations")):
-    """A batch of GetData / GetChildren; the answer is one result (or exception instance) per operation."""
+    """A batch of GetData / GetChildren, answered by one result (or exception) per operation."""
 
     type = 22
 
@@ -57,8 +59,9 @@ class MultiRead(namedtuple("MultiRead", "operations")):
 
 
 def multi_read_async(client: KazooClient, operations: list[tuple[str, str]]):
-    """Send [(op, path)] with op "get" or "children" as one multiRead; returns kazoo's async result."""
-    request = MultiRead([(GetData if op == "get" else GetChildren)(lib.prefix_root(client, path), None)
+    """Send [(op, path)], op "get" or "children", as one multiRead; returns kazoo's async result."""
+    request = MultiRead([(GetData if op == "get" else GetChildren)(lib.prefix_root(client, path),
+                                                                   None)
                          for op, path in operations])
     result = client.handler.async_result()
     lib.call(client, request, result)

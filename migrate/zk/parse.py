@@ -1,4 +1,5 @@
-"""Faithful parsing of offset znode values: what is not plainly a non-negative int64 is MALFORMED, never guessed.
+"""Faithful parsing of offset znode values: what is not plainly a non-negative int64 is
+MALFORMED, never guessed.
 
 Seen in the wild: decimal strings with whitespace or a trailing newline (fine),
 `-1`, values past 2^63-1, E-notation, JSON (storm-kafka; parsed only where the
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 OK, MALFORMED, UNREADABLE = "OK", "MALFORMED", "UNREADABLE"
 INT64_MAX = 2**63 - 1
@@ -29,16 +31,18 @@ class Parsed:
 
 
 def show_raw(raw: bytes | None) -> str | None:
-    """A raw value made safe to print: valid UTF-8 kept (control characters escaped), bytes as \\xNN, cut short."""
+    """A raw value made safe to print: valid UTF-8 kept (control characters escaped), other bytes
+    as \\xNN, cut short."""
     if raw is None:
         return None
     text = raw.decode("utf-8", errors="backslashreplace")
-    text = "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode() for c in text)
+    text = "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode()
+                   for c in text)
     return text if len(text) <= RAW_SHOWN else text[:RAW_SHOWN] + f"...({len(raw)} bytes)"
 
 
 def parse_decimal(raw: bytes, semantics: str = "next") -> Parsed:
-    """Parse a plain offset znode. `semantics="last"` adds one (the znode held the last processed offset)."""
+    """Parse a plain offset znode; `semantics="last"` adds one (it held the last one processed)."""
     value = raw.strip()
     if not value:
         return Parsed(None, MALFORMED, "empty value")
@@ -61,25 +65,36 @@ def parse_decimal(raw: bytes, semantics: str = "next") -> Parsed:
     return Parsed(None, MALFORMED, "not a decimal number")
 
 
-def parse_storm(raw: bytes, semantics: str = "next") -> tuple[Parsed, str | None, int | None]:
+class StormValue(NamedTuple):
+    """A storm-kafka spout znode: its parsed offset, and the topic and partition it names."""
+
+    parsed: Parsed
+    topic: str | None
+    partition: int | None
+
+
+def parse_storm(raw: bytes, semantics: str = "next") -> StormValue:
     """Parse a storm-kafka spout znode: `{"offset": N, "topic": "...", "partition": P, ...}`.
 
-    Returns the parsed offset and the topic and partition the JSON names (None when absent).
+    Topic and partition are None when the JSON does not name them.
     """
     try:
         doc = json.loads(raw)
     except (UnicodeDecodeError, ValueError):
-        return Parsed(None, MALFORMED, "not valid JSON (storm-kafka layout)"), None, None
+        return StormValue(Parsed(None, MALFORMED, "not valid JSON (storm-kafka layout)"),
+                          None, None)
     if not isinstance(doc, dict):
-        return Parsed(None, MALFORMED, "JSON is not an object (storm-kafka layout)"), None, None
+        return StormValue(Parsed(None, MALFORMED, "JSON is not an object (storm-kafka layout)"),
+                          None, None)
     topic = doc.get("topic") if isinstance(doc.get("topic"), str) else None
     partition = doc.get("partition") if type(doc.get("partition")) is int else None
     offset = doc.get("offset")
     if type(offset) is not int:  # bool is an int subclass: true must not become offset 1
-        return Parsed(None, MALFORMED, f"JSON offset is {type(offset).__name__}, not an integer"), topic, partition
+        why = f"JSON offset is {type(offset).__name__}, not an integer"
+        return StormValue(Parsed(None, MALFORMED, why), topic, partition)
     if offset < 0:
-        return Parsed(None, MALFORMED, f"negative offset {offset}"), topic, partition
-    return _checked(offset, semantics), topic, partition
+        return StormValue(Parsed(None, MALFORMED, f"negative offset {offset}"), topic, partition)
+    return StormValue(_checked(offset, semantics), topic, partition)
 
 
 def _checked(offset: int, semantics: str) -> Parsed:

@@ -1,4 +1,5 @@
-"""ZkOffsetReader: walk legacy offset znodes into one row per partition. Reads only, never writes.
+"""ZkOffsetReader: walk legacy offset znodes into one row per partition. Reads only, never
+writes.
 
 A layout is a list of path templates below the group, e.g. the standard
 `{group}/offsets/{topic}/{partition}`. Each template segment is either a
@@ -13,23 +14,28 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pyarrow as pa
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError, ZookeeperError
 
 from migrate.errors import ConfigError, ZkUnavailable
-from migrate.zk.parse import MALFORMED, OK, UNREADABLE, Parsed, parse_decimal, parse_storm, show_raw
+from migrate.zk.parse import (MALFORMED, OK, UNREADABLE, Parsed, parse_decimal, parse_storm,
+                              show_raw)
 from migrate.zk.walk import AsyncBatch, Request
 
 SCHEMA = pa.schema([
     ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("raw", pa.string()), ("offset", pa.int64()), ("status", pa.string()), ("reason", pa.string()),
-    ("mtime", pa.timestamp("ms", tz="UTC")), ("ctime", pa.timestamp("ms", tz="UTC")), ("version", pa.int32()),
+    ("raw", pa.string()), ("offset", pa.int64()),
+    ("status", pa.string()), ("reason", pa.string()),
+    ("mtime", pa.timestamp("ms", tz="UTC")), ("ctime", pa.timestamp("ms", tz="UTC")),
+    ("version", pa.int32()),
     ("layout", pa.string()), ("path", pa.string()),
     ("zk_consumers", pa.int32()), ("zk_owned_partitions", pa.int32()),
-    # The zxid of the znode's last change: with the version, its identity (a znode deleted and recreated
-    # starts again at version 0, never at the same mzxid). The writer checks both before writing.
+    # The zxid of the znode's last change: with the version, its identity (a znode deleted and
+    # recreated starts again at version 0, never at the same mzxid). The writer checks both before
+    # writing.
     ("mzxid", pa.int64()),
 ])
 
@@ -39,7 +45,9 @@ _PARTITION_NAME = re.compile(r"0|[1-9][0-9]{0,9}")
 
 @dataclass(frozen=True)
 class Template:
-    """One path shape below the offsets root, e.g. `{group}/offsets/{topic}/{partition}` named `standard`."""
+    """One path shape below the offsets root, e.g. `standard`:
+    `{group}/offsets/{topic}/{partition}`.
+    """
 
     layout: str
     segments: tuple[str, ...]  # after the {group} segment
@@ -64,15 +72,19 @@ STORM = (Template("storm", ("partition_{partition}",), json_values=True),
 
 
 def layout_from_template(template: str) -> tuple[str, tuple[Template, ...]]:
-    """(root, templates) for a user template like `/myapp/{group}/{topic}/{partition}`; raises ConfigError."""
+    """(root, templates) for a user template like `/myapp/{group}/{topic}/{partition}`.
+
+    Raises ConfigError.
+    """
     parts = template.strip("/").split("/")
     if "{group}" not in parts or not template.startswith("/"):
-        raise ConfigError(f"--path-template must be absolute and have a {{group}} segment: {template!r}")
+        raise ConfigError(f"--path-template must be absolute and have a {{group}} segment: "
+                          f"{template!r}")
     at = parts.index("{group}")
     root, rest = "/" + "/".join(parts[:at]), tuple(parts[at + 1:])
     if any("{" in p for p in parts[:at]) or "{partition}" not in "/".join(rest):
-        raise ConfigError(f"--path-template needs literal segments before {{group}} and a {{partition}} after it: "
-                          f"{template!r}")
+        raise ConfigError(f"--path-template needs literal segments before {{group}} "
+                          f"and a {{partition}} after it: {template!r}")
     if "{topic}" not in "/".join(rest):
         raise ConfigError(f"--path-template needs a {{topic}} placeholder: {template!r}")
     return (root if root != "/" else ""), (Template("template", rest),)
@@ -95,7 +107,8 @@ class Selection:
         return any(self._compiled.setdefault(p, re.compile(p)).fullmatch(name) for p in patterns)
 
     def group(self, name: str) -> bool:
-        return (not self.groups or self._any(self.groups, name)) and not self._any(self.exclude_groups, name)
+        included = not self.groups or self._any(self.groups, name)
+        return included and not self._any(self.exclude_groups, name)
 
     def topic(self, name: str | None) -> bool:
         return name is None or not self.topics or self._any(self.topics, name)
@@ -111,8 +124,25 @@ class _Node:
     partition: str | None = None
 
 
+class _Leaf(NamedTuple):
+    """A node to read (answer None), or a listing ZooKeeper refused (answer: its error)."""
+
+    node: _Node
+    answer: object
+
+
+class _Liveness(NamedTuple):
+    """A group's old high-level consumers, as ZooKeeper registers them."""
+
+    consumers: int | None  # registered under ids/
+    owned_partitions: int | None  # owned under owners/<topic>/
+
+
+_NO_LIVENESS = _Liveness(None, None)
+
+
 class ZkOffsetReader:
-    """Reads offsets below `root` for the selected groups. `batches()` yields Arrow record batches."""
+    """Reads offsets below `root` for the selected groups; `batches()` yields Arrow batches."""
 
     def __init__(self, client: KazooClient, root: str, templates: tuple[Template, ...] = STANDARD,
                  selection: Selection = Selection(), semantics: str = "next", window: int = 512,
@@ -124,9 +154,12 @@ class ZkOffsetReader:
         self.semantics = semantics
         self.batch = AsyncBatch(client, window=window, deadline=retry_deadline, multi=multi)
         self.group_batch = group_batch
-        self.liveness = templates == STANDARD  # ids/ and owners/ exist only for the old high-level consumer
-        # ZooKeeper takes any digest credential and only denies reads later: a wrong password looks like this.
-        self.noauth_hint = ("the credentials given (--zk-auth) may not read it: wrong password or user?"
+        # ids/ and owners/ exist only for the old high-level consumer
+        self.liveness = templates == STANDARD
+        # ZooKeeper takes any digest credential and only denies reads later: a wrong password
+        # looks like this.
+        self.noauth_hint = ("the credentials given (--zk-auth) may not read it: "
+                            "wrong password or user?"
                             if getattr(client, "auth_data", None) else "pass --zk-auth")
 
     def groups(self) -> list[str]:
@@ -148,20 +181,22 @@ class ZkOffsetReader:
     def _read(self, groups: list[str]) -> list[dict]:
         frontier = [_Node(g, f"{self.root}/{g}", t, 0) for g in groups for t in self.templates]
         liveness = self._liveness(groups) if self.liveness else {}
-        leaves: list[tuple[_Node, object]] = []
+        leaves: list[_Leaf] = []
         while frontier:
             frontier = self._descend(frontier, leaves)
-        pending = [i for i, (_, answer) in enumerate(leaves) if answer is None]
-        answers = self.batch.run(Request(i, "get", leaves[i][0].path) for i in pending)
-        rows = (self._row(node, answers.get(i, answer), liveness.get(node.group, (None, None)))
-                for i, (node, answer) in enumerate(leaves))
+        pending = [i for i, leaf in enumerate(leaves) if leaf.answer is None]
+        answers = self.batch.run(Request(i, "get", leaves[i].node.path) for i in pending)
+        rows = (self._row(leaf.node, answers.get(i, leaf.answer),
+                          liveness.get(leaf.node.group, _NO_LIVENESS))
+                for i, leaf in enumerate(leaves))
         return [r for r in rows if r is not None]
 
-    def _descend(self, frontier: list[_Node], leaves: list[tuple[_Node, object]]) -> list[_Node]:
-        """One level down: literals are appended, patterns listed and matched; returns the next frontier.
+    def _descend(self, frontier: list[_Node], leaves: list[_Leaf]) -> list[_Node]:
+        """One level down: literals are appended, patterns listed and matched.
 
-        Leaves to read go to `leaves` with answer None; a listing refused (NoAuth, ...) goes there with its
-        error, so an unreadable subtree becomes an UNREADABLE row instead of silently vanishing.
+        Returns the next frontier. Leaves to read go to `leaves` with answer None; a listing
+        refused (NoAuth, ...) goes there with its error, so an unreadable subtree becomes an
+        UNREADABLE row instead of silently vanishing.
         """
         nxt: list[_Node] = []
         listed = [(i, n) for i, n in enumerate(frontier) if n.template.pattern(n.depth) is not None]
@@ -172,33 +207,41 @@ class ZkOffsetReader:
                 children = [(node.template.segments[node.depth], {})]
             else:
                 names = answers[i]
-                if isinstance(names, NoNodeError):  # absent (other layout) or deleted mid-walk: nothing below
+                # absent (other layout) or deleted mid-walk: nothing below
+                if isinstance(names, NoNodeError):
                     continue
                 if isinstance(names, ZookeeperError):
-                    leaves.append((node, names))
+                    leaves.append(_Leaf(node, names))
                     continue
-                children = [(name, m.groupdict()) for name in sorted(names) if (m := pattern.fullmatch(name))]
+                children = [(name, m.groupdict()) for name in sorted(names)
+                            if (m := pattern.fullmatch(name))]
             for name, bound in children:
                 topic = bound.get("topic", node.topic)
                 if "topic" in bound and not self.selection.topic(topic):
                     continue
                 nxt.append(_Node(node.group, f"{node.path}/{name}", node.template, node.depth + 1,
                                  topic, bound.get("partition", node.partition)))
-        leaves.extend((n, None) for n in nxt if n.depth == len(n.template.segments))
+        leaves.extend(_Leaf(n, None) for n in nxt if n.depth == len(n.template.segments))
         return [n for n in nxt if n.depth < len(n.template.segments)]
 
-    def _liveness(self, groups: list[str]) -> dict[str, tuple[int, int]]:
-        """Per group: (registered old consumers under ids/, owned partitions under owners/<topic>/)."""
-        first = self.batch.run([Request((g, "ids"), "children", f"{self.root}/{g}/ids") for g in groups] +
-                               [Request((g, "owners"), "children", f"{self.root}/{g}/owners") for g in groups])
-        owner_topics = [(g, t) for g in groups if isinstance(first[(g, "owners")], list) for t in first[(g, "owners")]]
-        second = self.batch.run(Request((g, t), "children", f"{self.root}/{g}/owners/{t}") for g, t in owner_topics)
+    def _liveness(self, groups: list[str]) -> dict[str, _Liveness]:
+        """Per group: its registered old consumers and the partitions they own."""
+        def children(key, path: str) -> Request:
+            return Request(key, "children", f"{self.root}/{path}")
+
+        first = self.batch.run([children((g, "ids"), f"{g}/ids") for g in groups] +
+                               [children((g, "owners"), f"{g}/owners") for g in groups])
+        owner_topics = [(g, t) for g in groups if isinstance(first[(g, "owners")], list)
+                        for t in first[(g, "owners")]]
+        second = self.batch.run(children((g, t), f"{g}/owners/{t}") for g, t in owner_topics)
         owned = dict.fromkeys(groups, 0)
         for (g, t), partitions in second.items():
             owned[g] += len(partitions) if isinstance(partitions, list) else 0
-        return {g: (len(first[(g, "ids")]) if isinstance(first[(g, "ids")], list) else 0, owned[g]) for g in groups}
+        ids = {g: first[(g, "ids")] for g in groups}
+        return {g: _Liveness(len(ids[g]) if isinstance(ids[g], list) else 0, owned[g])
+                for g in groups}
 
-    def _row(self, node: _Node, answer: object, liveness: tuple) -> dict | None:
+    def _row(self, node: _Node, answer: object, liveness: _Liveness) -> dict | None:
         topic, partition_name = node.topic, node.partition
         raw = mtime = ctime = version = mzxid = None
         listing = node.depth < len(node.template.segments)  # a directory we could not list
@@ -206,7 +249,8 @@ class ZkOffsetReader:
             parsed = Parsed(None, UNREADABLE, "znode vanished during the walk")
         elif isinstance(answer, NoAuthError):
             what = "list" if listing else "read"
-            parsed = Parsed(None, UNREADABLE, f"no permission to {what} {node.path} (NoAuth); {self.noauth_hint}")
+            parsed = Parsed(None, UNREADABLE,
+                            f"no permission to {what} {node.path} (NoAuth); {self.noauth_hint}")
         elif isinstance(answer, ZookeeperError):
             parsed = Parsed(None, UNREADABLE, f"{type(answer).__name__} on {node.path}")
         else:
@@ -214,26 +258,32 @@ class ZkOffsetReader:
             raw = raw or b""
             mtime, ctime, version, mzxid = stat.mtime, stat.ctime, stat.version, stat.mzxid
             if node.template.json_values:
-                parsed, json_topic, json_partition = parse_storm(raw, self.semantics)
-                topic = topic or json_topic
-                if partition_name is not None and json_partition is not None and str(json_partition) != partition_name:
-                    parsed = Parsed(None, MALFORMED, f"JSON names partition {json_partition}, path {partition_name}")
+                storm = parse_storm(raw, self.semantics)
+                parsed = storm.parsed
+                topic = topic or storm.topic
+                if (partition_name is not None and storm.partition is not None
+                        and str(storm.partition) != partition_name):
+                    parsed = Parsed(None, MALFORMED, f"JSON names partition {storm.partition}, "
+                                                     f"path {partition_name}")
                 if topic is None and parsed.status == OK:
                     parsed = Parsed(None, MALFORMED, "JSON names no topic")
                 if not self.selection.topic(topic):
                     return None
             else:
                 parsed = parse_decimal(raw, self.semantics)
-        # Only the name Kafka writes, str(partition): '²' passes str.isdigit() yet int() refuses it, and '07' or
-        # Arabic-Indic '٧' would become partition 7 and hide the real `7` znode behind one deduplicated row.
+        # Only the name Kafka writes, str(partition): '²' passes str.isdigit() yet int() refuses
+        # it, and '07' or Arabic-Indic '٧' would become partition 7 and hide the real `7` znode
+        # behind one deduplicated row.
         canonical = partition_name is not None and _PARTITION_NAME.fullmatch(partition_name)
         partition = int(partition_name) if canonical and int(partition_name) <= 2**31 - 1 else None
         if partition is None and not listing and parsed.status != UNREADABLE:
-            parsed = Parsed(None, MALFORMED, f"partition name {partition_name!r} is not a partition number")
-        consumers, owned = liveness
+            parsed = Parsed(None, MALFORMED,
+                            f"partition name {partition_name!r} is not a partition number")
         return {
             "group": node.group, "topic": topic, "partition": partition, "raw": show_raw(raw),
             "offset": parsed.offset, "status": parsed.status, "reason": parsed.reason,
-            "mtime": mtime, "ctime": ctime, "version": version, "layout": node.template.layout, "path": node.path,
-            "zk_consumers": consumers, "zk_owned_partitions": owned, "mzxid": mzxid,
+            "mtime": mtime, "ctime": ctime, "version": version,
+            "layout": node.template.layout, "path": node.path,
+            "zk_consumers": liveness.consumers, "zk_owned_partitions": liveness.owned_partitions,
+            "mzxid": mzxid,
         }

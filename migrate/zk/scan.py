@@ -1,4 +1,4 @@
-"""`scan`: every selected ZooKeeper offset into one Parquet snapshot, over one session or N reader processes."""
+"""`scan`: every selected ZooKeeper offset into one Parquet snapshot, over one or N sessions."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 from migrate.progress import Progress
 from migrate.settings import Settings
 from migrate.zk.client import close, connect
-from migrate.zk.reader import SCHEMA, STANDARD, STORM, Selection, ZkOffsetReader, layout_from_template
+from migrate.zk.reader import (SCHEMA, STANDARD, STORM, Selection, ZkOffsetReader,
+                               layout_from_template)
 
 
 @dataclass
@@ -35,7 +36,8 @@ class ScanStats:
             for item in pc.value_counts(batch.column(column)).to_pylist():
                 counter[item["values"]] += item["counts"]
         self.groups.update(pc.unique(batch.column("group")).to_pylist())
-        live = pc.filter(batch.column("group"), pc.greater(pc.fill_null(batch.column("zk_consumers"), 0), 0))
+        consumers = pc.fill_null(batch.column("zk_consumers"), 0)
+        live = pc.filter(batch.column("group"), pc.greater(consumers, 0))
         self.live_groups.update(pc.unique(live).to_pylist())
 
     def merge(self, other: ScanStats) -> None:
@@ -82,7 +84,8 @@ def scan_to_parquet(settings: Settings, dest: Path, metadata: dict[str, str]) ->
     return stats
 
 
-def _read_groups(settings: Settings, groups: list[str], writer: pq.ParquetWriter, advance) -> ScanStats:
+def _read_groups(settings: Settings, groups: list[str], writer: pq.ParquetWriter,
+                 advance) -> ScanStats:
     stats = ScanStats()
     client = connect(settings)
     try:
@@ -117,14 +120,15 @@ def _scan_shard(settings: Settings, groups: list[str], part: str) -> ScanStats:
 
 def _scan_sharded(settings: Settings, groups: list[str], tmp: Path, schema: pa.Schema,
                   progress: Progress) -> ScanStats:
-    """Shard groups round-robin over N processes, each with its own session, then merge their files in order."""
+    """Shard groups round-robin over N processes, one session each; merge their files in order."""
     n = min(settings.zk_readers, len(groups))
     ctx = multiprocessing.get_context("spawn")  # kazoo runs threads: never fork a live session
     counter = ctx.Value("q", 0)
     parts = [f"{tmp}.{i}" for i in range(n)]
     stats = ScanStats()
     try:
-        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(counter,)) as pool:
+        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker,
+                                 initargs=(counter,)) as pool:
             futures = [pool.submit(_scan_shard, settings, groups[i::n], parts[i]) for i in range(n)]
             while not all(f.done() for f in futures):
                 time.sleep(0.2)

@@ -17,8 +17,9 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, KazooException, MarshallingError,
-                              OperationTimeoutError, SessionExpiredError, UnimplementedError)
+from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, KazooException,
+                              MarshallingError, OperationTimeoutError, SessionExpiredError,
+                              UnimplementedError)
 from kazoo.handlers.threading import KazooTimeoutError
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_random_exponential
 
@@ -28,7 +29,8 @@ from migrate.zk.multiread import multi_read_async
 log = logging.getLogger(__name__)
 
 # Lost with the connection, not an answer about the node: send again after reconnecting.
-RETRIABLE = (ConnectionLoss, SessionExpiredError, ConnectionClosedError, OperationTimeoutError, KazooTimeoutError)
+RETRIABLE = (ConnectionLoss, SessionExpiredError, ConnectionClosedError, OperationTimeoutError,
+             KazooTimeoutError)
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class _Interrupted(Exception):
 
 
 class AsyncBatch:
-    """Runs batches of reads with `window` requests in flight; retries lost ones until `deadline` seconds pass."""
+    """Runs batches of reads, `window` requests in flight; re-sends lost ones until `deadline`."""
 
     def __init__(self, client: KazooClient, window: int = 512, deadline: float = 120.0,
                  sleep: Callable[[float], None] | None = None, request_timeout: float = 30.0,
@@ -58,13 +60,15 @@ class AsyncBatch:
         self.retries = 0  # requests sent again after a connection loss, for the progress line
 
     def run(self, requests: Iterable[Request]) -> dict[Hashable, object]:
-        """key -> the answer (bytes+stat for get, list of names for children) or the ZooKeeper error for that node.
+        """key -> the answer (bytes+stat for get, list of names for children), or the ZooKeeper
+        error for that node.
 
         Raises ZkUnavailable when ZooKeeper stays unreachable past the deadline.
         """
         answers: dict[Hashable, object] = {}
         todo = list(requests)
-        retrying = Retrying(retry=retry_if_exception_type(_Interrupted), stop=stop_after_delay(self.deadline),
+        retrying = Retrying(retry=retry_if_exception_type(_Interrupted),
+                            stop=stop_after_delay(self.deadline),
                             wait=wait_random_exponential(multiplier=0.2, max=5), reraise=True,
                             **({"sleep": self.sleep} if self.sleep else {}))
         try:
@@ -73,7 +77,8 @@ class AsyncBatch:
                     lost = self._send(todo, answers)
                     if lost:
                         self.retries += len(lost)
-                        log.warning("ZooKeeper connection lost; re-sending %d request(s) once reconnected", len(lost))
+                        log.warning("ZooKeeper connection lost; "
+                                    "re-sending %d request(s) once reconnected", len(lost))
                         todo = lost
                         self._await_connection()
                         raise _Interrupted()
@@ -95,10 +100,12 @@ class AsyncBatch:
             try:
                 result = pending.get(timeout=self.request_timeout)
                 for request, answer in zip(chunk, result if self.multi else [result]):
-                    answers[request.key] = answer  # an exception instance is that node's answer (NoNode, NoAuth)
+                    # an exception instance is that node's answer (NoNode, NoAuth)
+                    answers[request.key] = answer
             except RETRIABLE:
                 lost.extend(chunk)
-            except KazooException as e:  # single reads: NoNode, NoAuth, ...: an answer about that node
+            except KazooException as e:
+                # single reads: NoNode, NoAuth, ...: an answer about that node
                 answers[chunk[0].key] = e
 
         for chunk in chunks:
@@ -120,7 +127,10 @@ class AsyncBatch:
         return call(request.path)
 
     def _server_has_multiread(self) -> bool:
-        """Probe once: ZooKeeper < 3.6 rejects opcode 22 (some versions drop the connection; kazoo reconnects)."""
+        """Probe once: ZooKeeper < 3.6 rejects opcode 22.
+
+        Some versions drop the connection; kazoo reconnects.
+        """
         try:
             multi_read_async(self.client, [("children", "/")]).get(timeout=self.request_timeout)
             return True
@@ -134,7 +144,10 @@ class AsyncBatch:
 
 
 def await_connection(client: KazooClient, timeout: float = 10.0) -> bool:
-    """Block until kazoo has reconnected or `timeout` passes; True when connected (a retry loop then tries anyway)."""
+    """Block until kazoo has reconnected or `timeout` passes; True when connected.
+
+    On False a retry loop tries anyway.
+    """
     if client.state == KazooState.CONNECTED:
         return True
     event = threading.Event()

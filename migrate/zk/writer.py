@@ -1,4 +1,5 @@
-"""ZkOffsetWriter: the ZooKeeper half of the dual commit. Writes a group's offsets in one transaction.
+"""ZkOffsetWriter: the ZooKeeper half of the dual commit. Writes a group's offsets in one
+transaction.
 
 Every write is conditioned on the znode version read at scan time, so an old consumer
 that moved the offset since is detected and reported, never overwritten. Values are
@@ -14,13 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, ConnectionLoss, NoNodeError, RolledBackError, ZookeeperError
+from kazoo.exceptions import (BadVersionError, ConnectionLoss, NoNodeError, RolledBackError,
+                              ZookeeperError)
 
 from migrate.errors import MigrateError
 from migrate.zk.walk import RETRIABLE, AsyncBatch, Request, await_connection
 
 log = logging.getLogger(__name__)
 TRANSACTION_OPS = 1000  # keeps a request well under ZooKeeper's 1 MiB jute.maxbuffer
+# A group's writes: path -> (new value, the znode version the write is conditioned on).
+Writes = Mapping[str, tuple[bytes, int]]
 
 
 class ZkChanged(MigrateError):
@@ -28,7 +32,8 @@ class ZkChanged(MigrateError):
 
     def __init__(self, group: str, paths: list[str]):
         shown = ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
-        super().__init__(f"group {group}: ZooKeeper offsets changed since the scan (a live old consumer?): {shown}")
+        super().__init__(f"group {group}: ZooKeeper offsets changed since the scan "
+                         f"(a live old consumer?): {shown}")
         self.group = group
         self.paths = paths
 
@@ -37,7 +42,8 @@ class ZkChanged(MigrateError):
 class Znode:
     value: bytes | None   # None: the node does not exist
     version: int | None
-    mzxid: int | None = None   # the zxid of its last change: tells a recreated znode from the one planned
+    # the zxid of its last change: tells a recreated znode from the one planned
+    mzxid: int | None = None
 
 
 def encode(current: bytes | None, offset: int, layout: str, semantics: str) -> bytes:
@@ -51,13 +57,14 @@ def encode(current: bytes | None, offset: int, layout: str, semantics: str) -> b
 
 
 class ZkOffsetWriter:
-    """Reads and conditionally writes offset znodes for one group at a time; safe to share across threads."""
+    """Reads and conditionally writes offset znodes, a group at a time; safe to share by threads."""
 
     def __init__(self, client: KazooClient, retry_deadline: float = 120.0, in_flight: int = 64):
         self.client = client
         self.retry_deadline = retry_deadline
         self.in_flight = max(1, in_flight)
-        self._reads = AsyncBatch(client, deadline=retry_deadline)  # probes for multiRead once, not per call
+        # one batch probes for multiRead once, not per call
+        self._reads = AsyncBatch(client, deadline=retry_deadline)
 
     def read(self, paths: list[str]) -> dict[str, Znode]:
         """Current value and version of each path (pipelined; multiRead where the server has it)."""
@@ -73,8 +80,10 @@ class ZkOffsetWriter:
                 out[path] = Znode(data, stat.version, stat.mzxid)
         return out
 
-    def write(self, group: str, writes: Mapping[str, tuple[bytes, int]]) -> dict[str, int]:
-        """Set each path to its value if its version is still the given one; the new versions by path.
+    def write(self, group: str, writes: Writes) -> dict[str, int]:
+        """Set each path to its value if its version is still the given one.
+
+        Returns the new versions by path.
 
         All of a group's writes go in one transaction (chunks of TRANSACTION_OPS for huge
         groups), so a group is written whole or not at all. Raises ZkChanged.
@@ -84,8 +93,11 @@ class ZkOffsetWriter:
             self._transaction(group, items[i:i + TRANSACTION_OPS])
         return {path: version + 1 for path, (_, version) in items}
 
-    def write_many(self, writes: Mapping[str, Mapping[str, tuple[bytes, int]]]) -> dict[str, Exception | None]:
-        """write() of many groups, their transactions pipelined `in_flight` at a time; per group None or its error."""
+    def write_many(self, writes: Mapping[str, Writes]) -> dict[str, Exception | None]:
+        """write() of many groups, their transactions pipelined `in_flight` at a time.
+
+        Returns, per group, None or its error.
+        """
         out: dict[str, Exception | None] = {}
         in_flight: list = []
 
@@ -122,7 +134,7 @@ class ZkOffsetWriter:
         return tx
 
     def _answer(self, group: str, items: list, pending) -> list | None:
-        """The transaction's results; None when the answer was lost and a re-check found it applied."""
+        """The transaction's results; None when the answer was lost and a re-check found it done."""
         try:
             if pending is None:
                 raise ConnectionLoss()
@@ -138,7 +150,7 @@ class ZkOffsetWriter:
         self._check(group, items, results)
 
     def _recover(self, group: str, items: list) -> list | None:
-        """The answer was lost with the connection: the transaction may or may not have applied. Look."""
+        """The answer was lost with the connection: look whether the transaction applied."""
         await_connection(self.client, 30.0)
         now = self.read([path for path, _ in items])
         if all(now[p].value == v and now[p].version == ver + 1 for p, (v, ver) in items):
@@ -150,10 +162,13 @@ class ZkOffsetWriter:
     def _check(self, group: str, items: list, results: list | None) -> None:
         if results is None:
             return
-        failed = [path for (path, _), result in zip(items, results)
-                  if isinstance(result, Exception) and not isinstance(result, RolledBackError)]
+        def refused(result) -> bool:
+            # A RolledBackError only says another operation of the transaction failed.
+            return isinstance(result, Exception) and not isinstance(result, RolledBackError)
+
+        failed = [path for (path, _), result in zip(items, results) if refused(result)]
         if failed:
-            kinds = {type(r) for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)}
+            kinds = {type(r) for r in results if refused(r)}
             if kinds <= {BadVersionError, NoNodeError}:
                 raise ZkChanged(group, failed)
-            raise next(r for r in results if isinstance(r, ZookeeperError) and not isinstance(r, RolledBackError))
+            raise next(r for r in results if isinstance(r, ZookeeperError) and refused(r))

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from migrate.sandbox.cluster import KRAFT_VERSION, RELEASES, LocalCluster
+from migrate.sandbox.cluster import LocalCluster
+from migrate.sandbox.releases import KRAFT_VERSION, RELEASES
 
 import support_table
 from release_tools import ReleaseTools

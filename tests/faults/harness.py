@@ -29,7 +29,8 @@ from kazoo.retry import KazooRetry
 from migrate import cli
 from migrate.apply import dual_commit
 from migrate.apply.journal import Journal
-from migrate.sandbox.cluster import BROKER_CHROOT, JavaServer, LocalCluster, kafka_ready, zk_answers
+from migrate.sandbox.cluster import BROKER_CHROOT, LocalCluster
+from migrate.sandbox.jvm import JavaServer, kafka_ready, zk_answers
 from seeding import kafka_offsets
 
 ROOT = Path(__file__).parents[2]   # the checkout whose `migrate` the subprocesses must run

@@ -450,7 +450,7 @@ def test_page_has_its_sections_and_every_block_an_expectation(path: Path):
 @pytest.mark.parametrize("path", _page_ids(), ids=lambda p: getattr(p, "name", "none"))
 def test_every_command_line_of_the_page_parses_with_the_real_cli(path: Path):
     from migrate.cli import build_parser
-    from migrate.settings import OPTIONS
+    from migrate.options import OPTIONS
 
     page = parse_page(path)
     known_env = {o.env_var for o in OPTIONS if o.env_var} | EXTRA_ENV

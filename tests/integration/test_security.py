@@ -22,7 +22,9 @@ from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
 from migrate import cli
-from migrate.sandbox.cluster import SCRAM_USER, SUPER_USER, TLS_KEY_PASSWORD, LocalCluster
+from migrate.sandbox.cluster import LocalCluster
+from migrate.sandbox.security import SCRAM_USER, SUPER_USER
+from migrate.sandbox.tls import TLS_KEY_PASSWORD
 from seeding import kafka_offsets, make_topic
 from tests.conftest import CACHE_DIR
 

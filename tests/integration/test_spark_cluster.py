@@ -16,7 +16,7 @@ from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
 from migrate.diff.run import run_diff
 from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
-from migrate.sandbox.cluster import wait_until
+from migrate.sandbox.jvm import wait_until
 from migrate.testing.spark import StandaloneSpark
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 

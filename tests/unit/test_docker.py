@@ -20,7 +20,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from migrate import cli
-from migrate.settings import OPTIONS, OPTIONS_BY_NAME, load_settings
+from migrate.options import OPTIONS, OPTIONS_BY_NAME
+from migrate.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"

@@ -282,7 +282,7 @@ def test_surrogate_pair_escapes_make_one_character():
 def tls(tmp_path_factory) -> dict[str, Path]:
     """A CA and a client certificate whose key is encrypted with TLS_KEY_PASSWORD (openssl, as the sandbox
     makes them)."""
-    from migrate.sandbox.cluster import make_tls
+    from migrate.sandbox.tls import make_tls
 
     return make_tls(tmp_path_factory.mktemp("tls"))
 
@@ -294,7 +294,7 @@ def _ssl_options(tls: dict[str, Path], password: str | None) -> dict[str, object
 
 
 def test_check_tls_loads_the_files_as_kafka_python_will(tls):
-    from migrate.sandbox.cluster import TLS_KEY_PASSWORD
+    from migrate.sandbox.tls import TLS_KEY_PASSWORD
 
     check_tls(_ssl_options(tls, TLS_KEY_PASSWORD), "client.properties")
     with pytest.raises(ConfigError, match=r"client.properties: .*ssl.key.password is wrong") as info:
@@ -309,7 +309,7 @@ def test_check_tls_loads_the_files_as_kafka_python_will(tls):
 
 def test_inline_pem_continued_over_lines_as_kafka_documents_it(tmp_path: Path, tls):
     """Kafka's docs continue inline PEM with backslashes; Properties joins that into one line OpenSSL cannot read."""
-    from migrate.sandbox.cluster import TLS_KEY_PASSWORD
+    from migrate.sandbox.tls import TLS_KEY_PASSWORD
 
     def inline(pem: str) -> str:
         return " \\\n    ".join(pem.strip().splitlines())

@@ -17,7 +17,8 @@ from hypothesis import given, settings, strategies as st
 
 from migrate import cli
 from migrate.errors import ConfigError
-from migrate.settings import OPTIONS, OPTIONS_BY_NAME, Settings, load_settings
+from migrate.options import OPTIONS, OPTIONS_BY_NAME
+from migrate.settings import Settings, load_settings
 
 
 def test_defaults_match_the_design():

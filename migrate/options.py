@@ -1,0 +1,162 @@
+"""The table of every option: its flag, `ZK2KAFKA_*` variable, TOML key, type, help and commands.
+
+The CLI builds its flags from `OPTIONS` and `migrate.settings` resolves the sources from it, so a
+flag, its variable and its TOML key can never drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "ZK2KAFKA_"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its flag, environment variable, TOML key, type and help."""
+
+    name: str
+    kind: str  # str | path | bool | int | regexes | choice | secret | duration
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+    flag: str | None = None  # defaults to --name-with-dashes
+    commands: tuple[str, ...] = ()  # empty: a global option, on every command
+    env: bool = True
+    metavar: str | None = None
+    # Shapes what a writing run does (never a secret): the journal keeps it, resume and rollback
+    # compare it.
+    recorded: bool = False
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def env_var(self) -> str | None:
+        if not self.env or self.kind == "regexes":
+            return None
+        return ENV_PREFIX + self.name.upper()
+
+
+PLAN_COMMANDS = ("diff", "migrate", "verify", "sync")
+WRITE_COMMANDS = ("migrate", "sync", "rollback")
+SCAN_COMMANDS = ("scan",) + PLAN_COMMANDS
+
+OPTIONS: tuple[Option, ...] = (
+    Option("zookeeper", "str", None,
+           "ZooKeeper connect string; a chroot suffix (host:2181/kafka) is honoured",
+           metavar="CONNECT", recorded=True),
+    Option("zk_root", "str", "/consumers", "root of the legacy offsets tree",
+           metavar="PATH", recorded=True),
+    Option("zk_auth", "secret", None,
+           "ZooKeeper auth as SCHEME:CREDENTIAL, e.g. digest:user:password",
+           metavar="SCHEME:CRED"),
+    Option("bootstrap_server", "str", None, "Kafka bootstrap servers, host:port[,host:port...]",
+           metavar="HOSTS", recorded=True),
+    Option("command_config", "path", None,
+           "Kafka client properties file, as kafka-consumer-groups.sh takes it",
+           metavar="FILE"),
+    Option("config", "path", None,
+           "TOML file holding any of these options (keys as the flags, without dashes)",
+           metavar="FILE"),
+    Option("zk_sasl_mechanism", "str", None, "ZooKeeper SASL mechanism (DIGEST-MD5 or GSSAPI)",
+           metavar="MECH"),
+    Option("zk_sasl_username", "str", None, "ZooKeeper SASL user (DIGEST-MD5)", metavar="USER"),
+    Option("zk_sasl_password", "secret", None,
+           "ZooKeeper SASL password (DIGEST-MD5); prefer the environment or --config",
+           metavar="PASSWORD"),
+    Option("zk_tls", "bool", False, "connect to ZooKeeper over TLS"),
+    Option("zk_tls_cafile", "path", None,
+           "CA bundle (PEM) that signed the ZooKeeper server certificate",
+           metavar="FILE"),
+    Option("zk_tls_certfile", "path", None, "client certificate (PEM) for ZooKeeper TLS",
+           metavar="FILE"),
+    Option("zk_tls_keyfile", "path", None, "client key (PEM) for ZooKeeper TLS", metavar="FILE"),
+    Option("groups", "regexes", (), "select groups whose whole name matches REGEX (repeatable)",
+           flag="--group", metavar="REGEX", recorded=True),
+    Option("exclude_groups", "regexes", (),
+           "leave out groups whose whole name matches REGEX (repeatable)",
+           flag="--exclude-group", metavar="REGEX", recorded=True),
+    Option("topics", "regexes", (), "select topics whose whole name matches REGEX (repeatable)",
+           flag="--topic", metavar="REGEX", recorded=True),
+    Option("state_dir", "path", Path("zk2kafka-state"), "snapshots, reports and the run journal",
+           metavar="DIR"),
+    Option("cache_dir", "path", Path("~/.cache/zk2kafka"), "downloaded Kafka jars for the sandbox",
+           metavar="DIR"),
+    Option("spark_master", "str", "local[*]",
+           "Spark master: local[*], spark://host:7077, yarn, k8s://...",
+           metavar="URL"),
+    Option("log_format", "choice", "text", "log format on stderr", choices=("text", "json")),
+    Option("json", "bool", False, "print the result as JSON on stdout"),
+    Option("debug", "bool", False, "show tracebacks of errors"),
+    Option("offset_semantics", "choice", "next",
+           "what the znodes hold: the next offset to read (next) "
+           "or the last one processed (last: one is added)",
+           choices=("next", "last"), commands=SCAN_COMMANDS, recorded=True),
+    Option("layout", "choice", "standard",
+           "offset layout in ZooKeeper: "
+           "standard (/consumers/<g>/offsets/<t>/<p>, also Kafka 1.1.0's /offset/), "
+           "storm (storm-kafka spout JSON under --zk-root), template (--path-template)",
+           choices=("standard", "storm", "template"), commands=SCAN_COMMANDS, recorded=True),
+    Option("path_template", "str", None,
+           "a path template such as /myapp/{group}/{topic}/{partition} "
+           "(implies --layout template)",
+           commands=SCAN_COMMANDS, metavar="TEMPLATE", recorded=True),
+    Option("zk_readers", "int", 1,
+           "ZooKeeper reader processes, each with its own session; groups are sharded over them",
+           commands=SCAN_COMMANDS, metavar="N"),
+    Option("execute", "bool", False, "really write; without it the command is a dry run",
+           commands=("migrate", "rollback", "sync")),
+    Option("resume", "str", None, "continue the interrupted run RUN_ID",
+           commands=("migrate",), env=False, metavar="RUN_ID"),
+    Option("plan", "str", None,
+           "execute the plan a `diff` wrote (its run id, plan id RUN@sha, or report dir), "
+           "the one reviewed: no new scan or diff; a group that moved since is not written",
+           commands=("migrate",), env=False, metavar="RUN_ID"),
+    Option("max_plan_age", "duration", 86400.0,
+           "with --plan: refuse a plan older than this (e.g. 24h, 3d)",
+           commands=("migrate",), metavar="DURATION"),
+    Option("run", "str", None,
+           "verify what that migrate run wrote (from its journal), without a new diff",
+           commands=("verify",), env=False, metavar="RUN_ID"),
+    Option("on_conflict", "choice", "skip", "when Kafka already has a different offset",
+           choices=("skip", "zk", "kafka", "max", "fail"), commands=PLAN_COMMANDS,
+           recorded=True),
+    Option("out_of_range", "choice", "skip", "when the ZooKeeper offset is outside the log",
+           choices=("skip", "clamp", "commit"), commands=PLAN_COMMANDS, recorded=True),
+    Option("metadata", "str", None, "commit metadata (default names the run)",
+           commands=WRITE_COMMANDS, metavar="TEXT", recorded=True),
+    Option("no_zk_write", "bool", False,
+           "commit to Kafka only; do not keep ZooKeeper in agreement",
+           commands=WRITE_COMMANDS, recorded=True),
+    Option("zk_write_via", "choice", "zk",
+           "how the ZooKeeper half is written: "
+           "zk (kazoo, conditioned on the scanned znode versions) "
+           "or broker (OffsetCommit v0; not available, see README)",
+           choices=("zk", "broker"), commands=WRITE_COMMANDS),
+    Option("parallelism", "int", 32,
+           "Kafka commits in flight at once (groups are read and journaled in batches)",
+           commands=WRITE_COMMANDS, metavar="N"),
+    Option("rescan_every", "duration", 30.0,
+           "sync: full re-scan of ZooKeeper this often, catching what a watch missed "
+           "(e.g. 30s, 5m)",
+           commands=("sync",), metavar="DURATION"),
+    Option("renew_every", "duration", None,
+           "sync: re-commit unchanged offsets of groups with no Kafka members this often "
+           "(e.g. 6h), keeping alive offsets that expire by commit time: "
+           "groups without a protocol type, and every group before Kafka 2.1. "
+           "It cannot keep alive an Empty consumer group's offsets on 2.1+ (KIP-211): "
+           "they expire offsets.retention.minutes after the group became Empty, "
+           "whatever is committed; only a consumer joining stops that",
+           commands=("sync",), metavar="DURATION"),
+    Option("stop_after", "duration", None,
+           "sync: stop by itself after this long (default: until SIGINT or SIGTERM)",
+           commands=("sync",), metavar="DURATION"),
+    Option("allow_live_zk_consumers", "bool", False,
+           "migrate groups whose old consumers are still registered in ZooKeeper",
+           commands=PLAN_COMMANDS, recorded=True),
+)
+OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}

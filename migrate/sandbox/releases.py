@@ -1,0 +1,65 @@
+"""The Kafka releases the sandbox runs, and which one a sandbox home holds the data of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from migrate.errors import ConfigError, SandboxError
+
+# Which release wrote the data under a sandbox's home; kept after `down`.
+VERSION_FILE = "kafka-version"
+
+
+@dataclass(frozen=True)
+class Release:
+    """A ZooKeeper-mode Kafka release the sandbox runs: its jars' bundle, the ZooKeeper it ships."""
+
+    version: str
+    bundle: str
+    zookeeper: str
+
+    @property
+    def line(self) -> tuple[int, int]:
+        major, minor = self.version.split(".")[:2]
+        return int(major), int(minor)
+
+
+RELEASES = {r.version: r for r in (
+    Release("0.10.2.2", "kafka-0.10", "3.4.9"),
+    Release("1.1.1", "kafka-1.1", "3.4.10"),
+    Release("2.4.1", "kafka-2.4", "3.5.7"),
+    Release("2.8.2", "kafka-2.8", "3.5.9"),
+    Release("3.6.2", "kafka-3.6", "3.8.4"),
+    Release("3.9.2", "kafka-3.9", "3.8.4"),
+)}
+DEFAULT_KAFKA_VERSION = "3.9.2"
+KRAFT_VERSION = "4.1.2"  # the kafka-4 bundle
+
+
+def release(version: str) -> Release:
+    """The Release of `version`; raises ConfigError (a usage error) naming the supported ones."""
+    try:
+        return RELEASES[version]
+    except KeyError:
+        raise ConfigError(f"unsupported Kafka version {version!r} for the sandbox; "
+                          f"supported: {', '.join(RELEASES)}") from None
+
+
+def recorded_version(home: Path) -> str | None:
+    """The release whose data a sandbox home holds (written by its first start); None if fresh."""
+    try:
+        return (Path(home) / VERSION_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def refuse_other_release(home: Path, version: str) -> None:
+    """Raise SandboxError when `home` holds another release's data than `version`'s.
+
+    No downgrades, no mixes.
+    """
+    written = recorded_version(home)
+    if written is not None and written != version:
+        raise SandboxError(f"{home} holds the data of a Kafka {written} sandbox, not {version}; "
+                           f"use another --state-dir, or remove {home} to start clean")
