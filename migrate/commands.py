@@ -11,6 +11,7 @@ from migrate.diff import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
 from migrate.report import text
 from migrate.result import Result
+from migrate.sandbox.commands import sandbox_down, sandbox_seed, sandbox_status, sandbox_up
 from migrate.settings import Settings
 
 
@@ -93,9 +94,6 @@ def status(settings: Settings, run_id: str | None = None) -> Result:
 def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     """Dispatch a parsed command line to its function."""
     if command == "sandbox":
-        # The sandbox's modules stay unloaded unless it is the command.
-        from migrate.sandbox.commands import sandbox_down, sandbox_seed, sandbox_status, sandbox_up
-
         action = args["action"]
         if action == "up":
             return sandbox_up(settings, kraft=args.get("kraft", False),

@@ -39,8 +39,13 @@ def journaled(journal: Journal, run_id: str, kinds: tuple[str, ...] = ()) -> Run
     return run
 
 
-def resumable(journal: Journal, settings: Settings) -> tuple[Run, Path]:
-    """The migrate run --resume names and its plan file, if it may go on with these options."""
+def plan_file(run: Run) -> Path:
+    """The plan.parquet a migrate run was made from."""
+    return Path(run.report or "", "plan.parquet")
+
+
+def resumable(journal: Journal, settings: Settings) -> Run:
+    """The migrate run --resume names, if it may go on with these options and its plan."""
     run = journaled(journal, settings.resume, ("migrate",))
     rolled_back = journal.rollback_of(run.run_id)
     if rolled_back is not None:
@@ -54,11 +59,10 @@ def resumable(journal: Journal, settings: Settings) -> tuple[Run, Path]:
         raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began "
                            f"({'; '.join(changed)}); "
                            "resume with the same options, or start a new run")
-    plan_file = Path(run.report or "", "plan.parquet")
-    if readable_writer_digest(plan_file) != run.plan_hash:
+    if readable_writer_digest(plan_file(run)) != run.plan_hash:
         raise MigrateError(f"cannot resume {run.run_id}: "
-                           f"its plan {plan_file} is missing or was altered")
-    return run, plan_file
+                           f"its plan {plan_file(run)} is missing or was altered")
+    return run
 
 
 def same_stores(run: Run, settings: Settings, verb: str) -> bool:

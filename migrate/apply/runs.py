@@ -95,15 +95,16 @@ def resume(settings: Settings) -> dict[str, Any]:
     """migrate --resume: verified groups stay as they are, the rest are re-checked and finished."""
     writer = f"migrate --execute --resume {settings.resume}"
     with Journal.open(settings.state_dir, writer=writer) as journal:
-        run, plan_file = guards.resumable(journal, settings)
+        run = guards.resumable(journal, settings)
         todo = [g.name for g in journal.groups(run.run_id) if g.state in UNFINISHED]
         blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
         log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
         seen = plan = None
         if run.settings.get("reviewed_plan"):
             # A reviewed plan's groups are still checked against its review.
-            seen = groups_seen(plan_file, set(todo))
-            plan = ReviewedPlan.load(str(plan_file.parent), Path(settings.state_dir) / "reports")
+            seen = groups_seen(guards.plan_file(run), set(todo))
+            plan = ReviewedPlan.load(str(guards.plan_file(run).parent),
+                                     Path(settings.state_dir) / "reports")
         return _execute(settings, journal, run.run_id, todo, blockers, seen=seen, reviewed=plan)
 
 

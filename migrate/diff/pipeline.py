@@ -9,7 +9,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -94,12 +94,12 @@ def plan(settings: Settings, command: str) -> Plan:
             raise NothingFound(command, scanned["source"], selection_text(settings),
                                exit_code=EXIT_BLOCKERS if command == "verify" else EXIT_ERROR)
         zk_snapshot = Path(scanned["snapshot"])
-        groups, topics = _names(zk_snapshot)
+        names = _names(zk_snapshot)
         selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
         admin = open_admin(settings)
         try:
-            kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), groups, topics,
-                                               selection.topic)
+            kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), names.groups,
+                                               names.topics, selection.topic)
         finally:
             admin.close()
     except BaseException:
@@ -124,7 +124,12 @@ def plan(settings: Settings, command: str) -> Plan:
     return Plan(run, summary, files)
 
 
-def _names(zk_snapshot: Path) -> tuple[list[str], list[str]]:
+class Names(NamedTuple):
+    groups: list[str]
+    topics: list[str]
+
+
+def _names(zk_snapshot: Path) -> Names:
     """The groups and topics of a zk snapshot, sorted."""
     groups, topics = set(), set()
     # A batch at a time: the snapshot can be millions of rows.
@@ -132,7 +137,7 @@ def _names(zk_snapshot: Path) -> tuple[list[str], list[str]]:
         for batch in snapshot.iter_batches(columns=["group", "topic"]):
             groups.update(pc.unique(batch.column("group")).to_pylist())
             topics.update(pc.unique(batch.column("topic")).to_pylist())
-    return sorted(groups), sorted(t for t in topics if t is not None)
+    return Names(sorted(groups), sorted(t for t in topics if t is not None))
 
 
 def verify(settings: Settings) -> dict[str, Any]:
