@@ -6,6 +6,8 @@ Exit codes (docs/design.md): 0 success, 1 error, 2 usage or configuration error,
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -121,7 +123,6 @@ def check_names(library: str, tested: str, needed: dict[str, object]) -> None:
     """Raise LibraryMismatch naming every `needed` entry that is falsy ({"Class.attr": found?})."""
     missing = [name for name, found in needed.items() if not found]
     if missing:
-        from importlib.metadata import PackageNotFoundError, version
         try:
             installed = version(library)
         except PackageNotFoundError:

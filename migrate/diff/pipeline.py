@@ -125,6 +125,8 @@ def plan(settings: Settings, command: str) -> Plan:
 
 
 class Names(NamedTuple):
+    """The groups and topics a zk snapshot holds: what the Kafka snapshot reads."""
+
     groups: list[str]
     topics: list[str]
 

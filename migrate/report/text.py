@@ -18,6 +18,7 @@ SHOWN = 20   # rows of a list printed on the terminal; the data holds them all
 
 
 def scan(data: Data) -> str:
+    """scan: what was read, per status and layout, and where the snapshot is."""
     rate = data["offsets"] / data["seconds"] if data["seconds"] > 0 else 0
     lines = [f"scanned {data['groups']} groups, {data['offsets']} offsets from {data['source']} "
              f"in {data['seconds']:.1f}s ({rate:,.0f}/s)"]
@@ -167,6 +168,7 @@ def verify_run(data: Data) -> str:
 
 
 def sync(data: Data) -> str:
+    """sync, once stopped: what it mirrored, and the groups ready, stopped or not mirrorable."""
     stopped, unmirrored = data["groups_stopped"], data["groups_unmirrored"]
     lines = [f"sync {data['run']}: stopped after {data['seconds']:.0f}s; "
              f"{data['offsets_mirrored']:,} offset change(s) mirrored in {data['commits']:,} "
@@ -184,6 +186,7 @@ def sync(data: Data) -> str:
 
 
 def rollback_dry_run(data: Data) -> str:
+    """rollback without --execute: what it would restore."""
     stores = "Kafka and ZooKeeper" if data["wrote_zookeeper"] else "Kafka"
     return (f"rollback of {data['run']} would restore {data['offsets']:,} offsets "
             f"in {data['groups']:,} groups ({stores}) to the values journaled before it wrote\n"
