@@ -7,7 +7,7 @@ import json
 import logging
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -63,7 +63,7 @@ def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
 def reviewed(settings: Settings) -> dict[str, Any]:
     """migrate --plan: the commit rows of a reviewed plan, as reviewed; no scan, no Spark.
 
-    Without --execute, the real run's path on a throwaway journal, stopping at the first write.
+    Without --execute, a dry run: what would be written, and which groups moved since the review.
     Raises PlanRefused for a plan altered since, made against other stores or policies, or too old.
     """
     settings.require("zookeeper")
@@ -75,20 +75,19 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     record = {**guards.settings_record(settings), "reviewed_plan": plan.id}
     run_id = new_run_id()
     log.info("plan %s: %d group(s) to write, as reviewed", plan.id, len(planned.groups))
-    blockers = plan.summary["blockers"]
-    if not settings.execute:
-        with (tempfile.TemporaryDirectory(prefix="zk2kafka-dry-run-") as scratch,
-              Journal.open(Path(scratch)) as journal):
-            journal.create_run(run_id, "migrate", writer_digest(plan.file), record,
-                               planned.groups, planned.skipped, report=str(plan.report))
-            return _execute(settings, journal, run_id, list(planned.groups), blockers,
-                            seen=seen, reviewed=plan, dry_run=True)
-    writer = f"migrate --execute --plan {plan.id}, run {run_id}"
-    with Journal.open(settings.state_dir, writer=writer) as journal:
+    with ExitStack() as stack:
+        if settings.execute:
+            writer = f"migrate --execute --plan {plan.id}, run {run_id}"
+            journal = stack.enter_context(Journal.open(settings.state_dir, writer=writer))
+        else:
+            # The real run's path on a throwaway journal: the same batches and prechecks,
+            # stopping at the first write.
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="zk2kafka-dry-run-"))
+            journal = stack.enter_context(Journal.open(Path(scratch)))
         journal.create_run(run_id, "migrate", writer_digest(plan.file), record,
                            planned.groups, planned.skipped, report=str(plan.report))
-        return _execute(settings, journal, run_id, list(planned.groups), blockers,
-                        seen=seen, reviewed=plan)
+        return _execute(settings, journal, run_id, list(planned.groups), plan.summary["blockers"],
+                        seen=seen, reviewed=plan, dry_run=not settings.execute)
 
 
 def resume(settings: Settings) -> dict[str, Any]:
