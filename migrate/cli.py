@@ -149,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zk2kafka: interrupted", file=sys.stderr)
         return EXIT_ERROR
-    except Exception as e:  # noqa: BLE001 - the last line of defence: one clear line, never a bare traceback
+    # The last line of defence: one clear line, never a bare traceback.
+    except Exception as e:  # noqa: BLE001
         _report(e, debug, unexpected=True)
         return EXIT_ERROR
 
