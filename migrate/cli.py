@@ -1,4 +1,5 @@
-"""The `zk2kafka` command line: parse flags, build Settings, call `migrate.commands`, map errors to exit codes.
+"""The `zk2kafka` command line: parse flags, build Settings, call `migrate.commands`, map errors
+to exit codes.
 
 This is the only place that turns exceptions into exit codes; nothing else
 calls `sys.exit`.
@@ -38,7 +39,8 @@ exit codes: 0 success, 1 error (also: diff or migrate found no offsets at all),
             2 usage or configuration error,
             3 the diff has blockers (diff, dry-run), groups moved since the review (migrate --plan,
               dry run), or verify found a mismatch or no offsets at all
---group, --exclude-group and --topic are full matches (Java's matches()): `billing.*`, not `^billing`
+--group, --exclude-group and --topic are full matches (Java's matches()): \
+`billing.*`, not `^billing`
 Options can also come from ZK2KAFKA_<OPTION> environment variables
 (e.g. ZK2KAFKA_ZOOKEEPER, ZK2KAFKA_BOOTSTRAP_SERVER) and a TOML --config file;
 flags win over the environment, which wins over the file."""
@@ -64,10 +66,10 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
     for opt in OPTIONS:
         if not opt.commands:
             _add_option(glob, opt)
-    glob.add_argument("-v", "--verbose", dest="verbosity", action="count", default=argparse.SUPPRESS,
-                      help="more log output (repeatable)")
-    glob.add_argument("-q", "--quiet", dest="quiet", action="store_true", default=argparse.SUPPRESS,
-                      help="only warnings and errors on stderr")
+    glob.add_argument("-v", "--verbose", dest="verbosity", action="count",
+                      default=argparse.SUPPRESS, help="more log output (repeatable)")
+    glob.add_argument("-q", "--quiet", dest="quiet", action="store_true",
+                      default=argparse.SUPPRESS, help="only warnings and errors on stderr")
 
 
 def _options_parser(command: str | None) -> argparse.ArgumentParser:
@@ -91,29 +93,37 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"zk2kafka {__version__}")
-    # Global options are taken before the command too (`zk2kafka --zookeeper X scan`), as operators type
-    # them. Their defaults are SUPPRESS on both sides, so a flag given after the command wins over the
-    # same flag given before it, and an unset one stays unset for the environment and the file.
+    # Global options are taken before the command too (`zk2kafka --zookeeper X scan`), as
+    # operators type them. Their defaults are SUPPRESS on both sides, so a flag given after the
+    # command wins over the same flag given before it, and an unset one stays unset for the
+    # environment and the file.
     _add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, summary in COMMANDS.items():
         p = sub.add_parser(name, help=summary, description=summary, epilog=EPILOG,
-                           parents=[_options_parser(name)], formatter_class=argparse.RawDescriptionHelpFormatter)
+                           parents=[_options_parser(name)],
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == "rollback":
-            p.add_argument("run_id", metavar="RUN_ID", help="the run to undo (see `zk2kafka status`)")
+            p.add_argument("run_id", metavar="RUN_ID",
+                           help="the run to undo (see `zk2kafka status`)")
         elif name == "status":
-            p.add_argument("run_id", metavar="RUN_ID", nargs="?", help="one run; all runs when omitted")
+            p.add_argument("run_id", metavar="RUN_ID", nargs="?",
+                           help="one run; all runs when omitted")
         elif name == "sandbox":
-            p.add_argument("action", choices=("up", "down", "status", "seed"),
-                           help="up: start ZooKeeper + a ZooKeeper-mode Kafka and print export lines; "
-                                "down: stop them; status: where they listen; "
-                                "seed: create topics with messages and legacy ZooKeeper offsets")
-            p.add_argument("--kraft", action="store_true",
-                           help="with up: also start a Kafka 4.x KRaft broker as a separate target cluster")
-            p.add_argument("--kafka-version", metavar="V", default=None,
-                           help=f"with up: the ZooKeeper-mode Kafka release, with the ZooKeeper it ships "
-                                f"(default {DEFAULT_KAFKA_VERSION}; supported: {', '.join(RELEASES)})")
+            _add_sandbox_arguments(p)
     return parser
+
+
+def _add_sandbox_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=("up", "down", "status", "seed"),
+                   help="up: start ZooKeeper + a ZooKeeper-mode Kafka and print export lines; "
+                        "down: stop them; status: where they listen; "
+                        "seed: create topics with messages and legacy ZooKeeper offsets")
+    p.add_argument("--kraft", action="store_true",
+                   help="with up: also start a Kafka 4.x KRaft broker as a separate target cluster")
+    p.add_argument("--kafka-version", metavar="V", default=None,
+                   help="with up: the ZooKeeper-mode Kafka release, with the ZooKeeper it ships "
+                        f"(default {DEFAULT_KAFKA_VERSION}; supported: {', '.join(RELEASES)})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zk2kafka: interrupted", file=sys.stderr)
         return EXIT_ERROR
-    except Exception as e:  # noqa: BLE001 - the last line of defence: one clear line, never a bare traceback
+    # The last line of defence: one clear line, never a bare traceback.
+    except Exception as e:  # noqa: BLE001
         _report(e, debug, unexpected=True)
         return EXIT_ERROR
 

@@ -6,6 +6,8 @@ Exit codes (docs/design.md): 0 success, 1 error, 2 usage or configuration error,
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -37,7 +39,8 @@ class SandboxError(MigrateError):
 class ArtifactError(SandboxError):
     """A jar could not be downloaded or its checksum did not match the pinned one."""
 
-    def __init__(self, message: str, *, url: str, expected: str | None = None, actual: str | None = None):
+    def __init__(self, message: str, *, url: str, expected: str | None = None,
+                 actual: str | None = None):
         super().__init__(message)
         self.url = url
         self.expected = expected
@@ -45,10 +48,12 @@ class ArtifactError(SandboxError):
 
 
 class StateDirError(MigrateError):
-    """A file or folder of the state dir (snapshots, reports, the journal) could not be created, read or written."""
+    """A file or folder of the state dir (snapshots, reports, the journal) could not be created,
+    read or written."""
 
     def __init__(self, path, reason: str, *, resume: str | None = None):
-        then = f"; the journal holds how far the run got: `{resume}` goes on once it can be written" if resume else ""
+        then = (f"; the journal holds how far the run got: `{resume}` goes on "
+                "once it can be written" if resume else "")
         super().__init__(f"{path}: {reason}{then}")
         self.path = str(path)
         self.reason = reason
@@ -68,15 +73,17 @@ class KafkaUnavailable(MigrateError):
 
 
 class NothingFound(MigrateError):
-    """A scan found no offset at all: a forgotten chroot, a wrong --zk-root or a selection that matches nothing.
+    """A scan found no offset at all: a forgotten chroot, a wrong --zk-root or a selection that
+    matches nothing.
 
     Checking nothing is never success: verify exits 3, diff and migrate 1.
     """
 
     def __init__(self, command: str, source: str, selection: str, *, exit_code: int = EXIT_ERROR):
-        super().__init__(f"{command}: no offsets found under {source} for {selection}; nothing was checked "
-                         "(a chroot missing from --zookeeper, e.g. zk:2181/kafka? a wrong --zk-root? a selection "
-                         "that matches no group?)")
+        super().__init__(f"{command}: no offsets found under {source} for {selection}; "
+                         "nothing was checked (a chroot missing from --zookeeper, "
+                         "e.g. zk:2181/kafka? a wrong --zk-root? "
+                         "a selection that matches no group?)")
         self.command, self.source, self.selection = command, source, selection
         self.exit_code = exit_code
 
@@ -86,12 +93,14 @@ class WriterBusy(MigrateError):
 
     def __init__(self, lock: str, holder: str):
         super().__init__(f"{lock}: the state dir is in use by another writer ({holder}); "
-                         "wait for it to end (`zk2kafka status` shows its progress), or use another --state-dir")
+                         "wait for it to end (`zk2kafka status` shows its progress), "
+                         "or use another --state-dir")
         self.lock, self.holder = lock, holder
 
 
 class PlanRefused(MigrateError):
-    """A reviewed plan that cannot be executed as it stands: altered, made elsewhere or with other policies, too old."""
+    """A reviewed plan that cannot be executed as it stands: altered, made elsewhere or with other
+    policies, too old."""
 
     def __init__(self, plan: str, reason: str):
         super().__init__(f"plan {plan}: {reason}")
@@ -99,19 +108,21 @@ class PlanRefused(MigrateError):
 
 
 class LibraryMismatch(MigrateError):
-    """An installed client library lacks an internal name zk2kafka relies on (checked when it is imported)."""
+    """An installed client library lacks an internal name zk2kafka relies on (checked when it is
+    imported)."""
 
     def __init__(self, library: str, installed: str, missing: list[str], tested: str):
-        super().__init__(f"{library} {installed} lacks {', '.join(missing)}, which zk2kafka uses; it was tested "
-                         f"with {library} {tested}: install that (pip install '{library}=={tested}.*')")
-        self.library, self.installed, self.missing, self.tested = library, installed, missing, tested
+        super().__init__(f"{library} {installed} lacks {', '.join(missing)}, which zk2kafka uses; "
+                         f"it was tested with {library} {tested}: "
+                         f"install that (pip install '{library}=={tested}.*')")
+        self.library, self.installed = library, installed
+        self.missing, self.tested = missing, tested
 
 
 def check_names(library: str, tested: str, needed: dict[str, object]) -> None:
     """Raise LibraryMismatch naming every `needed` entry that is falsy ({"Class.attr": found?})."""
     missing = [name for name, found in needed.items() if not found]
     if missing:
-        from importlib.metadata import PackageNotFoundError, version
         try:
             installed = version(library)
         except PackageNotFoundError:

@@ -1,4 +1,5 @@
-"""What every command returns: text for people, data for --json, an exit code (rendered by migrate/cli.py)."""
+"""What every command returns: text for people, data for --json, an exit code (printed by
+migrate/cli.py)."""
 
 from __future__ import annotations
 

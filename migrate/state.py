@@ -1,5 +1,5 @@
-"""Where a run's files live in the state dir, as docs/design.md lists them, how runs are named, and the
-timestamp format every file and JSON output uses."""
+"""Where a run's files live in the state dir, as docs/design.md lists them, how runs are named,
+and the timestamp format every file and JSON output uses."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 from migrate.errors import StateDirError
 
 
-# The UTC timestamp of every file and JSON output of zk2kafka (summary.json, the journal's JSON, status).
+# The UTC timestamp of every file and JSON output of zk2kafka (summary.json, the journal's JSON,
+# status).
 ISO_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -21,7 +22,7 @@ def iso(ts: float) -> str:
 
 
 def new_run_id() -> str:
-    """A sortable, unique run id: UTC time plus a short random suffix, e.g. 20261122T103000Z-3f2a."""
+    """A sortable, unique run id: UTC time and a short random suffix, e.g. 20261122T103000Z-3f2a."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2)
 
 

@@ -1,0 +1,113 @@
+"""The checks a run passes before it touches a store: the run exists, the options and stores are
+the ones it was made with, its plan is unaltered. Each refusal is one MigrateError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from migrate.apply.journal import DONE, Journal, Run
+from migrate.diff.pipeline import Plan
+from migrate.diff.plan import ReviewedPlan, readable_writer_digest
+from migrate.errors import MigrateError, PlanRefused
+from migrate.settings import RECORDED, Settings
+
+# The options naming the stores a run wrote; Kafka alone when it left ZooKeeper as it was.
+STORES = ("bootstrap_server", "zookeeper", "zk_root", "path_template")
+
+
+def settings_record(settings: Settings) -> dict[str, Any]:
+    """The options a writing run records in the journal (those marked recorded), as JSON values."""
+    return {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v
+            for name in RECORDED}
+
+
+def changes(before: dict[str, Any], now: dict[str, Any],
+            keys: tuple[str, ...] = RECORDED) -> list[str]:
+    """Each of `keys` whose value differs, as `--flag: then, now`."""
+    return [f"--{k.replace('_', '-')}: {before.get(k)!r} then, {now.get(k)!r} now"
+            for k in keys if before.get(k) != now.get(k)]
+
+
+def journaled(journal: Journal, run_id: str, kinds: tuple[str, ...] = ()) -> Run:
+    """The run `run_id` of one of `kinds` (any kind when empty); MigrateError if there is none."""
+    run = journal.run(run_id)
+    if run is None or (kinds and run.kind not in kinds):
+        kind = " or ".join(kinds) + " " if kinds else ""
+        raise MigrateError(f"no {kind}run {run_id} in {journal.path}; "
+                           "`zk2kafka status` lists them")
+    return run
+
+
+def plan_file(run: Run) -> Path:
+    """The plan.parquet a migrate run was made from."""
+    return Path(run.report or "", "plan.parquet")
+
+
+def resumable(journal: Journal, settings: Settings) -> Run:
+    """The migrate run --resume names, if it may go on with these options and its plan."""
+    run = journaled(journal, settings.resume, ("migrate",))
+    rolled_back = journal.rollback_of(run.run_id)
+    if rolled_back is not None:
+        # The rollback put its groups' before-values back: resuming would write them again over
+        # that.
+        raise MigrateError(f"cannot resume {run.run_id}: it was rolled back by "
+                           f"{rolled_back.run_id} ({rolled_back.state}); "
+                           "start a new run to migrate again")
+    changed = changes(run.settings, settings_record(settings))
+    if changed:
+        raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began "
+                           f"({'; '.join(changed)}); "
+                           "resume with the same options, or start a new run")
+    if readable_writer_digest(plan_file(run)) != run.plan_hash:
+        raise MigrateError(f"cannot resume {run.run_id}: "
+                           f"its plan {plan_file(run)} is missing or was altered")
+    return run
+
+
+def same_stores(run: Run, settings: Settings, verb: str) -> bool:
+    """Whether the run wrote ZooKeeper too; MigrateError unless these options name its stores.
+
+    Restoring or checking other stores than the run's would "succeed" at nothing.
+    """
+    wrote_zk = not run.settings.get("no_zk_write")
+    where = STORES if wrote_zk else STORES[:1]
+    elsewhere = changes(run.settings, settings_record(settings), where)
+    if elsewhere:
+        raise MigrateError(f"cannot {verb} {run.run_id}: it wrote to other stores than these "
+                           f"({'; '.join(elsewhere)}); "
+                           "point the connection options at the ones it wrote")
+    return wrote_zk
+
+
+def not_rolled_back(journal: Journal, run_id: str) -> Run | None:
+    """The unfinished rollback of `run_id` to go on with, if any; MigrateError if one finished."""
+    previous = journal.rollback_of(run_id)
+    if previous is not None and previous.state == DONE:
+        # Its znodes now carry the rollback's versions: a second pass would only fail every group.
+        raise MigrateError(f"run {run_id} was already rolled back by {previous.run_id}; "
+                           "nothing to do")
+    return previous
+
+
+def no_conflicts(settings: Settings, plan: Plan) -> None:
+    """--on-conflict fail: a fresh plan with CONFLICT rows is not written at all."""
+    counts = plan.summary["counts"]
+    if settings.on_conflict == "fail" and counts["CONFLICT"]:
+        raise MigrateError(f"--on-conflict fail: {counts['CONFLICT']} CONFLICT row(s) "
+                           f"(see {plan.files['markdown']}); nothing was written")
+
+
+def executable(reviewed: ReviewedPlan, settings: Settings) -> None:
+    """PlanRefused for a reviewed plan made against other stores or policies, too old, or with
+    CONFLICT rows under --on-conflict fail."""
+    current = {**settings_record(settings),
+               "zk_root": settings.path_template or settings.zk_root}
+    refusals = reviewed.refusals(current, settings.max_plan_age)
+    if refusals:
+        raise PlanRefused(reviewed.id, "; ".join(refusals) + "; nothing was written")
+    counts = reviewed.summary["counts"]
+    if settings.on_conflict == "fail" and counts.get("CONFLICT"):
+        raise PlanRefused(reviewed.id, f"--on-conflict fail: {counts['CONFLICT']} CONFLICT row(s) "
+                                       f"(see {reviewed.report / 'report.md'}); "
+                                       "nothing was written")

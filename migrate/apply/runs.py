@@ -1,0 +1,307 @@
+"""Applying: the journaled runs (migrate --execute of a fresh or a reviewed plan, --resume,
+rollback), verify --run and status, each returning the data its command prints and judges."""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from migrate.apply import guards
+from migrate.apply.batches import Batched, run_batches
+from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
+from migrate.apply.kafka_half import committed_offset
+from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
+                                   SKIPPED, VERIFIED, Journal, Run)
+from migrate.diff.pipeline import Plan
+from migrate.diff.plan import PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, StateDirError
+from migrate.kafka.client import open_admin
+from migrate.kafka.writer import KafkaOffsetWriter
+from migrate.progress import Progress
+from migrate.settings import Settings
+from migrate.state import new_run_id
+from migrate.zk.client import close, connect
+from migrate.zk.writer import ZkOffsetWriter, encode
+
+log = logging.getLogger(__name__)
+
+WRITE_BATCH = 250   # groups per batch of the dual commit
+UNFINISHED = (PENDING, COMMITTED, FAILED, PARTIAL)   # the group states a run still has work in
+
+
+class Writers(NamedTuple):
+    """The two stores' writers; zk is None when ZooKeeper is neither read nor written."""
+
+    kafka: KafkaOffsetWriter
+    zk: ZkOffsetWriter | None
+
+
+class JournalPlan(NamedTuple):
+    """A plan's commit rows per group, and the groups left with nothing to commit (and why)."""
+
+    groups: PlannedByGroup
+    skipped: dict[str, str]
+
+
+def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
+    """migrate --execute: the dual commit of a fresh plan, group by group, journaled."""
+    guards.no_conflicts(settings, plan)
+    planned = _journal_plan(plan)
+    report = str(plan.files["summary"].parent)
+    with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
+        journal.create_run(plan.run, "migrate", writer_digest(plan.files["plan"]),
+                           guards.settings_record(settings), planned.groups, planned.skipped,
+                           report=report)
+        return _execute(settings, journal, plan.run, list(planned.groups), plan.summary["blockers"])
+
+
+def reviewed(settings: Settings) -> dict[str, Any]:
+    """migrate --plan: the commit rows of a reviewed plan, as reviewed; no scan, no Spark.
+
+    Without --execute, a dry run: what would be written, and which groups moved since the review.
+    Raises PlanRefused for a plan altered since, made against other stores or policies, or too old.
+    """
+    settings.require("zookeeper")
+    settings.require("bootstrap_server")
+    plan = ReviewedPlan.load(settings.plan, Path(settings.state_dir) / "reports")
+    guards.executable(plan, settings)
+    planned = _planned(plan.file, plan.summary["per_group"])
+    seen = groups_seen(plan.file, set(planned.groups))
+    record = {**guards.settings_record(settings), "reviewed_plan": plan.id}
+    run_id = new_run_id()
+    log.info("plan %s: %d group(s) to write, as reviewed", plan.id, len(planned.groups))
+    with ExitStack() as stack:
+        if settings.execute:
+            writer = f"migrate --execute --plan {plan.id}, run {run_id}"
+            journal = stack.enter_context(Journal.open(settings.state_dir, writer=writer))
+        else:
+            # The real run's path on a throwaway journal: the same batches and prechecks,
+            # stopping at the first write.
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="zk2kafka-dry-run-"))
+            journal = stack.enter_context(Journal.open(Path(scratch)))
+        journal.create_run(run_id, "migrate", writer_digest(plan.file), record,
+                           planned.groups, planned.skipped, report=str(plan.report))
+        return _execute(settings, journal, run_id, list(planned.groups), plan.summary["blockers"],
+                        seen=seen, reviewed=plan, dry_run=not settings.execute)
+
+
+def resume(settings: Settings) -> dict[str, Any]:
+    """migrate --resume: verified groups stay as they are, the rest are re-checked and finished."""
+    writer = f"migrate --execute --resume {settings.resume}"
+    with Journal.open(settings.state_dir, writer=writer) as journal:
+        run = guards.resumable(journal, settings)
+        todo = [g.name for g in journal.groups(run.run_id) if g.state in UNFINISHED]
+        blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
+        log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
+        seen = plan = None
+        if run.settings.get("reviewed_plan"):
+            # A reviewed plan's groups are still checked against its review.
+            seen = groups_seen(guards.plan_file(run), set(todo))
+            plan = ReviewedPlan.load(str(guards.plan_file(run).parent),
+                                     Path(settings.state_dir) / "reports")
+        return _execute(settings, journal, run.run_id, todo, blockers, seen=seen, reviewed=plan)
+
+
+def _execute(settings: Settings, journal: Journal, run_id: str, groups: list[str], blockers: int,
+             *, seen: Mapping | None = None, reviewed: ReviewedPlan | None = None,
+             dry_run: bool = False) -> dict[str, Any]:
+    """The dual commit over `groups` of a journaled run, then the run's state, as data.
+
+    `seen` and `reviewed`: a reviewed plan's groups as the diff saw them, and the plan
+    (migrate --plan).
+    `dry_run`: the same path, stopping before the first write (on a throwaway journal).
+    """
+    metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
+    try:
+        journal.set_run(run_id, RUNNING)
+        # ZooKeeper is read even with --no-zk-write: a plan is committed only while its znodes
+        # are as planned.
+        with _writers(settings, zk=True) as writers:
+            zk = None if settings.no_zk_write else writers.zk
+            writer = DualCommit(journal, run_id, writers.kafka, zk, metadata,
+                                settings.offset_semantics, zk_reader=writers.zk, seen=seen,
+                                dry_run=dry_run)
+            label = "groups checked" if dry_run else "groups written"
+            with Progress(label, total=len(groups)) as progress:
+                # Two batches in flight: one's reads and journal writes overlap the other's commits.
+                batched = run_batches(groups, writer.migrate, WRITE_BATCH, 2, progress)
+        run = journal.run(run_id)
+        finished = not batched.interrupted and all(run.groups[s] == 0 for s in UNFINISHED)
+        journal.set_run(run_id, DONE if finished else INCOMPLETE)
+    except StateDirError as exc:
+        # The journal could not record a step (a full disk): the step it missed is re-checked
+        # on resume.
+        raise StateDirError(exc.path, exc.reason,
+                            resume=f"zk2kafka migrate --execute --resume {run_id}") from exc
+    if dry_run:
+        return _dry_run_data(reviewed, batched, writer.moved, blockers)
+    data = _run_data(journal.run(run_id), batched, blockers)
+    if reviewed is None:
+        return data
+    return {**data, "plan_id": reviewed.id, "moved": sorted(writer.moved)}
+
+
+def _dry_run_data(reviewed: ReviewedPlan, batched: Batched, moved: set[str],
+                  blockers: int) -> dict[str, Any]:
+    """migrate --plan without --execute: what would be written, and what moved since the review."""
+    would = [o for o in batched.outcomes if o.state == WOULD_WRITE]
+    failed = {o.group: o.reason for o in batched.outcomes if o.state != WOULD_WRITE}
+    return {"plan_id": reviewed.id, "run": reviewed.run, "report": str(reviewed.report),
+            "dry_run": True, "would_write": {o.group: o.offsets for o in would},
+            "moved": {g: failed[g] for g in sorted(moved)},
+            "unchecked": {g: why for g, why in failed.items() if g not in moved},
+            "interrupted": batched.interrupted,
+            "failed": failed,   # moved and unchecked, in the order the groups were settled
+            "blockers": blockers}
+
+
+def dry_run_exit_code(data: dict[str, Any]) -> int:
+    """1 if the dry run could not check every group, 3 if groups moved or the plan has blockers."""
+    if data["interrupted"] or len(data["failed"]) > len(data["moved"]):
+        return EXIT_ERROR
+    return EXIT_BLOCKERS if data["moved"] or data["blockers"] else EXIT_OK
+
+
+def _run_data(run: Run, batched: Batched, blockers: int) -> dict[str, Any]:
+    """A journaled run after this pass: the journal's view, and what this pass did."""
+    outcomes = batched.outcomes
+    return {**run.to_json(), "written": sum(o.offsets for o in outcomes),
+            "interrupted": batched.interrupted,
+            "failed": {o.group: o.reason for o in outcomes if o.state == FAILED},
+            "partial": {o.group: o.reason for o in outcomes if o.state == PARTIAL},
+            "blockers": blockers,
+            # The groups this pass left with a reason, in the order they were settled.
+            "reasons": [{"group": o.group, "state": o.state, "reason": o.reason}
+                        for o in outcomes if o.reason or o.state in (FAILED, PARTIAL)]}
+
+
+def exit_code(data: dict[str, Any]) -> int:
+    """A run's exit code: 1 while it is unfinished, 3 when its plan has blockers."""
+    if data["state"] != DONE:
+        return EXIT_ERROR
+    return EXIT_BLOCKERS if data["blockers"] else EXIT_OK
+
+
+@contextmanager
+def _writers(settings: Settings, zk: bool) -> Iterator[Writers]:
+    """The two stores' writers, `--parallelism` commits in flight."""
+    # Room for two batches' commits, and their reads.
+    admin = open_admin(settings, in_flight=2 * settings.parallelism + 8)
+    client = connect(settings) if zk else None
+    kafka = KafkaOffsetWriter(admin, in_flight=settings.parallelism)
+    try:
+        yield Writers(kafka, ZkOffsetWriter(client) if client else None)
+    finally:
+        admin.close()
+        if client is not None:
+            close(client)
+
+
+def _journal_plan(plan: Plan) -> JournalPlan:
+    """A fresh plan's commit rows per group for the journal, and the groups it leaves alone."""
+    return _planned(plan.files["plan"], plan.summary["per_group"])
+
+
+def _planned(plan_file: Path, per_group: list[dict[str, Any]]) -> JournalPlan:
+    groups = PlannedByGroup(plan_file)
+    planned = set(groups)
+    skipped = {g["group"]: "nothing to commit: "
+               + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
+               for g in per_group if g["group"] not in planned}
+    return JournalPlan(groups, skipped)
+
+
+def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
+    """Put back the values a run journaled before it wrote, in Kafka and ZooKeeper (with --execute);
+    without it, what would be restored."""
+    writer = f"rollback --execute {run_id}" if settings.execute else None   # a dry run only reads
+    with Journal.open(settings.state_dir, writer=writer) as journal:
+        original = guards.journaled(journal, run_id, ("migrate", "sync"))
+        wrote_zk = not original.settings.get("no_zk_write")
+        touched = [g.name for g in journal.groups(run_id) if g.before_recorded]
+        offsets = sum(map(len, journal.partitions_of(run_id, touched).values()))
+        if not settings.execute:
+            return {"run": run_id, "groups": len(touched), "offsets": offsets, "dry_run": True,
+                    "wrote_zookeeper": wrote_zk}
+        guards.same_stores(original, settings, "roll back")
+        previous = guards.not_rolled_back(journal, run_id)
+        # Both stores are reachable before anything is journaled.
+        with _writers(settings, zk=wrote_zk) as writers:
+            if previous is not None:
+                rollback_id = previous.run_id  # an interrupted rollback goes on
+            else:
+                rollback_id = new_run_id()
+                journal.create_run(rollback_id, "rollback", original.plan_hash, original.settings,
+                                   {g: [] for g in touched}, rolls_back=run_id,
+                                   report=original.report)
+            todo = [g.name for g in journal.groups(rollback_id) if g.state != VERIFIED]
+            journal.set_run(rollback_id, RUNNING)
+            # The run's own semantics: they decide which znode bytes are the ones it wrote.
+            writer = DualCommit(journal, rollback_id, writers.kafka, writers.zk, "",
+                                original.settings["offset_semantics"])
+            with Progress("groups rolled back", total=len(todo)) as progress:
+                batched = run_batches(todo, lambda gs: [writer.rollback(g, run_id) for g in gs],
+                                      1, settings.parallelism, progress)
+        run = journal.run(rollback_id)
+        done = not batched.interrupted and run.groups[VERIFIED] == len(touched)
+        journal.set_run(rollback_id, DONE if done else INCOMPLETE)
+        return _run_data(journal.run(rollback_id), batched, 0)
+
+
+def verify_run(settings: Settings) -> dict[str, Any]:
+    """verify --run RUN_ID: every offset that run wrote (its verified groups) still holds its value.
+
+    Reads the journal and the stores, a batch of groups at a time; no scan, no Spark.
+    """
+    with Journal.open(settings.state_dir) as journal:
+        run = guards.journaled(journal, settings.run, ("migrate",))
+        wrote_zk = guards.same_stores(run, settings, "verify")
+        written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
+        semantics = run.settings.get("offset_semantics", "next")
+        checked, differ = 0, []
+        with _writers(settings, zk=wrote_zk) as writers:
+            for i in range(0, len(written), WRITE_BATCH):
+                chunk = written[i:i + WRITE_BATCH]
+                parts = journal.partitions_of(run.run_id, chunk)
+                kafka_now = writers.kafka.committed_many(chunk)
+                paths = [p.zk_path for g in chunk for p in parts[g]]
+                zk_now = writers.zk.read(paths) if writers.zk else {}
+                for g in chunk:
+                    # A group Kafka would not answer for holds nothing the run wrote.
+                    answer = {} if isinstance(kafka_now[g], Exception) else kafka_now[g]
+                    for p in parts[g]:
+                        checked += 1
+                        held = committed_offset(answer.get(p.key))
+                        if held != p.offset:
+                            differ.append(f"{g} {p.topic}-{p.partition}: Kafka holds {held}, "
+                                          f"the run wrote {p.offset}")
+                        elif writers.zk and zk_now[p.zk_path].value != encode(
+                                p.before_zk_value, p.offset, p.layout, semantics):
+                            differ.append(f"{g} {p.zk_path}: ZooKeeper holds "
+                                          f"{zk_now[p.zk_path].value!r}, not the run's value")
+        rolled_back = journal.rollback_of(run.run_id)
+    ok = checked and not differ
+    others = {state: n for state, n in run.groups.items() if n and state not in (VERIFIED, SKIPPED)}
+    by = None if rolled_back is None else {"run": rolled_back.run_id, "state": rolled_back.state}
+    return {**run.to_json(), "reviewed_plan": run.settings.get("reviewed_plan"),
+            "checked": checked, "differ": differ, "verified": bool(ok), "not_written": others,
+            "groups_written": len(written), "wrote_zookeeper": wrote_zk, "rolled_back_by": by}
+
+
+def status(settings: Settings, run_id: str | None = None) -> dict[str, Any]:
+    """Runs in the journal, or one run with the reasons of its groups that failed."""
+    path = Path(settings.state_dir) / "journal.sqlite"
+    if not path.exists():
+        return {"runs": [], "missing_journal": f"{settings.state_dir}/journal.sqlite"}
+    with Journal.open(settings.state_dir) as journal:
+        if run_id is None:
+            return {"runs": [r.to_json() for r in journal.runs()]}
+        run = guards.journaled(journal, run_id)
+        groups = journal.groups(run_id)
+    return {**run.to_json(), "failed": {g.name: g.reason for g in groups if g.state == FAILED},
+            "partial": {g.name: g.reason for g in groups if g.state == PARTIAL}}

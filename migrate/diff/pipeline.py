@@ -1,0 +1,158 @@
+"""Planning: scan ZooKeeper, snapshot Kafka, diff the two on Spark and write the reports.
+
+scan, diff, migrate and verify compute what they report here; nothing here writes to a store.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from migrate.diff.plan import plan_id
+from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, NothingFound
+from migrate.kafka.client import open_admin
+from migrate.kafka.snapshot import KafkaSnapshot
+from migrate.report.files import write_reports
+from migrate.settings import Settings
+from migrate.state import StateDir, iso, new_run_id
+from migrate.zk.reader import Selection
+from migrate.zk.scan import scan_to_parquet
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A computed plan and where its files are."""
+
+    run: str
+    summary: dict[str, Any]
+    files: dict[str, Path]   # "plan" is plan.parquet, in PLAN_ORDER
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_BLOCKERS if self.summary["blockers"] else EXIT_OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary without its per-group table, with where the report and its files are."""
+        data = {k: v for k, v in self.summary.items() if k != "per_group"}
+        return {**data, "report": str(self.files["summary"].parent),
+                "files": {k: str(v) for k, v in self.files.items()}}
+
+
+def scan(settings: Settings) -> dict[str, Any]:
+    """The scan command: the run's zk snapshot and its counts, also in reports/<run>/scan.json."""
+    run, state = new_run_id(), StateDir(settings.state_dir)
+    data = _scan(settings, state, run)
+    report = state.reports(run)
+    (report / "scan.json").write_text(json.dumps(data, indent=2) + "\n")
+    return {**data, "report": str(report)}
+
+
+def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
+    """Scan ZooKeeper into the run's zk snapshot; what was found, as a dict."""
+    settings.require("zookeeper")
+    source = f"{settings.zookeeper}{settings.path_template or settings.zk_root}"
+    started = time.time()
+    snapshot = state.zk_snapshot(run)
+    stats = scan_to_parquet(settings, snapshot, {
+        "run": run, "source": source, "layout": settings.layout,
+        "semantics": settings.offset_semantics, "started": iso(started)})
+    return {
+        "run": run, "command": "scan", "source": source, "snapshot": str(snapshot),
+        "groups": len(stats.groups), "offsets": stats.offsets,
+        "counts": dict(sorted(stats.statuses.items())),
+        "layouts": dict(sorted(stats.layouts.items())),
+        "groups_with_live_zk_consumers": sorted(stats.live_groups),
+        "started": iso(started), "seconds": round(time.time() - started, 3),
+        "retried_reads": stats.retries,
+    }
+
+
+def plan(settings: Settings, command: str) -> Plan:
+    """scan + Kafka snapshot + Spark diff + reports, for diff, migrate and verify.
+
+    Raises NothingFound when the scan found no offset: checking nothing is never success.
+    """
+    # pyspark loads here, not with the module: scan and the journal's commands never start Spark.
+    from migrate.diff.offset_diff import Policy
+    from migrate.diff.run import SparkStarter, run_diff
+    from migrate.diff.summary import build_summary
+
+    settings.require("zookeeper")
+    settings.require("bootstrap_server")
+    run, state = new_run_id(), StateDir(settings.state_dir)
+    spark = SparkStarter(settings.spark_master)   # the JVM boots while both stores are read
+    try:
+        scanned = _scan(settings, state, run)
+        if scanned["offsets"] == 0:
+            raise NothingFound(command, scanned["source"], selection_text(settings),
+                               exit_code=EXIT_BLOCKERS if command == "verify" else EXIT_ERROR)
+        zk_snapshot = Path(scanned["snapshot"])
+        names = _names(zk_snapshot)
+        selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
+        admin = open_admin(settings)
+        try:
+            kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), names.groups,
+                                               names.topics, selection.topic)
+        finally:
+            admin.close()
+    except BaseException:
+        spark.stop()
+        raise
+
+    policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers,
+                    zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write)
+    report = state.reports(run)
+    result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master,
+                      report / "plan.parquet", spark)
+    inputs = {"zookeeper": settings.zookeeper,
+              "zk_root": settings.path_template or settings.zk_root,
+              "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
+              "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
+              "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
+              "kafka_snapshot_seconds": round(kafka.seconds, 3)}
+    summary = {**build_summary(run, command, settings, result, kafka, inputs),
+               # What a change ticket quotes; `migrate --plan` checks it.
+               "plan_id": plan_id(run, result.plan)}
+    files = {"plan": result.plan, **write_reports(report, summary, result.plan)}
+    return Plan(run, summary, files)
+
+
+class Names(NamedTuple):
+    """The groups and topics a zk snapshot holds: what the Kafka snapshot reads."""
+
+    groups: list[str]
+    topics: list[str]
+
+
+def _names(zk_snapshot: Path) -> Names:
+    """The groups and topics of a zk snapshot, sorted."""
+    groups, topics = set(), set()
+    # A batch at a time: the snapshot can be millions of rows.
+    with pq.ParquetFile(zk_snapshot) as snapshot:
+        for batch in snapshot.iter_batches(columns=["group", "topic"]):
+            groups.update(pc.unique(batch.column("group")).to_pylist())
+            topics.update(pc.unique(batch.column("topic")).to_pylist())
+    return Names(sorted(groups), sorted(t for t in topics if t is not None))
+
+
+def verify(settings: Settings) -> dict[str, Any]:
+    """A fresh plan's data, and whether every selected ZooKeeper offset equals Kafka's (IN_SYNC)."""
+    computed = plan(settings, "verify")
+    counts = computed.summary["counts"]
+    mismatched = {k: n for k, n in counts.items() if n and k not in (IN_SYNC, KAFKA_ONLY)}
+    return {**computed.to_json(), "verified": not mismatched, "mismatched": mismatched}
+
+
+def selection_text(settings: Settings) -> str:
+    """The selection as the flags that made it, e.g. `--group billing.* --exclude-group .*-test`."""
+    given = (("--group", settings.groups), ("--exclude-group", settings.exclude_groups),
+             ("--topic", settings.topics))
+    flags = [f"{flag} {pattern}" for flag, patterns in given for pattern in patterns]
+    return " ".join(flags) if flags else "every group and topic"
