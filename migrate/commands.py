@@ -7,7 +7,7 @@ from typing import Any
 
 from migrate.apply import runs
 from migrate.apply.follow import follow
-from migrate.diff import pipeline
+from migrate import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
 from migrate.report import text
 from migrate.result import Result

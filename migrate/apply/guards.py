@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.apply.journal import DONE, Journal, Run
-from migrate.diff.pipeline import Plan
-from migrate.diff.plan import ReviewedPlan, readable_writer_digest
+from migrate.diff.plan import Plan, ReviewedPlan, readable_writer_digest
 from migrate.errors import MigrateError, PlanRefused
 from migrate.settings import RECORDED, Settings
 

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from migrate.apply.locks import Transaction, WriterLock, why
 from migrate.batches import chunks
+from migrate.diff.plan import Planned
 from migrate.errors import MigrateError, StateDirError
 from migrate.state import iso
 
@@ -63,26 +64,6 @@ _PARTITION_FIELDS = (
     " plan_kafka_offset AS kafka_offset, zk_mzxid, before_kafka_offset, before_kafka_metadata,"
     " before_zk_value, before_zk_version, after_zk_version")
 _GROUP_FIELDS = "grp AS name, state, reason, attempts, before_recorded"
-
-
-@dataclass(frozen=True)
-class Planned:
-    """One offset a run commits: to Kafka, and to the znode it came from (conditioned on its
-    version)."""
-
-    topic: str
-    partition: int
-    offset: int
-    zk_path: str
-    zk_version: int | None
-    layout: str
-    kafka_offset: int | None = None  # what Kafka held when the plan was made
-    # The znode's last-change zxid when planned: its identity beside the version.
-    zk_mzxid: int | None = None
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.topic, self.partition
 
 
 @dataclass(frozen=True)

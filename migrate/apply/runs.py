@@ -17,8 +17,7 @@ from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
 from migrate.apply.kafka_half import committed_offset
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    SKIPPED, VERIFIED, Journal, Run)
-from migrate.diff.pipeline import Plan
-from migrate.diff.plan import PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
+from migrate.diff.plan import Plan, PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, StateDirError
 from migrate.kafka.client import open_admin
 from migrate.kafka.writer import KafkaOffsetWriter

@@ -35,6 +35,7 @@ from migrate.apply import journal as j
 from migrate.apply.authorship import Authorship, Held
 from migrate.apply.dual_commit import OUTAGES
 from migrate.apply.watch import GroupWatches, ZkOffset, label
+from migrate.diff.plan import Planned
 from migrate.kafka.snapshot import IDLE_STATES
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
 from migrate.state import iso
@@ -375,9 +376,9 @@ class Follower:
             tmp.replace(self.status_file)
 
 
-def _planned(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None) -> j.Planned:
+def _planned(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None) -> Planned:
     topic, partition = key
-    return j.Planned(topic, partition, offset, zk_path=zk.path, zk_version=zk.version,
+    return Planned(topic, partition, offset, zk_path=zk.path, zk_version=zk.version,
                      layout=zk.layout, kafka_offset=before[0] if before else None)
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from migrate.errors import EXIT_BLOCKERS, EXIT_OK
 from migrate.state import ISO_FORMAT
 
 # What the writer does with a row: commit `planned_offset`, nothing to do, or leave it alone.
@@ -81,8 +82,47 @@ def commits(plan: pa.Table | Path, columns: list[str] = COMMIT_COLUMNS) -> Itera
         yield batch.filter(pc.equal(batch.column("action"), COMMIT)).select(columns)
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One offset a run commits: to Kafka, and to the znode it came from (conditioned on its
+    version)."""
+
+    topic: str
+    partition: int
+    offset: int
+    zk_path: str
+    zk_version: int | None
+    layout: str
+    kafka_offset: int | None = None  # what Kafka held when the plan was made
+    # The znode's last-change zxid when planned: its identity beside the version.
+    zk_mzxid: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.partition
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A computed plan and where its files are."""
+
+    run: str
+    summary: dict[str, Any]
+    files: dict[str, Path]   # "plan" is plan.parquet, in PLAN_ORDER
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_BLOCKERS if self.summary["blockers"] else EXIT_OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary without its per-group table, with where the report and its files are."""
+        data = {k: v for k, v in self.summary.items() if k != "per_group"}
+        return {**data, "report": str(self.files["summary"].parent),
+                "files": {k: str(v) for k, v in self.files.items()}}
+
+
 class PlannedByGroup(Mapping):
-    """The plan's commit rows as journal.Planned offsets per group, built a batch at a time."""
+    """The plan's commit rows as Planned offsets per group, built a batch at a time."""
 
     def __init__(self, plan: pa.Table | Path):
         self._plan = plan
@@ -116,7 +156,6 @@ class PlannedByGroup(Mapping):
             yield group, rows
 
     def _planned(self):
-        from migrate.apply.journal import Planned
 
         for batch in commits(self._plan):
             for r in batch.to_pylist():

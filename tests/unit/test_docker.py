@@ -1,7 +1,7 @@
 """docker/Dockerfile and docker/compose.yaml agree with the CLI they package; no Docker engine needed.
 
 The files are parsed, not built: the checks tie them to `pyproject.toml`, `migrate.cli`
-and `migrate.settings.OPTIONS`, so renaming the console script, an option, its
+and `migrate.options.OPTIONS`, so renaming the console script, an option, its
 environment variable or the default state directory breaks this test, not a user's container.
 """
 
@@ -412,7 +412,7 @@ def test_every_zk2kafka_variable_in_compose_is_an_option(services):
     used = {(name, key) for name, s in services.items() for key in environment(s) if key.startswith("ZK2KAFKA_")}
     assert used, "no service sets a ZK2KAFKA_* variable"
     unknown = sorted(f"{name}: {key}" for name, key in used if key not in known)
-    assert not unknown, f"not the env_var of any option in migrate.settings.OPTIONS: {unknown}"
+    assert not unknown, f"not the env_var of any option in migrate.options.OPTIONS: {unknown}"
 
 
 def test_tool_environment_passes_the_tools_own_validation(tool):

@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from migrate.diff import plan as planmod
-from migrate.apply.journal import Planned, digest
+from migrate.apply.journal import digest
+from migrate.diff.plan import Planned
 from migrate.diff import schema as s
 
 NAMES = ["a", "B", "é", "Z", "日本", "a-1", "\U0001F600", "a b", "ä"]

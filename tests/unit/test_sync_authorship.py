@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from migrate.apply.journal import Journal, Planned
+from migrate.apply.journal import Journal
+from migrate.diff.plan import Planned
 from migrate.apply.authorship import Authorship
 
 K = ("orders", 0)

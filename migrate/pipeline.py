@@ -1,4 +1,5 @@
-"""Planning: scan ZooKeeper, snapshot Kafka, diff the two on Spark and write the reports.
+"""The pipeline up to a plan: scan ZooKeeper, snapshot Kafka, diff the two on Spark (`diff/`) and
+write the reports (`report/`).
 
 scan, diff, migrate and verify compute what they report here; nothing here writes to a store.
 """
@@ -7,16 +8,15 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from migrate.diff.plan import plan_id
+from migrate.diff.plan import Plan, plan_id
 from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, NothingFound
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
 from migrate.kafka.client import open_admin
 from migrate.kafka.snapshot import KafkaSnapshot
 from migrate.report.files import write_reports
@@ -24,25 +24,6 @@ from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.reader import Selection
 from migrate.zk.scan import scan_to_parquet
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A computed plan and where its files are."""
-
-    run: str
-    summary: dict[str, Any]
-    files: dict[str, Path]   # "plan" is plan.parquet, in PLAN_ORDER
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_BLOCKERS if self.summary["blockers"] else EXIT_OK
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary without its per-group table, with where the report and its files are."""
-        data = {k: v for k, v in self.summary.items() if k != "per_group"}
-        return {**data, "report": str(self.files["summary"].parent),
-                "files": {k: str(v) for k, v in self.files.items()}}
 
 
 def scan(settings: Settings) -> dict[str, Any]:
