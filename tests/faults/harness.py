@@ -29,6 +29,7 @@ from kazoo.retry import KazooRetry
 from migrate import cli
 from migrate.apply import dual_commit
 from migrate.apply.journal import Journal
+from migrate.kafka._compat import forget_coordinators
 from migrate.sandbox.cluster import BROKER_CHROOT, LocalCluster
 from migrate.sandbox.jvm import JavaServer, kafka_ready, zk_answers
 from seeding import kafka_offsets
@@ -274,8 +275,15 @@ class Case:
 
     def kafka_state(self) -> dict[tuple[str, str, int], int | None]:
         """Kafka's committed offset of every seeded partition, once the test's own client reaches it again."""
-        committed = wait_for("Kafka to answer the test's OffsetFetch",
-                             lambda: kafka_offsets(self.stores.admin, self.groups) or None)
+        def fetch():
+            try:
+                return kafka_offsets(self.stores.admin, self.groups) or None
+            except KafkaError:
+                # kafka-python keeps a group's coordinator after it moved to the other broker: ask again.
+                forget_coordinators(self.stores.admin, self.groups)
+                raise
+
+        committed = wait_for("Kafka to answer the test's OffsetFetch", fetch)
         return {(g, t, p): committed[g].get((t, p), (None,))[0] for g, t, p in self.expected}
 
     def untouched(self) -> bool:

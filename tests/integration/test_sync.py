@@ -179,8 +179,9 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
         finally:
             reader.close()   # else its metadata thread outlives the cluster, logging into a closed stream
         for g in groups:
+            # A join, a rebalance and the fetches: 60 s ran out once on a machine at load 7.
             wait_for(f"{g}'s new consumer to reach the log end", lambda g=g: all(
-                (tp.partition, o - 1) in set(new[g].seen) for tp, o in end.items()), timeout=60)
+                (tp.partition, o - 1) in set(new[g].seen) for tp, o in end.items()), timeout=120)
     finally:
         for c in new.values():
             c.halt.set()
