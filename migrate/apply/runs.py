@@ -17,6 +17,7 @@ from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
 from migrate.apply.kafka_half import committed_offset
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    SKIPPED, VERIFIED, Journal, Run)
+from migrate.batches import chunks
 from migrate.diff.plan import Plan, PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, StateDirError
 from migrate.kafka.client import open_admin
@@ -264,8 +265,7 @@ def verify_run(settings: Settings) -> dict[str, Any]:
         semantics = run.settings.get("offset_semantics", "next")
         checked, differ = 0, []
         with _writers(settings, zk=wrote_zk) as writers:
-            for i in range(0, len(written), WRITE_BATCH):
-                chunk = written[i:i + WRITE_BATCH]
+            for chunk in chunks(written, WRITE_BATCH):
                 parts = journal.partitions_of(run.run_id, chunk)
                 kafka_now = writers.kafka.committed_many(chunk)
                 paths = [p.zk_path for g in chunk for p in parts[g]]

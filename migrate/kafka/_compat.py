@@ -10,7 +10,8 @@ What a *broker* can answer is `migrate/kafka/compat.py`, a different matter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from kafka.admin import KafkaAdminClient
@@ -60,6 +61,35 @@ def call_soon(admin: KafkaAdminClient, coroutine_fn, *args) -> Any:
     Returns its future.
     """
     return admin._manager.call_soon(coroutine_fn, *args)
+
+
+def pipelined(admin: KafkaAdminClient, coroutine_fn, calls: Mapping[Hashable, tuple],
+              window: int) -> dict[Hashable, Any]:
+    """`coroutine_fn(*args)` for each key's args, `window` of them on the wire at a time, on the
+    admin client's IO loop: each key's answer, or the exception it raised (the caller sorts them).
+
+    kafka-python's blocking admin calls send one request and wait; this keeps a window of them in
+    flight without a thread hand-off per request.
+    """
+    async def send_all():
+        answers, in_flight = {}, deque()
+
+        async def settle():
+            key, future = in_flight.popleft()
+            try:
+                answers[key] = await future
+            except Exception as exc:  # noqa: BLE001 - each key's own outcome, for the caller
+                answers[key] = exc
+
+        for key, args in calls.items():
+            if len(in_flight) >= window:
+                await settle()
+            in_flight.append((key, call_soon(admin, coroutine_fn, *args)))
+        while in_flight:
+            await settle()
+        return answers
+
+    return run(admin, send_all) if calls else {}
 
 
 def cluster_metadata(admin: KafkaAdminClient) -> dict:

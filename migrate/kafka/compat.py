@@ -21,7 +21,6 @@ through `migrate/kafka/_compat.py` (which checks them when imported), never dire
 from __future__ import annotations
 
 import struct
-from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -250,29 +249,11 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
         return GroupOffsets(fetched, {})
     window = max(1, int(admin.config.get("max_in_flight_requests_per_connection", 5)) - 1)
 
-    async def fetch_all():
-        answers, in_flight = {}, deque()
-
-        async def settle():
-            group, future = in_flight.popleft()
-            try:
-                answers[group] = await future
-            except Exception as exc:  # noqa: BLE001
-                # sorted below: Kafka errors per group, parse errors raised
-                answers[group] = exc
-
-        for group in groups:
-            if len(in_flight) >= window:
-                await settle()
-            future = lib.call_soon(admin, lib.list_group_offsets_async(admin), {group: None})
-            in_flight.append((group, future))
-        while in_flight:
-            await settle()
-        return answers
-
     found: dict = {}
     refused: dict[str, KafkaError] = {}
-    for group, answer in lib.run(admin, fetch_all).items():
+    fetch = lib.list_group_offsets_async(admin)
+    answers = lib.pipelined(admin, fetch, {g: ({g: None},) for g in groups}, window)
+    for group, answer in answers.items():
         if isinstance(answer, KafkaError):
             if getattr(answer, "retriable", False):
                 raise answer

@@ -10,7 +10,6 @@ else fails the group with Kafka's own reason.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -115,35 +114,11 @@ class KafkaOffsetWriter:
         return out
 
     def _pipelined(self, requests: dict[str, dict]) -> dict[str, dict | BaseException]:
-        # kafka-python's admin offers only a blocking alter_group_offsets. Its coroutine, scheduled
-        # on the client's IO loop with a window of futures, keeps `in_flight` commits on the wire
-        # without a thread hand-off per commit (the private names behind this are in
-        # kafka/_compat.py).
-        admin = self.admin
-        window = self.in_flight
-
-        async def send_all():
-            answers, in_flight = {}, deque()
-
-            async def settle():
-                group, future = in_flight.popleft()
-                try:
-                    answers[group] = await future
-                except Exception as exc:  # noqa: BLE001
-                    # any first-try failure is retried by commit()
-                    answers[group] = exc
-
-            for group, request in requests.items():
-                if len(in_flight) >= window:
-                    await settle()
-                future = lib.call_soon(admin, lib.alter_group_offsets_async(admin),
-                                       group, request, None)
-                in_flight.append((group, future))
-            while in_flight:
-                await settle()
-            return answers
-
-        return lib.run(admin, send_all) if requests else {}
+        # `in_flight` commits on the wire at once (kafka-python's admin offers only a blocking
+        # alter_group_offsets); a first-try failure is the group's answer, and commit() retries it.
+        calls = {group: (group, request, None) for group, request in requests.items()}
+        return lib.pipelined(self.admin, lib.alter_group_offsets_async(self.admin), calls,
+                             self.in_flight)
 
     def commit(self, group: str, offsets: Mapping[Key, int], metadata: str) -> None:
         """Commit `offsets` for `group` in one OffsetCommit; every partition must be accepted."""

@@ -10,23 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from migrate.apply.journal import Journal
 from seeding import kafka_offsets, make_topic, put
+from test_sync import wait_for
 
 ROOT = Path(__file__).parents[2]
-
-
-def wait_for(what, check, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def test_sync_dry_run_follows_changes_and_writes_nothing(cluster, zk, zk_chroot, kafka_admin,
