@@ -194,17 +194,29 @@ def _heap_mib() -> tuple[float | None, float | None]:
     return round(peak / 2**20, 1), round(limit / 2**20, 1)
 
 
+def _cpu_seconds(pid: int | str) -> float | None:
+    """User + system CPU time a process has used, in seconds, or None when /proc does not say."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(zk_path: Path, kafka_path: Path, plan_path: Path, master: str) -> dict:
     """Run the diff and write its plan; returns timings (s), peaks (MiB) and the plan's status counts."""
     driver_reset = _reset_peak("self")
     jvm = _gateway_pid()
     if jvm is not None:  # a JVM from an earlier session in this process: count this run only
         _reset_peak(jvm)
+    jvm_cpu_before = (_cpu_seconds(jvm) or 0.0) if jvm is not None else 0.0
     started = time.perf_counter()
     result = run_diff(zk_path, kafka_path, Policy(), master, plan_path)   # writes the plan as it comes
     total = time.perf_counter() - started
     jvm = _gateway_pid()
     heap_peak, heap_limit = _heap_mib()
+    # CPU time says what the run cost when other processes share the cores and stretch the wall time.
+    jvm_cpu = _cpu_seconds(jvm) if jvm is not None else None
     counts = Counter()
     for batch in pq.ParquetFile(plan_path).iter_batches(columns=["status"]):
         counts.update(batch.column("status").to_pylist())
@@ -218,6 +230,8 @@ def measure(zk_path: Path, kafka_path: Path, plan_path: Path, master: str) -> di
         "jvm_pid": jvm,
         "jvm_peak_rss_mib": round(_vm_hwm_mib(jvm), 1) if jvm is not None else None,
         "jvm_heap_peak_mib": heap_peak, "jvm_heap_limit_mib": heap_limit,
+        "jvm_cpu_s": None if jvm_cpu is None else round(jvm_cpu - jvm_cpu_before, 1),
+        "load_average_1m": round(os.getloadavg()[0], 1),
         "rusage_children_maxrss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
     }
 
@@ -288,6 +302,8 @@ def main(argv: list[str] | None = None) -> dict:
             ("total", f"{figures['total_s']:.1f} s"),
             ("peak RSS, Python driver", _mib(figures["driver_peak_rss_mib"])),
             ("peak RSS, Spark JVM", _mib(figures["jvm_peak_rss_mib"])),
+            ("Spark JVM CPU time (start-up included)", f"{figures['jvm_cpu_s']} s"),
+            ("load average (1 min) at the end: other processes on the cores", f"{figures['load_average_1m']}"),
             ("Spark JVM heap: peak used / limit",
              f"{_mib(figures['jvm_heap_peak_mib'])} / {_mib(figures['jvm_heap_limit_mib'])}")]
     print("| step | figure |\n| --- | ---: |")
@@ -314,11 +330,12 @@ def _compare(args, tmp: Path, offsets: int, groups: int, kafka_rows: int) -> dic
     same = _same_rows(tmp / "plan-joins.parquet", tmp / "plan-current.parquet")
     print(f"\n{offsets:,} offsets ({groups:,} groups x {args.partitions} partitions), {kafka_rows:,} Kafka rows, "
           f"master {args.master}, {os.cpu_count()} cores, a fresh process and JVM each, in this order\n")
-    print("| query | total | Spark start-up | diff | peak RSS JVM | JVM heap peak / limit |\n"
-          "| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| query | total | Spark start-up | diff | JVM CPU | load (1 min) | peak RSS JVM | JVM heap peak / limit |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for query, f in runs.items():
         print(f"| {QUERIES[query]} | {f['total_s']:.1f} s | {f['spark_startup_s']:.1f} s | {f['diff_s']:.1f} s "
-              f"| {_mib(f['jvm_peak_rss_mib'])} | {_mib(f['jvm_heap_peak_mib'])} / {_mib(f['jvm_heap_limit_mib'])} |")
+              f"| {f['jvm_cpu_s']} s | {f['load_average_1m']} | {_mib(f['jvm_peak_rss_mib'])} "
+              f"| {_mib(f['jvm_heap_peak_mib'])} / {_mib(f['jvm_heap_limit_mib'])} |")
     print(f"\nthe two plans: {'the same rows in the same order' if same else 'DIFFERENT'} "
           f"({runs['current']['plan_rows']:,} rows)")
     figures = {"offsets": offsets, "groups": groups, "runs": runs, "same_plan": same}
