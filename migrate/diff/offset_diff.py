@@ -56,9 +56,10 @@ def _side_by_side(zk: DataFrame, kafka: DataFrame | None) -> DataFrame:
     """ZooKeeper's rows, Kafka's committed offsets and its groups in one frame, range-partitioned by
     group.
 
-    One exchange serves everything after it: both windows of `_matched` (by key and by group) and
-    the caller's orderBy(group, topic, partition) find their rows already together and in order, so
-    the dedupe, the match and the sort cost one shuffle instead of four (on a cluster too).
+    One exchange serves everything after it: the window of `_matched` and the caller's
+    orderBy(group, topic, partition) find their rows already together and in order. The joins
+    before (issue 18) shuffled the plan's rows three times (the dedupe window, the full outer join,
+    the orderBy, whose range sampling ran the join once more) and ZooKeeper's groups once more.
     """
     rows = _zk_side(zk)
     if kafka is None:   # ZooKeeper's rows alone (dedupe_zk): Kafka's columns are there, all null

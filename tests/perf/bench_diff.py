@@ -6,7 +6,9 @@
 
 `--compare` runs the diff twice on the same snapshots, each in a fresh Python process (a cold JVM each):
 first with the query as it was before issue 18 (tests/perf/joined_diff.py: a dedupe window and four
-joins), then with today's `offset_diff`; it checks that both plans hold the same rows, in the same order.
+joins, three shuffles of the plan's rows), then with today's `offset_diff` (one window, one shuffle); it
+checks that both plans hold the same rows, in the same order. The JVM's CPU time is reported beside the
+wall time: on two shared cores it is the steadier figure.
 
 The snapshots are made directly with pyarrow (no ZooKeeper or Kafka): every group has `--partitions`
 offsets spread over topics of `--topic-partitions` partitions each. Mostly MIGRATE; every 10th group has

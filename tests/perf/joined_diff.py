@@ -1,6 +1,6 @@
 """offset_diff as it was before issue 18: the dedupe window, then a full outer join, a left-semi join
-and two left joins (four shuffles of the plan's rows on a local master), composed with today's status,
-reason and planning columns.
+and two left joins (the plan's rows shuffled three times on a local master: the window, the full outer
+join and the orderBy), composed with today's status, reason and planning columns.
 
 Kept as the reference the one-shuffle query is checked against (tests/unit/test_plan_identity.py)
 and as the baseline bench_diff.py runs beside it (`--compare`).
