@@ -31,8 +31,108 @@ class Policy:
     zk_holds_last: bool = False
 
 
+# The three kinds of rows side by side in one frame (`_side`), in this order within a key: Kafka's
+# committed offset first, then the ZooKeeper rows in `layouts.preference` order, so that the first
+# ZooKeeper row of a key is the one that stands for it and the row just before it is Kafka's.
+OFFSET_SIDE, ZK_SIDE, GROUP_SIDE = 0, 1, 2
+KEYS = ["group", "topic", "partition"]
+
+
+def _preference() -> list[Column]:
+    """The terms of `layouts.preference`, in its order, as a Window's ordering of ZooKeeper rows."""
+    mtime = F.col("mtime")
+    return [mtime.isNotNull().asc(),                     # unknown mtime first: it may be the newest
+            mtime.desc_nulls_last(),                     # then the newest
+            (F.col("status") == layouts.OK).asc(),       # equal mtimes: a row that is not OK first
+            F.coalesce(F.col("layout"), F.lit("")).asc()]  # only to be deterministic
+
+
+def _zk_side(zk: DataFrame) -> DataFrame:
+    return zk.select(*KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime",
+                     "path", "layout", "zk_consumers", F.lit(ZK_SIDE).alias("_side"))
+
+
+def _side_by_side(zk: DataFrame, kafka: DataFrame | None) -> DataFrame:
+    """ZooKeeper's rows, Kafka's committed offsets and its groups in one frame, range-partitioned by
+    group.
+
+    One exchange serves everything after it: the window of `_matched` and the caller's
+    orderBy(group, topic, partition) find their rows already together and in order. The joins
+    before (issue 18) shuffled the plan's rows three times (the dedupe window, the full outer join,
+    the orderBy, whose range sampling ran the join once more) and ZooKeeper's groups once more.
+    """
+    rows = _zk_side(zk)
+    if kafka is None:   # ZooKeeper's rows alone (dedupe_zk): Kafka's columns are there, all null
+        return rows.select("*", *(F.lit(None).cast(kind).alias(name) for name, kind in (
+            ("committed_offset", "bigint"), ("metadata", "string"), ("group_state", "string"),
+            ("members", "int"), ("protocol_type", "string")))).repartitionByRange("group")
+    offsets = kafka.filter(F.col("kind") == OFFSET).select(
+        *KEYS, "committed_offset", "metadata", F.lit(OFFSET_SIDE).alias("_side"))
+    groups = kafka.filter(F.col("kind") == GROUP).select(
+        "group", "group_state", "members", "protocol_type", F.lit(GROUP_SIDE).alias("_side"))
+    return (rows.unionByName(offsets, allowMissingColumns=True)
+            .unionByName(groups, allowMissingColumns=True).repartitionByRange("group"))
+
+
+def _matched(rows: DataFrame) -> DataFrame:
+    """The rows of `_side_by_side` that become plan rows, Kafka's values beside ZooKeeper's.
+
+    What a full outer join on (group, topic, partition) after the dedupe gave, computed with one
+    window over each group's rows, in key order, which the range partition already keeps together:
+    - ZooKeeper: per key the row `layouts.pick` chooses (the key's first; see `dedupe_zk`); rows
+      without a partition (a directory that could not be listed) all stay, and match nothing;
+    - Kafka's committed offset and metadata (the row before it, when of the same key) beside it; a
+      committed offset whose key has no ZooKeeper row (the row after it is of another key) is a row
+      of its own (KAFKA_ONLY), for groups found in ZooKeeper only: Kafka's other groups are not
+      ours to report;
+    - the group's state, members and protocol type, from its group row.
+    The snapshot holds at most one committed offset per key and one group row per group (one
+    OffsetFetch answer per group), which is what makes this window equal to the joins.
+    """
+    side, topic, partition = F.col("_side"), F.col("topic"), F.col("partition")
+    is_zk, is_offset = side == ZK_SIDE, side == OFFSET_SIDE
+    keyed = F.col("group").isNotNull() & topic.isNotNull() & partition.isNotNull()
+    in_order = Window.partitionBy("group").orderBy(topic, partition, side, *_preference())
+    whole_group = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+
+    def beside(step, column: str) -> Column:
+        """`column` of the row before (F.lag) or after (F.lead), when it is of the same key (a
+        null topic or partition alike, as a window's partition takes it)."""
+        same_key = (step(topic).over(in_order).eqNullSafe(topic)
+                    & step(partition).over(in_order).eqNullSafe(partition)
+                    & step(F.lit(1)).over(in_order).isNotNull())    # there is a row there
+        return F.when(same_key, step(F.col(column)).over(in_order))
+
+    def of_group(column: str) -> Column:
+        return F.max(F.when(side == GROUP_SIDE, F.col(column))).over(whole_group)
+
+    rows = rows.select(
+        "*", beside(F.lag, "_side").alias("_before"), beside(F.lead, "_side").alias("_after"),
+        beside(F.lag, "committed_offset").alias("_key_offset"),
+        beside(F.lag, "metadata").alias("_key_metadata"),
+        F.max(is_zk).over(whole_group).alias("_group_in_zk"),
+        of_group("group_state").alias("_group_state"), of_group("members").alias("_members"),
+        of_group("protocol_type").alias("_protocol_type"))
+    # A key's rows are together: its first ZooKeeper row has no ZooKeeper row of the key before it.
+    zk_row = is_zk & (partition.isNull() | F.coalesce(F.col("_before") != ZK_SIDE, F.lit(True)))
+    matched = keyed & F.coalesce(F.col("_after") == ZK_SIDE, F.lit(False))
+    kafka_only = is_offset & F.col("group").isNotNull() & F.col("_group_in_zk") & ~matched
+    kafka_beside = keyed & F.coalesce(F.col("_before") == OFFSET_SIDE, F.lit(False))
+    in_kafka_group = F.col("group").isNotNull()
+    return rows.filter(zk_row | kafka_only).select(
+        *KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime", "path", "layout",
+        "zk_consumers", F.when(is_zk, F.lit(True)).alias("_in_zk"),
+        F.when(is_offset, F.col("committed_offset"))
+        .when(kafka_beside, F.col("_key_offset")).alias("kafka_offset"),
+        F.when(is_offset, F.col("metadata"))
+        .when(kafka_beside, F.col("_key_metadata")).alias("kafka_metadata"),
+        F.when(in_kafka_group, F.col("_group_state")).alias("group_state"),
+        F.when(in_kafka_group, F.col("_members")).alias("kafka_members"),
+        F.when(in_kafka_group, F.col("_protocol_type")).alias("protocol_type"))
+
+
 def dedupe_zk(zk: DataFrame) -> DataFrame:
-    """One ZooKeeper row per (group, topic, partition).
+    """One ZooKeeper row per (group, topic, partition), as `offset_diff` keeps them.
 
     A partition can carry offsets under two layouts (`offsets/` and Kafka 1.1.0's
     `offset/`); the row that stands for it is the one `migrate.zk.layouts.pick` chooses,
@@ -41,45 +141,30 @@ def dedupe_zk(zk: DataFrame) -> DataFrame:
     The Window orders by the terms of `layouts.preference`, in its order.
     Rows without a partition (a directory that could not be listed) are kept as they are.
     """
-    keyed = zk.filter(F.col("partition").isNotNull())
-    mtime = F.col("mtime")
-    rank = Window.partitionBy("group", "topic", "partition").orderBy(
-        mtime.isNotNull().asc(),                      # unknown mtime first: it may be the newest
-        mtime.desc_nulls_last(),                      # then the newest
-        (F.col("status") == layouts.OK).asc(),        # equal mtimes: a row that is not OK first
-        F.coalesce(F.col("layout"), F.lit("")).asc())  # only to be deterministic
-    best = (keyed.withColumn("_rank", F.row_number().over(rank))
-            .filter(F.col("_rank") == 1).drop("_rank"))
-    return best.unionByName(zk.filter(F.col("partition").isNull()))
+    return _matched(_side_by_side(zk, None)).select(*_zk_side(zk).columns[:-1])
 
 
 def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
-    """Plan rows (columns of schema.PLAN_SCHEMA) for the snapshots `zk` against `kafka`."""
-    zk_rows = dedupe_zk(zk).select(
+    """Plan rows (columns of schema.PLAN_SCHEMA) for the snapshots `zk` against `kafka`.
+
+    The frame is range-partitioned by group: ordering it by (group, topic, partition) adds a sort
+    within each partition and no shuffle.
+    """
+    zk_rows = _matched(_side_by_side(zk, kafka)).select(
         "group", "topic", "partition",
         F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"),
         F.col("status").alias("zk_status"), F.col("reason").alias("zk_reason"),
         F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"),
         F.col("mtime").alias("zk_mtime"),
-        F.col("path").alias("zk_path"), "layout", "zk_consumers", F.lit(True).alias("_in_zk"))
-    committed = kafka.filter(F.col("kind") == OFFSET).select(
-        "group", "topic", "partition", F.col("committed_offset").alias("kafka_offset"),
-        F.col("metadata").alias("kafka_metadata"))
-    # KAFKA_ONLY is about groups found in ZooKeeper only: Kafka's other groups are not ours to
-    # report.
-    # zk's groups are zk_rows' groups; taken from zk, the dedupe window is not computed twice.
-    committed = committed.join(zk.select("group").distinct(), "group", "left_semi")
+        F.col("path").alias("zk_path"), "layout", "zk_consumers", "_in_zk",
+        "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type")
+    # Kafka's partitions are few beside the offsets (one row per partition of the topics read):
+    # broadcast, the join keeps the rows where the range partition put them.
     partitions = kafka.filter(F.col("kind") == PARTITION).select(
         "topic", "partition", "log_start", "log_end", F.col("error").alias("partition_error"),
         F.lit(True).alias("_in_kafka"))
-    groups = kafka.filter(F.col("kind") == GROUP).select(
-        "group", "group_state", F.col("members").alias("kafka_members"), "protocol_type")
-
     # A row without a partition number (unlistable directory) matches nothing in Kafka.
-    keys = ["group", "topic", "partition"]
-    rows = (zk_rows.join(committed, keys, "full_outer")
-            .join(partitions, ["topic", "partition"], "left")
-            .join(groups, "group", "left"))
+    rows = zk_rows.join(F.broadcast(partitions), ["topic", "partition"], "left")
     # Groups that never reached Kafka have no row in the group list: fill them as absent with no
     # members.
     rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))

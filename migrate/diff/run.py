@@ -42,13 +42,17 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff"):
     from pyspark.sql import SparkSession
 
     java_opts = f"-Dlog4j2.configurationFile={LOG4J.as_uri()}"
+    local = master.startswith("local")
+    # The driver JVM's heap, read when it starts; SPARK_DRIVER_MEMORY still overrides it. On a
+    # cluster the driver holds the shipped snapshots and the collected plan: Spark's default 1g ran
+    # out near 1M offsets, 4g did 2M. On a local master it holds neither, only the tasks, whose
+    # sorts spill beyond their share: at 1M offsets the heap's peak use was 0.7-0.9 GiB, and 1g and
+    # 2g took the same CPU time as 4g (bench_diff.py). 2g keeps room above what was measured.
+    memory = os.environ.get("SPARK_DRIVER_MEMORY", "2g" if local else "4g")
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               # The driver JVM holds the shipped snapshots and the collected plan (and, in local
-               # mode, runs every task): Spark's default 1g runs out of heap near 1M offsets; 4g
-               # did 2M. Takes effect when the JVM starts; SPARK_DRIVER_MEMORY still overrides it.
-               .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "4g"))
+               .config("spark.driver.memory", memory)
                # C1 only: the driver's work is mostly planning and compiling one query, which C2
                # makes the JVM JIT-compile twice on two cores. Measured: a cold 100k-row diff
                # 13.6 s -> 11.1 s; 1M rows no slower. Executors (on a cluster) keep the full JIT.
@@ -56,7 +60,7 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff"):
                .config("spark.executor.extraJavaOptions", java_opts)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
-    if master.startswith("local"):
+    if local:
         # Few, large tasks: a shuffle over 200 partitions costs more than it saves on one machine.
         partitions = max(4, (os.cpu_count() or 2) * 2)
         builder = builder.config("spark.sql.shuffle.partitions", str(partitions))

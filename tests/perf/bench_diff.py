@@ -2,6 +2,13 @@
 
     python tests/perf/bench_diff.py --offsets 1000000     # 10,000 groups x 100 partitions over 100 topics
     python tests/perf/bench_diff.py --offsets 100000 --master 'local[2]' --json diff.json
+    python tests/perf/bench_diff.py --offsets 1000000 --compare   # and the query before issue 18, same run
+
+`--compare` runs the diff twice on the same snapshots, each in a fresh Python process (a cold JVM each):
+first with the query as it was before issue 18 (tests/perf/joined_diff.py: a dedupe window and four
+joins, three shuffles of the plan's rows), then with today's `offset_diff` (one window, one shuffle); it
+checks that both plans hold the same rows, in the same order. The JVM's CPU time is reported beside the
+wall time: on two shared cores it is the steadier figure.
 
 The snapshots are made directly with pyarrow (no ZooKeeper or Kafka): every group has `--partitions`
 offsets spread over topics of `--topic-partitions` partitions each. Mostly MIGRATE; every 10th group has
@@ -12,6 +19,8 @@ malformed or unreadable.
 Peak memory, both for the diff stage only (the synthesis is not counted):
 - driver: the VmHWM of this Python process, reset through /proc/self/clear_refs after the snapshots
   are written (ru_maxrss, which cannot be reset, is reported too);
+- Spark JVM heap: the sum of the heap pools' peak use (MemoryPoolMXBean) and the heap's limit (-Xmx,
+  spark.driver.memory), from the gateway JVM after the run;
 - Spark JVM: the VmHWM of the py4j gateway JVM, which in local mode runs every task. getrusage
   (RUSAGE_CHILDREN) cannot measure it: it covers only children that have exited and been waited for,
   and the gateway lives until Python exits; it is reported only to show that (it reads 0: even the
@@ -26,6 +35,7 @@ import datetime as dt
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +48,7 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # joined_diff, the query before issue 18
 
 from migrate.diff.offset_diff import Policy  # noqa: E402
 from migrate.diff.run import run_diff  # noqa: E402
@@ -171,16 +182,43 @@ def _gateway_pid() -> int | None:
         return None
 
 
+def _heap_mib() -> tuple[float | None, float | None]:
+    """(peak heap used, heap limit) of the gateway JVM in MiB; (None, None) without one."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is None:
+        return None, None
+    management = SparkContext._gateway.jvm.java.lang.management
+    pools = [pool for pool in management.ManagementFactory.getMemoryPoolMXBeans()
+             if str(pool.getType()) == "Heap memory"]
+    peak = sum(pool.getPeakUsage().getUsed() for pool in pools)   # >= the heap's own peak
+    limit = SparkContext._gateway.jvm.java.lang.Runtime.getRuntime().maxMemory()
+    return round(peak / 2**20, 1), round(limit / 2**20, 1)
+
+
+def _cpu_seconds(pid: int | str) -> float | None:
+    """User + system CPU time a process has used, in seconds, or None when /proc does not say."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(zk_path: Path, kafka_path: Path, plan_path: Path, master: str) -> dict:
     """Run the diff and write its plan; returns timings (s), peaks (MiB) and the plan's status counts."""
     driver_reset = _reset_peak("self")
     jvm = _gateway_pid()
     if jvm is not None:  # a JVM from an earlier session in this process: count this run only
         _reset_peak(jvm)
+    jvm_cpu_before = (_cpu_seconds(jvm) or 0.0) if jvm is not None else 0.0
     started = time.perf_counter()
     result = run_diff(zk_path, kafka_path, Policy(), master, plan_path)   # writes the plan as it comes
     total = time.perf_counter() - started
     jvm = _gateway_pid()
+    heap_peak, heap_limit = _heap_mib()
+    # CPU time says what the run cost when other processes share the cores and stretch the wall time.
+    jvm_cpu = _cpu_seconds(jvm) if jvm is not None else None
     counts = Counter()
     for batch in pq.ParquetFile(plan_path).iter_batches(columns=["status"]):
         counts.update(batch.column("status").to_pylist())
@@ -193,8 +231,15 @@ def measure(zk_path: Path, kafka_path: Path, plan_path: Path, master: str) -> di
         "driver_ru_maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "jvm_pid": jvm,
         "jvm_peak_rss_mib": round(_vm_hwm_mib(jvm), 1) if jvm is not None else None,
+        "jvm_heap_peak_mib": heap_peak, "jvm_heap_limit_mib": heap_limit,
+        "jvm_cpu_s": None if jvm_cpu is None else round(jvm_cpu - jvm_cpu_before, 1),
+        "load_average_1m": round(os.getloadavg()[0], 1),
         "rusage_children_maxrss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
     }
+
+
+QUERIES = {"joins": "the joins before issue 18 (tests/perf/joined_diff.py)",
+           "current": "offset_diff: one shuffle"}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -206,23 +251,42 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--topic-partitions", type=int, default=10, help="partitions per topic")
     ap.add_argument("--master", default="local[*]", help="Spark master (JVM peak covers local mode only)")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    ap.add_argument("--compare", action="store_true",
+                    help="run the query before issue 18 and today's, each in a fresh process, on the same snapshots")
+    ap.add_argument("--query", choices=sorted(QUERIES), default="current", help=argparse.SUPPRESS)
+    ap.add_argument("--snapshots", type=Path, help=argparse.SUPPRESS)   # --compare's children: zk/kafka.parquet there
     args = ap.parse_args(argv)
     groups = args.groups or max(1, args.offsets // args.partitions)
 
     with tempfile.TemporaryDirectory(prefix="zk2kafka-bench-diff-") as tmp:
         tmp = Path(tmp)
-        t0 = time.perf_counter()
-        zk, kafka = synthesize(groups, args.partitions, args.topics, args.topic_partitions)
-        zk_path, kafka_path = tmp / "zk.parquet", tmp / "kafka.parquet"
-        pq.write_table(zk, zk_path)
-        pq.write_table(kafka, kafka_path)
-        synth = time.perf_counter() - t0
-        offsets, kafka_rows = zk.num_rows, kafka.num_rows
-        del zk, kafka
-        pa.default_memory_pool().release_unused()  # so the driver's peak below is the diff's, not the synthesis'
-        print(f"synthesized {offsets:,} ZooKeeper offsets and {kafka_rows:,} Kafka rows in {synth:.1f}s",
-              file=sys.stderr)
-        figures = measure(zk_path, kafka_path, tmp / "plan.parquet", args.master)
+        if args.snapshots:
+            zk_path, kafka_path, synth = args.snapshots / "zk.parquet", args.snapshots / "kafka.parquet", 0.0
+            offsets, kafka_rows = (pq.ParquetFile(p).metadata.num_rows for p in (zk_path, kafka_path))
+        else:
+            t0 = time.perf_counter()
+            zk, kafka = synthesize(groups, args.partitions, args.topics, args.topic_partitions)
+            zk_path, kafka_path = tmp / "zk.parquet", tmp / "kafka.parquet"
+            # One row group per 64 groups, as the scan writes them (a batch of ZkOffsetReader.group_batch
+            # groups at a time): Spark reads a file's row groups in parallel, one task per split.
+            pq.write_table(zk, zk_path, row_group_size=64 * args.partitions)
+            pq.write_table(kafka, kafka_path)
+            synth = time.perf_counter() - t0
+            offsets, kafka_rows = zk.num_rows, kafka.num_rows
+            del zk, kafka
+            pa.default_memory_pool().release_unused()  # so the driver's peak below is the diff's, not the synthesis'
+            print(f"synthesized {offsets:,} ZooKeeper offsets and {kafka_rows:,} Kafka rows in {synth:.1f}s",
+                  file=sys.stderr)
+        if args.compare:
+            return _compare(args, tmp, offsets, groups, kafka_rows)
+        if args.query == "joins":
+            from joined_diff import joined_diff
+
+            import migrate.diff.run
+
+            migrate.diff.run.offset_diff = joined_diff   # run_diff exactly as before issue 18
+        plan_path = (args.snapshots or tmp) / f"plan-{args.query}.parquet"
+        figures = measure(zk_path, kafka_path, plan_path, args.master)
 
     # Each ZooKeeper offset is one plan row, plus one Kafka-only partition per group known to Kafka.
     expected = offsets + len(range(0, groups, 10))
@@ -230,15 +294,20 @@ def main(argv: list[str] | None = None) -> dict:
         raise AssertionError(f"the plan has {figures['plan_rows']:,} rows, expected {expected:,}")
     figures = {"offsets": offsets, "groups": groups, "partitions_per_group": args.partitions,
                "topics": args.topics, "kafka_rows": kafka_rows, "cores": os.cpu_count(),
-               "synthesize_s": round(synth, 3), **figures}
+               "synthesize_s": round(synth, 3), "query": args.query, **figures}
     print(f"\n{offsets:,} offsets ({groups:,} groups x {args.partitions} partitions over {args.topics} topics), "
-          f"{kafka_rows:,} Kafka snapshot rows, master {args.master}, {os.cpu_count()} cores\n")
+          f"{kafka_rows:,} Kafka snapshot rows, master {args.master}, {os.cpu_count()} cores, "
+          f"query: {QUERIES[args.query]}\n")
     rows = [("Spark start-up", f"{figures['spark_startup_s']:.1f} s ({figures['startup_share']:.0%} of total)"),
             ("diff (join, statuses, sorted plan to Parquet, per-group figures)",
              f"{figures['diff_s']:.1f} s ({figures['plan_parquet_mib']} MiB of Parquet)"),
             ("total", f"{figures['total_s']:.1f} s"),
             ("peak RSS, Python driver", _mib(figures["driver_peak_rss_mib"])),
-            ("peak RSS, Spark JVM", _mib(figures["jvm_peak_rss_mib"]))]
+            ("peak RSS, Spark JVM", _mib(figures["jvm_peak_rss_mib"])),
+            ("Spark JVM CPU time (start-up included)", f"{figures['jvm_cpu_s']} s"),
+            ("load average (1 min) at the end: other processes on the cores", f"{figures['load_average_1m']}"),
+            ("Spark JVM heap: peak used / limit",
+             f"{_mib(figures['jvm_heap_peak_mib'])} / {_mib(figures['jvm_heap_limit_mib'])}")]
     print("| step | figure |\n| --- | ---: |")
     for name, value in rows:
         print(f"| {name} | {value} |")
@@ -246,6 +315,45 @@ def main(argv: list[str] | None = None) -> dict:
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
     return figures
+
+
+def _compare(args, tmp: Path, offsets: int, groups: int, kafka_rows: int) -> dict:
+    """Each query in a fresh process on the snapshots in `tmp`; the plans must hold the same rows."""
+    runs = {}
+    for query in QUERIES:
+        out = tmp / f"{query}.json"
+        command = [sys.executable, __file__, "--offsets", str(args.offsets), "--partitions", str(args.partitions),
+                   "--topics", str(args.topics), "--master", args.master, "--snapshots", str(tmp),
+                   "--query", query, "--json", str(out)]
+        if args.groups:
+            command += ["--groups", str(args.groups)]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        runs[query] = json.loads(out.read_text())
+    same = _same_rows(tmp / "plan-joins.parquet", tmp / "plan-current.parquet")
+    print(f"\n{offsets:,} offsets ({groups:,} groups x {args.partitions} partitions), {kafka_rows:,} Kafka rows, "
+          f"master {args.master}, {os.cpu_count()} cores, a fresh process and JVM each, in this order\n")
+    print("| query | total | Spark start-up | diff | JVM CPU | load (1 min) | peak RSS JVM | JVM heap peak / limit |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for query, f in runs.items():
+        print(f"| {QUERIES[query]} | {f['total_s']:.1f} s | {f['spark_startup_s']:.1f} s | {f['diff_s']:.1f} s "
+              f"| {f['jvm_cpu_s']} s | {f['load_average_1m']} | {_mib(f['jvm_peak_rss_mib'])} "
+              f"| {_mib(f['jvm_heap_peak_mib'])} / {_mib(f['jvm_heap_limit_mib'])} |")
+    print(f"\nthe two plans: {'the same rows in the same order' if same else 'DIFFERENT'} "
+          f"({runs['current']['plan_rows']:,} rows)")
+    figures = {"offsets": offsets, "groups": groups, "runs": runs, "same_plan": same}
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    if not same:
+        raise AssertionError("the query before issue 18 and today's planned different rows")
+    return figures
+
+
+def _same_rows(one: Path, other: Path) -> bool:
+    """Whether two plan files hold equal rows in equal order (compared a batch at a time)."""
+    with pq.ParquetFile(one) as a, pq.ParquetFile(other) as b:
+        if a.metadata.num_rows != b.metadata.num_rows or a.schema_arrow != b.schema_arrow:
+            return False
+        return all(x.equals(y) for x, y in zip(a.iter_batches(batch_size=65_536), b.iter_batches(batch_size=65_536)))
 
 
 def _mib(value: float | None) -> str:

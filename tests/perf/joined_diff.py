@@ -1,0 +1,59 @@
+"""offset_diff as it was before issue 18: the dedupe window, then a full outer join, a left-semi join
+and two left joins (the plan's rows shuffled three times on a local master: the window, the full outer
+join and the orderBy), composed with today's status, reason and planning columns.
+
+Kept as the reference the one-shuffle query is checked against (tests/unit/test_plan_identity.py)
+and as the baseline bench_diff.py runs beside it (`--compare`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from migrate.diff import offset_diff as od
+from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION
+from migrate.zk import layouts
+
+
+def joined_diff(zk: DataFrame, kafka: DataFrame, policy: od.Policy) -> DataFrame:
+    """offset_diff as it was before issue 18: the dedupe window, then the joins."""
+    keyed = zk.filter(F.col("partition").isNotNull())
+    mtime = F.col("mtime")
+    rank = Window.partitionBy("group", "topic", "partition").orderBy(
+        mtime.isNotNull().asc(), mtime.desc_nulls_last(), (F.col("status") == layouts.OK).asc(),
+        F.coalesce(F.col("layout"), F.lit("")).asc())
+    best = (keyed.withColumn("_rank", F.row_number().over(rank)).filter(F.col("_rank") == 1).drop("_rank")
+            .unionByName(zk.filter(F.col("partition").isNull())))
+    zk_rows = best.select(
+        "group", "topic", "partition",
+        F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"),
+        F.col("status").alias("zk_status"), F.col("reason").alias("zk_reason"),
+        F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"), F.col("mtime").alias("zk_mtime"),
+        F.col("path").alias("zk_path"), "layout", "zk_consumers", F.lit(True).alias("_in_zk"))
+    committed = kafka.filter(F.col("kind") == OFFSET).select(
+        "group", "topic", "partition", F.col("committed_offset").alias("kafka_offset"),
+        F.col("metadata").alias("kafka_metadata"))
+    committed = committed.join(zk.select("group").distinct(), "group", "left_semi")
+    partitions = kafka.filter(F.col("kind") == PARTITION).select(
+        "topic", "partition", "log_start", "log_end", F.col("error").alias("partition_error"),
+        F.lit(True).alias("_in_kafka"))
+    groups = kafka.filter(F.col("kind") == GROUP).select(
+        "group", "group_state", F.col("members").alias("kafka_members"), "protocol_type")
+    rows = (zk_rows.join(committed, ["group", "topic", "partition"], "full_outer")
+            .join(partitions, ["topic", "partition"], "left")
+            .join(groups, "group", "left"))
+    rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))
+    rows = rows.withColumn("status", od._status(policy)).withColumn("_wanted", od._planned(policy))
+    zero_under_last = F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0)
+    rows = rows.withColumn("planned_offset", F.when(zero_under_last, F.lit(None).cast("bigint"))
+                           .otherwise(F.col("_wanted")))
+    return rows.select(
+        "group", "topic", "partition", "status",
+        od._reason(policy).alias("reason"), od._action().alias("action"), "planned_offset",
+        "zk_offset", "zk_raw", "zk_status", "zk_version", "zk_mzxid", "zk_mtime", "zk_path",
+        "layout", "zk_consumers",
+        "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
+        "log_start", "log_end",
+        (F.col("log_end") - F.col("zk_offset")).alias("lag"),
+        (F.col("zk_offset") - F.col("kafka_offset")).alias("zk_minus_kafka"))
