@@ -3,6 +3,7 @@ kafka-python loop, against zk2kafka, all in one run.
 
     python tests/perf/bench_migrate.py                                   # 10,000 groups x 10 partitions
     python tests/perf/bench_migrate.py --parallelism 32 --skip-whole     # the loop against the reviewed plan only
+    python tests/perf/bench_migrate.py --parallelism 32 --writers 1 2    # one writer process, and two
     python tests/perf/bench_migrate.py --parallelism 1 8 32 --json migrate.json
     python tests/perf/bench_migrate.py --skip-zk2kafka --tool-sample 20 --naive-sample 500
     python tests/perf/bench_migrate.py --zookeeper HOST:2181/kafka --bootstrap-server HOST:9092
@@ -27,11 +28,11 @@ read back with KafkaAdminClient.list_group_offsets and must hold exactly the off
 - naive kafka-python: per group a KafkaConsumer, one commit(), close(). Timed on --naive-sample
   groups, extrapolated to all.
 - zk2kafka: `zk2kafka migrate --execute` as a child process over every group, once per --parallelism
-  value, wall time of the whole command: ZooKeeper scan, Kafka snapshot, Spark diff, report, and the
-  journaled dual commit (Kafka commit + read-back, conditional ZooKeeper write + read-back). A second
-  row gives its write phase alone (from the journal: plan journaled -> run done), the part that does
-  what the baselines do, and more. Its groups are seeded into ZooKeeper first (not timed). A failing
-  command is reported in its row.
+  and --writers value (unless --skip-whole), wall time of the whole command: ZooKeeper scan, Kafka
+  snapshot, Spark diff, report, and the journaled dual commit (Kafka commit + read-back, conditional
+  ZooKeeper write + read-back). A second row gives its write phase alone (from the journal: plan
+  journaled -> run done), the part that does what the baselines do, and more. Its groups are seeded
+  into ZooKeeper first (not timed). A failing command is reported in its row.
 - zk2kafka with a reviewed plan (unless --skip-reviewed-plan): fresh groups, `zk2kafka diff` (the
   plan a change ticket would carry), then `zk2kafka migrate --execute --plan RUN` (no scan, no Spark),
   each timed, and their sum: against `migrate --execute`, which scans and diffs again; and the write
@@ -234,11 +235,11 @@ def bench_admin_loop(bootstrap: str, layout: Layout, prefix: str, sample: int) -
     return {"seconds": seconds, "timed_groups": sample, "error": None}
 
 
-def bench_zk2kafka(zookeeper: str, bootstrap: str, prefix: str, groups: int, parallelism: int,
+def bench_zk2kafka(zookeeper: str, bootstrap: str, prefix: str, groups: int, options: list[str],
                    state: Path) -> dict:
-    """`zk2kafka migrate --execute` over the groups named `prefix*`, timed whole; failures are reported."""
+    """`zk2kafka migrate --execute OPTIONS` over the groups named `prefix*`, timed whole; failures are reported."""
     cmd = [sys.executable, "-m", "migrate", "migrate", "--execute", "--zookeeper", zookeeper,
-           "--bootstrap-server", bootstrap, "--state-dir", str(state), "--parallelism", str(parallelism),
+           "--bootstrap-server", bootstrap, "--state-dir", str(state), *options,
            "--group", f"{prefix}.*", "--json", "-q"]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -259,7 +260,7 @@ def bench_zk2kafka(zookeeper: str, bootstrap: str, prefix: str, groups: int, par
     return out
 
 
-def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, parallelism: int,
+def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, options: list[str],
                    state: Path) -> dict:
     """`zk2kafka diff`, then `zk2kafka migrate --execute --plan RUN` over the groups named `prefix*`, each timed."""
     base = ["--zookeeper", zookeeper, "--bootstrap-server", bootstrap, "--state-dir", str(state),
@@ -274,7 +275,7 @@ def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, par
     plan = json.loads(diffed.stdout)["plan_id"]
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "migrate", "migrate", "--execute", "--plan", plan,
-                           "--parallelism", str(parallelism), *base], capture_output=True, text=True, cwd=ROOT)
+                           *options, *base], capture_output=True, text=True, cwd=ROOT)
     out.update(execute_s=time.perf_counter() - start, plan=plan)
     out["seconds"] = out["diff_s"] + out["execute_s"]
     try:
@@ -317,6 +318,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--tool-sample", type=int, default=20, help="groups timed with Kafka's tool")
     ap.add_argument("--naive-sample", type=int, default=500, help="groups timed with the kafka-python loop")
     ap.add_argument("--parallelism", type=int, nargs="+", default=[8], help="zk2kafka --parallelism values")
+    ap.add_argument("--writers", type=int, nargs="+", default=[1],
+                    help="zk2kafka --writers values (writer processes), each with every --parallelism")
     ap.add_argument("--skip-zk2kafka", action="store_true", help="time the baselines only")
     ap.add_argument("--skip-baselines", action="store_true", help="no tool, no naive loop (the admin loop always runs)")
     ap.add_argument("--skip-reviewed-plan", action="store_true", help="no diff + migrate --execute --plan rows")
@@ -391,40 +394,45 @@ def main(argv: list[str] | None = None) -> dict:
             return row
 
         if not args.skip_zk2kafka:
-            for n in args.parallelism:
-                prefix = f"{run}-zk2k-p{n}-"
+            for n, w in [(n, w) for n in args.parallelism for w in args.writers]:
+                tag, options = (f"p{n}", f"--parallelism {n}") if w == 1 else (f"p{n}-w{w}",
+                                                                             f"--parallelism {n} --writers {w}")
+                prefix = f"{run}-zk2k-{tag}-"
                 if not args.skip_whole:
                     t0 = time.perf_counter()
                     znodes = seed_zookeeper(zookeeper, layout, prefix, args.groups)
                     seeded = time.perf_counter() - t0
-                    setup[f"zk_seed_p{n}_s"] = round(seeded, 1)
-                    _say(f"zk2kafka --parallelism {n}: seeded {znodes:,} offset znodes in {seeded:.1f}s; migrating")
-                    row = {"method": f"zk2kafka migrate --execute --parallelism {n} (whole command)",
-                           "key": f"zk2kafka-p{n}", "extrapolated": False,
-                           **bench_zk2kafka(zookeeper, bootstrap, prefix, args.groups, n, work / f"state-p{n}")}
+                    setup[f"zk_seed_{tag}_s"] = round(seeded, 1)
+                    _say(f"zk2kafka {options}: seeded {znodes:,} offset znodes in {seeded:.1f}s; migrating")
+                    row = {"method": f"zk2kafka migrate --execute {options} (whole command)",
+                           "key": f"zk2kafka-{tag}", "extrapolated": False,
+                           **bench_zk2kafka(zookeeper, bootstrap, prefix, args.groups, options.split(),
+                                            work / f"state-{tag}")}
                     rows.append(checked(row, prefix))
                     if row.get("write_phase_s"):
-                        rows.append({**row, "method": f"zk2kafka --parallelism {n}, write phase only (dual commit, "
+                        rows.append({**row, "method": f"zk2kafka {options}, write phase only (dual commit, "
                                                       "read-backs, journal; no scan, snapshot or Spark)",
-                                     "key": f"zk2kafka-p{n}-write", "seconds": row["write_phase_s"]})
+                                     "key": f"zk2kafka-{tag}-write", "seconds": row["write_phase_s"]})
                 if args.skip_reviewed_plan:
                     continue
-                prefix = f"{run}-plan-p{n}-"
+                prefix = f"{run}-plan-{tag}-"
                 seed_zookeeper(zookeeper, layout, prefix, args.groups)
-                _say(f"zk2kafka --parallelism {n}: diff, then migrate --execute --plan")
-                row = {"method": f"zk2kafka diff + migrate --execute --plan --parallelism {n}",
-                       "key": f"zk2kafka-plan-p{n}", "extrapolated": False,
-                       **bench_reviewed(zookeeper, bootstrap, prefix, args.groups, n, work / f"state-plan-p{n}")}
+                _say(f"zk2kafka {options}: diff, then migrate --execute --plan")
+                row = {"method": f"zk2kafka diff + migrate --execute --plan {options}",
+                       "key": f"zk2kafka-plan-{tag}", "extrapolated": False,
+                       **bench_reviewed(zookeeper, bootstrap, prefix, args.groups, options.split(),
+                                        work / f"state-plan-{tag}")}
                 rows.append(checked(row, prefix))
                 if row["error"] is None:
                     rows.append({**row, "method": "the same: `zk2kafka diff` alone (scan, snapshot, Spark, report)",
-                                 "key": f"zk2kafka-plan-p{n}-diff", "seconds": row["diff_s"]})
-                    rows.append({**row, "method": "the same: `migrate --execute --plan` alone (no scan, no Spark)",
-                                 "key": f"zk2kafka-plan-p{n}-exec", "seconds": row["execute_s"]})
+                                 "key": f"zk2kafka-plan-{tag}-diff", "seconds": row["diff_s"]})
+                    rows.append({**row, "method": f"the same: `migrate --execute --plan {options}` alone "
+                                                  "(no scan, no Spark)",
+                                 "key": f"zk2kafka-plan-{tag}-exec", "seconds": row["execute_s"]})
                     if row.get("write_phase_s"):
-                        rows.append({**row, "method": "the same: `migrate --execute --plan`, write phase only "
-                                                      "(dual commit, read-backs, journal)",
-                                     "key": f"zk2kafka-plan-p{n}-write", "seconds": row["write_phase_s"]})
+                        rows.append({**row, "method": f"the same: `migrate --execute --plan {options}`, write phase "
+                                                      "only (dual commit, read-backs, journal)",
+                                     "key": f"zk2kafka-plan-{tag}-write", "seconds": row["write_phase_s"]})
     finally:
         if cluster is not None:
             cluster.stop()
