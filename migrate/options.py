@@ -140,6 +140,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("parallelism", "int", 32,
            "Kafka commits in flight at once (groups are read and journaled in batches)",
            commands=WRITE_COMMANDS, metavar="N"),
+    Option("writers", "int", 1,
+           "migrate --execute: writer processes, each with its own Kafka and ZooKeeper sessions; "
+           "groups are sharded over them, a batch at a time, into the one journal",
+           commands=("migrate",), metavar="N"),
     Option("rescan_every", "duration", 30.0,
            "sync: full re-scan of ZooKeeper this often, catching what a watch missed "
            "(e.g. 30s, 5m)",

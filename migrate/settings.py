@@ -80,6 +80,7 @@ class Settings:
     no_zk_write: bool = False
     zk_write_via: str = "zk"
     parallelism: int = 32
+    writers: int = 1
     allow_live_zk_consumers: bool = False
     zk_sasl_mechanism: str | None = None
     zk_sasl_username: str | None = None
@@ -271,6 +272,8 @@ def _check(s: Settings) -> None:
         raise ConfigError("--zk-auth must look like SCHEME:CREDENTIAL, e.g. digest:user:password")
     if s.parallelism < 1:
         raise ConfigError(f"--parallelism must be at least 1, got {s.parallelism}")
+    if s.writers < 1:
+        raise ConfigError(f"--writers must be at least 1, got {s.writers}")
     if s.plan and s.resume:
         raise ConfigError("--plan and --resume go apart: "
                           "a run of a reviewed plan resumes with --resume RUN_ID alone")

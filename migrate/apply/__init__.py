@@ -4,7 +4,8 @@
   and `status`; `guards`: what must hold before a run may resume, roll back or be verified.
 - `dual_commit`: a batch of groups written to Kafka, then ZooKeeper, each checked and read back;
   `kafka_half` and `zk_half`: each store's checks, writes, read-backs and put-backs;
-  `batches`: the batches in flight and a clean stop on Ctrl-C.
+  `batches`: the batches in flight and a clean stop on Ctrl-C; `sessions`: the stores' sessions
+  a writing command opens; `shards`: `--writers N`, the write phase over N processes.
 - `journal`: the run journal (SQLite) a resume starts from; `locks`: the one-writer lock.
 - `follow`, `sync`, `watch`, `authorship`: follow mode for a rolling cutover.
 

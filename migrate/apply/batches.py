@@ -22,9 +22,11 @@ class Batched(NamedTuple):
 
 
 def run_batches(groups: list[str], work: Callable[[list[str]], list[Outcome]], batch: int,
-                workers: int, progress: Progress) -> Batched:
-    """Run `work` over batches of groups, `workers` batches at a time; on Ctrl-C finish those
-    in flight, start no more.
+                workers: int, progress: Progress,
+                stopped: Callable[[], bool] | None = None) -> Batched:
+    """Run `work` over batches of groups, `workers` batches at a time; on Ctrl-C (or once
+    `stopped()` says so: a writer process told by its parent) finish those in flight, start
+    no more.
 
     Returns the outcomes, in the order the batches finished, and whether it was interrupted.
     """
@@ -42,6 +44,12 @@ def run_batches(groups: list[str], work: Callable[[list[str]], list[Outcome]], b
 
     try:
         while True:
+            if stopped is not None and stopped():
+                interrupted = True
+                log.warning("stopping: finishing %d batch(es) in flight, starting no more",
+                            len(running))
+                take(running)
+                break
             while len(running) < workers and (chunk := next(pending, None)) is not None:
                 running.add(pool.submit(work, chunk))
             if not running:

@@ -18,7 +18,7 @@ import logging
 import os
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from kafka.errors import KafkaError
@@ -37,13 +37,21 @@ from migrate.zk.writer import ZkChanged, ZkOffsetWriter, Znode
 log = logging.getLogger(__name__)
 
 CRASH_ENV = "ZK2KAFKA_CRASH_AT"
+# Set in a writer process of `--writers N` (shards.py): the command's pid.
+WRITER_PARENT_ENV = "ZK2KAFKA_WRITER_PARENT"
 WOULD_WRITE = "would write"   # a dry run's outcome for a group that passed every check
 
 
 def crash_point(name: str) -> None:
     """Fault injection for the resume tests: die here as `kill -9` would, when
-    ZK2KAFKA_CRASH_AT names this step."""
+    ZK2KAFKA_CRASH_AT names this step.
+
+    In a writer process of `--writers N` the command's process is killed first: the command
+    dies, as it would without writer processes (its other writer processes die with it).
+    """
     if os.environ.get(CRASH_ENV) == name:
+        if os.environ.get(WRITER_PARENT_ENV):
+            os.kill(int(os.environ[WRITER_PARENT_ENV]), signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -202,12 +210,15 @@ class DualCommit:
                        parts: dict[str, list[j.Partition]]) -> dict[str, list[j.Partition]]:
         """Journal the before-values; each group's partitions with what the journal now holds
         (without reading it back)."""
-        self.journal.record_before_many(self.run_id, before)
+        self.journal.record_before_many(self.run_id, before, parts)
         out = dict(parts)
         for g, (kafka, zk) in before.items():
-            out[g] = [replace(p, before_kafka_offset=committed_offset(kafka.get(p.key)),
-                              before_kafka_metadata=(kafka.get(p.key) or (None, None))[1],
-                              before_zk_value=zk[p.zk_path][0], before_zk_version=zk[p.zk_path][1])
+            # Partition's fields in order: dataclasses.replace() cost more than the rest of
+            # this per offset.
+            out[g] = [j.Partition(p.topic, p.partition, p.offset, p.zk_path, p.zk_version,
+                                  p.layout, p.kafka_offset, p.zk_mzxid,
+                                  *(kafka.get(p.key) or (None, None)), *zk[p.zk_path],
+                                  p.after_zk_version)
                       for p in parts[g]]
         return out
 

@@ -7,26 +7,25 @@ import json
 import logging
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from migrate.apply import guards
+from migrate.apply import guards, shards
 from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
 from migrate.apply.kafka_half import committed_offset
+from migrate.apply.sessions import migrate_writer, open_writers
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    SKIPPED, VERIFIED, Journal, Run)
 from migrate.batches import chunks
-from migrate.diff.plan import Plan, PlannedByGroup, ReviewedPlan, groups_seen, writer_digest
+from migrate.diff.plan import (Plan, PlannedByGroup, ReviewedPlan, commits, groups_seen,
+                               writer_digest)
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, StateDirError
-from migrate.kafka.client import open_admin
-from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.progress import Progress
 from migrate.settings import Settings
 from migrate.state import new_run_id
-from migrate.zk.client import close, connect
-from migrate.zk.writer import ZkOffsetWriter, encode
+from migrate.zk.writer import encode
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +33,17 @@ WRITE_BATCH = 250   # groups per batch of the dual commit
 UNFINISHED = (PENDING, COMMITTED, FAILED, PARTIAL)   # the group states a run still has work in
 
 
-class Writers(NamedTuple):
-    """The two stores' writers; zk is None when ZooKeeper is neither read nor written."""
-
-    kafka: KafkaOffsetWriter
-    zk: ZkOffsetWriter | None
-
-
 class JournalPlan(NamedTuple):
     """A plan's commit rows per group, and the groups left with nothing to commit (and why)."""
 
     groups: PlannedByGroup
     skipped: dict[str, str]
+    file: Path
+
+    def rows(self) -> Iterator[tuple]:
+        """The commit rows as the journal takes them (COMMIT_COLUMNS), a batch at a time."""
+        for batch in commits(self.file):
+            yield from zip(*(column.to_pylist() for column in batch.columns))
 
 
 def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
@@ -56,7 +54,7 @@ def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
         journal.create_run(plan.run, "migrate", writer_digest(plan.files["plan"]),
                            guards.settings_record(settings), planned.groups, planned.skipped,
-                           report=report)
+                           report=report, rows=planned.rows())
         return _execute(settings, journal, plan.run, list(planned.groups), plan.summary["blockers"])
 
 
@@ -85,7 +83,8 @@ def reviewed(settings: Settings) -> dict[str, Any]:
             scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="zk2kafka-dry-run-"))
             journal = stack.enter_context(Journal.open(Path(scratch)))
         journal.create_run(run_id, "migrate", writer_digest(plan.file), record,
-                           planned.groups, planned.skipped, report=str(plan.report))
+                           planned.groups, planned.skipped, report=str(plan.report),
+                           rows=planned.rows())
         return _execute(settings, journal, run_id, list(planned.groups), plan.summary["blockers"],
                         seen=seen, reviewed=plan, dry_run=not settings.execute)
 
@@ -116,20 +115,21 @@ def _execute(settings: Settings, journal: Journal, run_id: str, groups: list[str
     (migrate --plan).
     `dry_run`: the same path, stopping before the first write (on a throwaway journal).
     """
-    metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
+    label = "groups checked" if dry_run else "groups written"
     try:
         journal.set_run(run_id, RUNNING)
-        # ZooKeeper is read even with --no-zk-write: a plan is committed only while its znodes
-        # are as planned.
-        with _writers(settings, zk=True) as writers:
-            zk = None if settings.no_zk_write else writers.zk
-            writer = DualCommit(journal, run_id, writers.kafka, zk, metadata,
-                                settings.offset_semantics, zk_reader=writers.zk, seen=seen,
-                                dry_run=dry_run)
-            label = "groups checked" if dry_run else "groups written"
+        if shards.processes(settings, groups, WRITE_BATCH) > 1:
             with Progress(label, total=len(groups)) as progress:
-                # Two batches in flight: one's reads and journal writes overlap the other's commits.
-                batched = run_batches(groups, writer.migrate, WRITE_BATCH, 2, progress)
+                batched, moved = shards.write(settings, journal.path.parent, run_id, groups,
+                                              WRITE_BATCH, seen, dry_run, progress)
+        else:
+            with open_writers(settings, zk=True) as writers:
+                writer = migrate_writer(settings, journal, run_id, writers, seen, dry_run)
+                with Progress(label, total=len(groups)) as progress:
+                    # Two batches in flight: one's reads and journal writes overlap the other's
+                    # commits.
+                    batched = run_batches(groups, writer.migrate, WRITE_BATCH, 2, progress)
+                moved = writer.moved
         run = journal.run(run_id)
         finished = not batched.interrupted and all(run.groups[s] == 0 for s in UNFINISHED)
         journal.set_run(run_id, DONE if finished else INCOMPLETE)
@@ -139,11 +139,11 @@ def _execute(settings: Settings, journal: Journal, run_id: str, groups: list[str
         raise StateDirError(exc.path, exc.reason,
                             resume=f"zk2kafka migrate --execute --resume {run_id}") from exc
     if dry_run:
-        return _dry_run_data(reviewed, batched, writer.moved, blockers)
+        return _dry_run_data(reviewed, batched, moved, blockers)
     data = _run_data(journal.run(run_id), batched, blockers)
     if reviewed is None:
         return data
-    return {**data, "plan_id": reviewed.id, "moved": sorted(writer.moved)}
+    return {**data, "plan_id": reviewed.id, "moved": sorted(moved)}
 
 
 def _dry_run_data(reviewed: ReviewedPlan, batched: Batched, moved: set[str],
@@ -187,21 +187,6 @@ def exit_code(data: dict[str, Any]) -> int:
     return EXIT_BLOCKERS if data["blockers"] else EXIT_OK
 
 
-@contextmanager
-def _writers(settings: Settings, zk: bool) -> Iterator[Writers]:
-    """The two stores' writers, `--parallelism` commits in flight."""
-    # Room for two batches' commits, and their reads.
-    admin = open_admin(settings, in_flight=2 * settings.parallelism + 8)
-    client = connect(settings) if zk else None
-    kafka = KafkaOffsetWriter(admin, in_flight=settings.parallelism)
-    try:
-        yield Writers(kafka, ZkOffsetWriter(client) if client else None)
-    finally:
-        admin.close()
-        if client is not None:
-            close(client)
-
-
 def _journal_plan(plan: Plan) -> JournalPlan:
     """A fresh plan's commit rows per group for the journal, and the groups it leaves alone."""
     return _planned(plan.files["plan"], plan.summary["per_group"])
@@ -213,7 +198,7 @@ def _planned(plan_file: Path, per_group: list[dict[str, Any]]) -> JournalPlan:
     skipped = {g["group"]: "nothing to commit: "
                + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
                for g in per_group if g["group"] not in planned}
-    return JournalPlan(groups, skipped)
+    return JournalPlan(groups, skipped, plan_file)
 
 
 def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
@@ -231,7 +216,7 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
         guards.same_stores(original, settings, "roll back")
         previous = guards.not_rolled_back(journal, run_id)
         # Both stores are reachable before anything is journaled.
-        with _writers(settings, zk=wrote_zk) as writers:
+        with open_writers(settings, zk=wrote_zk) as writers:
             if previous is not None:
                 rollback_id = previous.run_id  # an interrupted rollback goes on
             else:
@@ -264,7 +249,7 @@ def verify_run(settings: Settings) -> dict[str, Any]:
         written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
         semantics = run.settings.get("offset_semantics", "next")
         checked, differ = 0, []
-        with _writers(settings, zk=wrote_zk) as writers:
+        with open_writers(settings, zk=wrote_zk) as writers:
             for chunk in chunks(written, WRITE_BATCH):
                 parts = journal.partitions_of(run.run_id, chunk)
                 kafka_now = writers.kafka.committed_many(chunk)

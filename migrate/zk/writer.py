@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -23,6 +24,8 @@ from migrate.zk.walk import RETRIABLE, AsyncBatch, Request, await_connection
 
 log = logging.getLogger(__name__)
 TRANSACTION_OPS = 1000  # keeps a request well under ZooKeeper's 1 MiB jute.maxbuffer
+SHARED_OPS = 500   # writes of several groups in one transaction (write_many)
+READS_PER_REQUEST = 500   # reads per multiRead: answers of about 40 KiB
 # A group's writes: path -> (new value, the znode version the write is conditioned on).
 Writes = Mapping[str, tuple[bytes, int]]
 
@@ -63,8 +66,10 @@ class ZkOffsetWriter:
         self.client = client
         self.retry_deadline = retry_deadline
         self.in_flight = max(1, in_flight)
-        # one batch probes for multiRead once, not per call
-        self._reads = AsyncBatch(client, deadline=retry_deadline)
+        # One batch probes for multiRead once, not per call. A batch of groups' znodes goes in a
+        # few large multiReads: kazoo's cost is per request more than per read.
+        self._reads = AsyncBatch(client, deadline=retry_deadline, per_request=READS_PER_REQUEST,
+                                 window=4 * READS_PER_REQUEST)
 
     def read(self, paths: list[str]) -> dict[str, Znode]:
         """Current value and version of each path (pipelined; multiRead where the server has it)."""
@@ -94,19 +99,63 @@ class ZkOffsetWriter:
         return {path: version + 1 for path, (_, version) in items}
 
     def write_many(self, writes: Mapping[str, Writes]) -> dict[str, Exception | None]:
-        """write() of many groups, their transactions pipelined `in_flight` at a time.
+        """write() of many groups, pipelined `in_flight` requests at a time.
 
         Returns, per group, None or its error.
+
+        Groups travel together, whole, in one transaction of up to SHARED_OPS writes: kazoo's
+        cost is per request more than per write. A transaction is all or nothing, so when one
+        group's write is refused none of them was applied, and each group of it is sent again
+        in a transaction of its own: its answer is then exactly what it would have been alone.
         """
         out: dict[str, Exception | None] = {}
-        in_flight: list = []
+        in_flight: deque = deque()
+        shared: list[tuple[str, list]] = []   # the groups of the next shared transaction
 
-        def collect(group: str, items: list, pending) -> None:
+        def settle(group: str, items: list, answer: Callable[[], list | None]) -> None:
             try:
-                self._check(group, items, self._answer(group, items, pending))
+                self._check(group, items, answer())
                 out[group] = None
             except (ZkChanged, ZookeeperError, *RETRIABLE) as exc:
                 out[group] = exc
+
+        def collect() -> None:
+            members, pending = in_flight.popleft()
+            try:
+                if pending is None:
+                    raise ConnectionLoss()
+                results = pending.get(timeout=30)
+            except RETRIABLE:
+                # The answer was lost: the transaction was applied whole or not at all, which
+                # each group finds out by reading its znodes.
+                for group, items in members:
+                    settle(group, items, lambda g=group, i=items: self._recover(g, i))
+                return
+            except ZookeeperError as exc:   # the request refused whole: each group for itself
+                if len(members) == 1:
+                    out[members[0][0]] = exc
+                    return
+                results = [exc]
+            if len(members) == 1 or not any(_refused(r) for r in results):
+                at = 0
+                for group, items in members:
+                    answer = results[at:at + len(items)]
+                    at += len(items)
+                    settle(group, items, lambda a=answer: a)
+                return
+            for group, items in members:   # nothing of it was applied: each group alone
+                settle(group, items, lambda g=group, i=items: self._send_alone(g, i))
+
+        def send() -> None:
+            items = [item for _, group_items in shared for item in group_items]
+            try:
+                pending = self._begin(items).commit_async()
+            except RETRIABLE:
+                pending = None   # sent again below, once reconnected
+            in_flight.append((list(shared), pending))
+            shared.clear()
+            if len(in_flight) >= self.in_flight:
+                collect()
 
         for group, group_writes in writes.items():
             items = sorted(group_writes.items())
@@ -117,30 +166,27 @@ class ZkOffsetWriter:
                 except (ZkChanged, ZookeeperError, *RETRIABLE) as exc:
                     out[group] = exc
                 continue
-            try:
-                in_flight.append((group, items, self._begin(items).commit_async()))
-            except RETRIABLE:
-                in_flight.append((group, items, None))   # sent again below, once reconnected
-            if len(in_flight) >= self.in_flight:
-                collect(*in_flight.pop(0))
-        for entry in in_flight:
-            collect(*entry)
+            if shared and sum(len(i) for _, i in shared) + len(items) > SHARED_OPS:
+                send()
+            shared.append((group, items))
+        if shared:
+            send()
+        while in_flight:
+            collect()
         return out
+
+    def _send_alone(self, group: str, items: list) -> list | None:
+        """A group's own transaction, sent and answered (None: lost, and found applied)."""
+        try:
+            return self._begin(items).commit()
+        except RETRIABLE:
+            return self._recover(group, items)
 
     def _begin(self, items: list[tuple[str, tuple[bytes, int]]]):
         tx = self.client.transaction()
         for path, (value, version) in items:
             tx.set_data(path, value, version=version)
         return tx
-
-    def _answer(self, group: str, items: list, pending) -> list | None:
-        """The transaction's results; None when the answer was lost and a re-check found it done."""
-        try:
-            if pending is None:
-                raise ConnectionLoss()
-            return pending.get(timeout=30)
-        except RETRIABLE:
-            return self._recover(group, items)
 
     def _transaction(self, group: str, items: list[tuple[str, tuple[bytes, int]]]) -> None:
         try:
@@ -162,13 +208,15 @@ class ZkOffsetWriter:
     def _check(self, group: str, items: list, results: list | None) -> None:
         if results is None:
             return
-        def refused(result) -> bool:
-            # A RolledBackError only says another operation of the transaction failed.
-            return isinstance(result, Exception) and not isinstance(result, RolledBackError)
-
-        failed = [path for (path, _), result in zip(items, results) if refused(result)]
+        failed = [path for (path, _), result in zip(items, results) if _refused(result)]
         if failed:
-            kinds = {type(r) for r in results if refused(r)}
+            kinds = {type(r) for r in results if _refused(r)}
             if kinds <= {BadVersionError, NoNodeError}:
                 raise ZkChanged(group, failed)
-            raise next(r for r in results if isinstance(r, ZookeeperError) and refused(r))
+            raise next(r for r in results if isinstance(r, ZookeeperError) and _refused(r))
+
+
+def _refused(result) -> bool:
+    """A write's own refusal; a RolledBackError only says another write of the transaction
+    failed."""
+    return isinstance(result, Exception) and not isinstance(result, RolledBackError)

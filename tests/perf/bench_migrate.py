@@ -1,6 +1,9 @@
-"""Benchmark: committing consumer offsets to Kafka, offsets/s, Kafka's own tool vs kafka-python vs zk2kafka.
+"""Benchmark: committing consumer offsets to Kafka: the one-admin-client loop, Kafka's own tool and a naive
+kafka-python loop, against zk2kafka, all in one run.
 
     python tests/perf/bench_migrate.py                                   # 10,000 groups x 10 partitions
+    python tests/perf/bench_migrate.py --parallelism 32 --skip-whole     # the loop against the reviewed plan only
+    python tests/perf/bench_migrate.py --parallelism 32 --writers 1 2    # one writer process, and two
     python tests/perf/bench_migrate.py --parallelism 1 8 32 --json migrate.json
     python tests/perf/bench_migrate.py --skip-zk2kafka --tool-sample 20 --naive-sample 500
     python tests/perf/bench_migrate.py --zookeeper HOST:2181/kafka --bootstrap-server HOST:9092
@@ -13,20 +16,27 @@ partitions); each partition holds `--messages` messages, and the offsets lie bet
 Each method commits into fresh groups of its own (distinct name prefixes), then a sample of them is
 read back with KafkaAdminClient.list_group_offsets and must hold exactly the offsets written.
 
+- the one-admin-client loop (the headline baseline: the script an engineer would write): ONE
+  KafkaAdminClient, then `admin.alter_group_offsets(group, {TopicPartition: OffsetAndMetadata})` for
+  every group, one after the other. Kafka only, blind: no read before or after, no check of the
+  answer, no ZooKeeper, no journal. The offsets are built before the clock starts (a script would
+  have them already). Timed over --loop-sample groups (all of them by default). Every other row
+  gives its ratio against this one ("vs loop").
 - Kafka's tool: one JVM per group, as a shell loop over kafka-consumer-groups.sh would run it
   (`ConsumerGroupCommand --reset-offsets --from-file <group's csv> --group G --execute`, with the
   JVM options of kafka-run-class.sh). Timed on --tool-sample groups, extrapolated to all.
 - naive kafka-python: per group a KafkaConsumer, one commit(), close(). Timed on --naive-sample
   groups, extrapolated to all.
 - zk2kafka: `zk2kafka migrate --execute` as a child process over every group, once per --parallelism
-  value, wall time of the whole command: ZooKeeper scan, Kafka snapshot, Spark diff, report, and the
-  journaled dual commit (Kafka commit + read-back, conditional ZooKeeper write + read-back). A second
-  row gives its write phase alone (from the journal: plan journaled -> run done), the part that does
-  what the baselines do, and more. Its groups are seeded into ZooKeeper first (not timed). A failing
-  command is reported in its row.
+  and --writers value (unless --skip-whole), wall time of the whole command: ZooKeeper scan, Kafka
+  snapshot, Spark diff, report, and the journaled dual commit (Kafka commit + read-back, conditional
+  ZooKeeper write + read-back). A second row gives its write phase alone (from the journal: plan
+  journaled -> run done), the part that does what the baselines do, and more. Its groups are seeded
+  into ZooKeeper first (not timed). A failing command is reported in its row.
 - zk2kafka with a reviewed plan (unless --skip-reviewed-plan): fresh groups, `zk2kafka diff` (the
   plan a change ticket would carry), then `zk2kafka migrate --execute --plan RUN` (no scan, no Spark),
-  each timed, and their sum: against `migrate --execute`, which scans and diffs again.
+  each timed, and their sum: against `migrate --execute`, which scans and diffs again; and the write
+  phase of `migrate --execute --plan` alone, from its journal (plan journaled -> run done).
 
 Prints a Markdown table; exits 1 when a method failed or its offsets did not land. Groups, topics
 and znodes are left behind on a cluster given with --bootstrap-server / --zookeeper.
@@ -209,11 +219,27 @@ def bench_naive(bootstrap: str, layout: Layout, prefix: str, sample: int) -> dic
     return {"seconds": time.perf_counter() - start, "timed_groups": sample, "error": None}
 
 
-def bench_zk2kafka(zookeeper: str, bootstrap: str, prefix: str, groups: int, parallelism: int,
+def bench_admin_loop(bootstrap: str, layout: Layout, prefix: str, sample: int) -> dict:
+    """One KafkaAdminClient, `alter_group_offsets` per group, blind; the timing of `sample` groups."""
+    # Built before the clock: a script would read them from a file it already has.
+    work = [(layout.group(prefix, i), {tp: OffsetAndMetadata(o, "", -1) for tp, o in layout.offsets(i).items()})
+            for i in range(sample)]
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-bench-loop")
+    try:
+        start = time.perf_counter()
+        for group, offsets in work:
+            admin.alter_group_offsets(group, offsets)
+        seconds = time.perf_counter() - start
+    finally:
+        admin.close()
+    return {"seconds": seconds, "timed_groups": sample, "error": None}
+
+
+def bench_zk2kafka(zookeeper: str, bootstrap: str, prefix: str, groups: int, options: list[str],
                    state: Path) -> dict:
-    """`zk2kafka migrate --execute` over the groups named `prefix*`, timed whole; failures are reported."""
+    """`zk2kafka migrate --execute OPTIONS` over the groups named `prefix*`, timed whole; failures are reported."""
     cmd = [sys.executable, "-m", "migrate", "migrate", "--execute", "--zookeeper", zookeeper,
-           "--bootstrap-server", bootstrap, "--state-dir", str(state), "--parallelism", str(parallelism),
+           "--bootstrap-server", bootstrap, "--state-dir", str(state), *options,
            "--group", f"{prefix}.*", "--json", "-q"]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -230,15 +256,11 @@ def bench_zk2kafka(zookeeper: str, bootstrap: str, prefix: str, groups: int, par
     if isinstance(result, dict):
         out["written"] = result.get("written")
         out["run"] = result.get("run")
-    journal = state / "journal.sqlite"
-    if journal.exists():   # the write phase: from the journaled plan to the run marked done
-        with sqlite3.connect(journal) as db:
-            row = db.execute("SELECT updated - created FROM runs WHERE kind='migrate'").fetchone()
-        out["write_phase_s"] = row[0] if row else None
+    out["write_phase_s"] = _write_phase(state)
     return out
 
 
-def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, parallelism: int,
+def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, options: list[str],
                    state: Path) -> dict:
     """`zk2kafka diff`, then `zk2kafka migrate --execute --plan RUN` over the groups named `prefix*`, each timed."""
     base = ["--zookeeper", zookeeper, "--bootstrap-server", bootstrap, "--state-dir", str(state),
@@ -253,7 +275,7 @@ def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, par
     plan = json.loads(diffed.stdout)["plan_id"]
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "migrate", "migrate", "--execute", "--plan", plan,
-                           "--parallelism", str(parallelism), *base], capture_output=True, text=True, cwd=ROOT)
+                           *options, *base], capture_output=True, text=True, cwd=ROOT)
     out.update(execute_s=time.perf_counter() - start, plan=plan)
     out["seconds"] = out["diff_s"] + out["execute_s"]
     try:
@@ -266,7 +288,18 @@ def bench_reviewed(zookeeper: str, bootstrap: str, prefix: str, groups: int, par
         out["error"] = f"unexpected output: {_tail(done.stdout)}"
     else:
         out["written"] = result.get("written")
+    out["write_phase_s"] = _write_phase(state)
     return out
+
+
+def _write_phase(state: Path) -> float | None:
+    """The write phase of the state dir's migrate run, from its journal: plan journaled -> run done."""
+    journal = state / "journal.sqlite"
+    if not journal.exists():
+        return None
+    with sqlite3.connect(journal) as db:
+        row = db.execute("SELECT updated - created FROM runs WHERE kind='migrate'").fetchone()
+    return row[0] if row else None
 
 
 def _tail(text: str, lines: int = 5) -> str:
@@ -281,12 +314,17 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--partitions", type=int, default=10, help="offsets per group (partitions of each topic)")
     ap.add_argument("--topics", type=int, default=10)
     ap.add_argument("--messages", type=int, default=5, help="messages per partition; offsets lie in 1..messages")
+    ap.add_argument("--loop-sample", type=int, help="groups timed with the one-admin-client loop (default: all)")
     ap.add_argument("--tool-sample", type=int, default=20, help="groups timed with Kafka's tool")
     ap.add_argument("--naive-sample", type=int, default=500, help="groups timed with the kafka-python loop")
     ap.add_argument("--parallelism", type=int, nargs="+", default=[8], help="zk2kafka --parallelism values")
-    ap.add_argument("--skip-zk2kafka", action="store_true", help="time the two baselines only")
-    ap.add_argument("--skip-baselines", action="store_true", help="time zk2kafka only (no tool, no naive loop)")
+    ap.add_argument("--writers", type=int, nargs="+", default=[1],
+                    help="zk2kafka --writers values (writer processes), each with every --parallelism")
+    ap.add_argument("--skip-zk2kafka", action="store_true", help="time the baselines only")
+    ap.add_argument("--skip-baselines", action="store_true", help="no tool, no naive loop (the admin loop always runs)")
     ap.add_argument("--skip-reviewed-plan", action="store_true", help="no diff + migrate --execute --plan rows")
+    ap.add_argument("--skip-whole", action="store_true",
+                    help="no `migrate --execute` (scan + diff + write) rows: the reviewed plan's only")
     ap.add_argument("--verify-sample", type=int, default=200, help="groups read back per method")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
@@ -294,6 +332,8 @@ def main(argv: list[str] | None = None) -> dict:
                                                                              and args.bootstrap_server):
         ap.error("give both --zookeeper and --bootstrap-server, or neither (a sandbox is started)")
     tool_sample, naive_sample = min(args.tool_sample, args.groups), min(args.naive_sample, args.groups)
+    loop_sample = min(args.loop_sample or args.groups, args.groups)
+    command = "python tests/perf/bench_migrate.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
     from migrate.sandbox.artifacts import ensure_bundle
 
@@ -322,6 +362,13 @@ def main(argv: list[str] | None = None) -> dict:
         _say(f"run {run}: {args.topics} topics x {args.partitions} partitions x {args.messages} messages "
              f"in {setup['topics_s']}s; Kafka {bootstrap}, ZooKeeper {zookeeper}")
 
+        prefix = f"{run}-loop-"
+        _say(f"one-admin-client loop: {loop_sample} groups")
+        rows.append({"method": "one KafkaAdminClient, `alter_group_offsets` per group (Kafka only, blind)",
+                     "key": "loop", "extrapolated": loop_sample < args.groups,
+                     **bench_admin_loop(bootstrap, layout, prefix, loop_sample)})
+        rows[-1].update(verify(bootstrap, layout, prefix, list(range(loop_sample)), args.verify_sample))
+
         if not args.skip_baselines:
             prefix = f"{run}-tool-"
             _say(f"Kafka's tool: {tool_sample} groups, one JVM each")
@@ -347,35 +394,45 @@ def main(argv: list[str] | None = None) -> dict:
             return row
 
         if not args.skip_zk2kafka:
-            for n in args.parallelism:
-                prefix = f"{run}-zk2k-p{n}-"
-                t0 = time.perf_counter()
-                znodes = seed_zookeeper(zookeeper, layout, prefix, args.groups)
-                seeded = time.perf_counter() - t0
-                setup[f"zk_seed_p{n}_s"] = round(seeded, 1)
-                _say(f"zk2kafka --parallelism {n}: seeded {znodes:,} offset znodes in {seeded:.1f}s; migrating")
-                row = {"method": f"zk2kafka migrate --execute --parallelism {n} (whole command)",
-                       "key": f"zk2kafka-p{n}", "extrapolated": False,
-                       **bench_zk2kafka(zookeeper, bootstrap, prefix, args.groups, n, work / f"state-p{n}")}
-                rows.append(checked(row, prefix))
-                if row.get("write_phase_s"):
-                    rows.append({**row, "method": f"zk2kafka --parallelism {n}, write phase only (dual commit, "
-                                                  "read-backs, journal; no scan, snapshot or Spark)",
-                                 "key": f"zk2kafka-p{n}-write", "seconds": row["write_phase_s"]})
+            for n, w in [(n, w) for n in args.parallelism for w in args.writers]:
+                tag, options = (f"p{n}", f"--parallelism {n}") if w == 1 else (f"p{n}-w{w}",
+                                                                             f"--parallelism {n} --writers {w}")
+                prefix = f"{run}-zk2k-{tag}-"
+                if not args.skip_whole:
+                    t0 = time.perf_counter()
+                    znodes = seed_zookeeper(zookeeper, layout, prefix, args.groups)
+                    seeded = time.perf_counter() - t0
+                    setup[f"zk_seed_{tag}_s"] = round(seeded, 1)
+                    _say(f"zk2kafka {options}: seeded {znodes:,} offset znodes in {seeded:.1f}s; migrating")
+                    row = {"method": f"zk2kafka migrate --execute {options} (whole command)",
+                           "key": f"zk2kafka-{tag}", "extrapolated": False,
+                           **bench_zk2kafka(zookeeper, bootstrap, prefix, args.groups, options.split(),
+                                            work / f"state-{tag}")}
+                    rows.append(checked(row, prefix))
+                    if row.get("write_phase_s"):
+                        rows.append({**row, "method": f"zk2kafka {options}, write phase only (dual commit, "
+                                                      "read-backs, journal; no scan, snapshot or Spark)",
+                                     "key": f"zk2kafka-{tag}-write", "seconds": row["write_phase_s"]})
                 if args.skip_reviewed_plan:
                     continue
-                prefix = f"{run}-plan-p{n}-"
+                prefix = f"{run}-plan-{tag}-"
                 seed_zookeeper(zookeeper, layout, prefix, args.groups)
-                _say(f"zk2kafka --parallelism {n}: diff, then migrate --execute --plan")
-                row = {"method": f"zk2kafka diff + migrate --execute --plan --parallelism {n}",
-                       "key": f"zk2kafka-plan-p{n}", "extrapolated": False,
-                       **bench_reviewed(zookeeper, bootstrap, prefix, args.groups, n, work / f"state-plan-p{n}")}
+                _say(f"zk2kafka {options}: diff, then migrate --execute --plan")
+                row = {"method": f"zk2kafka diff + migrate --execute --plan {options}",
+                       "key": f"zk2kafka-plan-{tag}", "extrapolated": False,
+                       **bench_reviewed(zookeeper, bootstrap, prefix, args.groups, options.split(),
+                                        work / f"state-plan-{tag}")}
                 rows.append(checked(row, prefix))
                 if row["error"] is None:
                     rows.append({**row, "method": "the same: `zk2kafka diff` alone (scan, snapshot, Spark, report)",
-                                 "key": f"zk2kafka-plan-p{n}-diff", "seconds": row["diff_s"]})
-                    rows.append({**row, "method": "the same: `migrate --execute --plan` alone (no scan, no Spark)",
-                                 "key": f"zk2kafka-plan-p{n}-exec", "seconds": row["execute_s"]})
+                                 "key": f"zk2kafka-plan-{tag}-diff", "seconds": row["diff_s"]})
+                    rows.append({**row, "method": f"the same: `migrate --execute --plan {options}` alone "
+                                                  "(no scan, no Spark)",
+                                 "key": f"zk2kafka-plan-{tag}-exec", "seconds": row["execute_s"]})
+                    if row.get("write_phase_s"):
+                        rows.append({**row, "method": f"the same: `migrate --execute --plan {options}`, write phase "
+                                                      "only (dual commit, read-backs, journal)",
+                                     "key": f"zk2kafka-plan-{tag}-write", "seconds": row["write_phase_s"]})
     finally:
         if cluster is not None:
             cluster.stop()
@@ -390,28 +447,28 @@ def main(argv: list[str] | None = None) -> dict:
             r["all_groups_s"] = r["per_group_s"] * args.groups
         else:
             r["per_group_s"] = r["offsets_per_s"] = r["all_groups_s"] = None
-    base = {r["key"]: r["offsets_per_s"] for r in rows if r["key"] in ("tool", "naive")}
+    base = {r["key"]: r["offsets_per_s"] for r in rows if r["key"] in ("loop", "tool", "naive")}
     for r in rows:
-        for k in ("tool", "naive"):
+        for k in ("loop", "tool", "naive"):
             mine, theirs = r["offsets_per_s"], base.get(k)
             r[f"vs_{k}"] = mine / theirs if mine and theirs else None
 
     figures = {"groups": args.groups, "partitions_per_group": args.partitions, "topics": args.topics,
                "messages_per_partition": args.messages, "offsets": total, "cores": os.cpu_count(), "run": run,
-               "setup": setup, "methods": rows}
-    print(f"\n{total:,} offsets ({args.groups:,} groups x {args.partitions} partitions over {args.topics} topics), "
-          f"{os.cpu_count()} cores\n")
-    print(f"| method | groups timed | wall time | per group | offsets/s | all {args.groups:,} groups | vs tool "
-          "| vs naive | verified |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+               "setup": setup, "methods": rows, "command": command}
+    print(f"\n{command}\n\n{total:,} offsets ({args.groups:,} groups x {args.partitions} partitions over "
+          f"{args.topics} topics), {os.cpu_count()} cores\n")
+    print(f"| method | groups timed | wall time | per group | offsets/s | all {args.groups:,} groups | vs loop "
+          "| vs tool | vs naive | verified |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rows:
         verified = f"{r['verified_ok']}/{r['verified_groups']} groups" if "verified_groups" in r else "-"
         if r["error"] is not None:
-            print(f"| {r['method']} | {r['timed_groups']:,} | {r['seconds']:.1f} s | - | - | - | - | - "
+            print(f"| {r['method']} | {r['timed_groups']:,} | {r['seconds']:.1f} s | - | - | - | - | - | - "
                   f"| FAILED: {r['error'][:300].replace('|', '/')} |")
             continue
         guess = " (extrapolated)" if r["extrapolated"] else ""
-        ratios = " | ".join(_ratio(r[f"vs_{k}"]) for k in ("tool", "naive"))
-        print(f"| {r['method']} | {r['timed_groups']:,} | {r['seconds']:.1f} s | {r['per_group_s'] * 1000:,.1f} ms "
+        ratios = " | ".join(_ratio(r[f"vs_{k}"]) for k in ("loop", "tool", "naive"))
+        print(f"| {r['method']} | {r['timed_groups']:,} | {r['seconds']:.1f} s | {r['per_group_s'] * 1000:,.2f} ms "
               f"| {r['offsets_per_s']:,.0f}{guess} | {r['all_groups_s']:,.0f} s{guess} | {ratios} "
               f"| {verified}{'' if r['ok'] else ' MISMATCH'} |")
     if args.json:

@@ -45,22 +45,26 @@ def test_migrate_benchmark_commits_and_verifies(cluster, zk_chroot, kafka_admin,
                                   "--groups", "4", "--partitions", "2", "--topics", "2", "--tool-sample", "1",
                                   "--naive-sample", "2", "--skip-zk2kafka", "--json", str(out)])
     assert figures["offsets"] == 8
-    tool, naive = figures["methods"]
-    assert (tool["key"], naive["key"]) == ("tool", "naive")
-    for method, timed in ((tool, 1), (naive, 2)):
-        assert method["error"] is None and method["ok"] and method["extrapolated"]
+    loop, tool, naive = figures["methods"]
+    assert (loop["key"], tool["key"], naive["key"]) == ("loop", "tool", "naive")
+    for method, timed in ((loop, 4), (tool, 1), (naive, 2)):
+        assert method["error"] is None and method["ok"] and method["extrapolated"] == (timed < 4)
         assert method["timed_groups"] == method["verified_groups"] == method["verified_ok"] == timed
         assert 0 < method["per_group_s"] < 60 and method["offsets_per_s"] > 0
         assert abs(method["all_groups_s"] - 4 * method["per_group_s"]) < 1e-9
-    assert tool["vs_tool"] == naive["vs_naive"] == 1.0 and tool["vs_naive"] * naive["vs_tool"] == pytest.approx(1)
-    # Read back independently: the tool's group and the naive loop's second group hold the planned offsets.
+    assert tool["vs_tool"] == naive["vs_naive"] == loop["vs_loop"] == 1.0
+    assert tool["vs_naive"] * naive["vs_tool"] == pytest.approx(1)
+    assert loop["vs_tool"] * tool["vs_loop"] == pytest.approx(1)
+    # Read back independently: the tool's group and the loops' second groups hold the planned offsets.
     layout = bench_migrate.Layout(figures["run"], 2, 2, 5)
-    for prefix, i in ((f"{figures['run']}-tool-", 0), (f"{figures['run']}-naive-", 1)):
+    for prefix, i in ((f"{figures['run']}-tool-", 0), (f"{figures['run']}-naive-", 1), (f"{figures['run']}-loop-", 1)):
         group = layout.group(prefix, i)
         committed = kafka_admin.list_group_offsets({group: None})[group]
         assert {tp: om.offset for tp, om in committed.items()} == layout.offsets(i)
     assert json.loads(out.read_text()) == figures
-    assert "| vs tool | vs naive | verified |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| vs loop | vs tool | vs naive | verified |" in printed
+    assert "python tests/perf/bench_migrate.py --zookeeper" in printed
 
 
 def _scale_checks(figures: dict, offsets: int) -> None:

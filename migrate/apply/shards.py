@@ -1,0 +1,242 @@
+"""`migrate --execute --writers N`: the write phase sharded over N writer processes.
+
+One process is the limit of the writer: on a small machine it is CPU-bound on kafka-python's and
+kazoo's encoding, under one GIL. So, as `scan --zk-readers N` does for reading, N processes each
+open their own Kafka and ZooKeeper sessions and take whole groups, a batch at a time (batch k goes
+to process k mod N). Each Kafka request stays per coordinator inside a process; each group's
+ZooKeeper transaction stays whole in the one process that owns the group.
+
+The journal stays one: every writer process opens the run's SQLite journal and journals its own
+groups' transitions, each one transaction after its effect was confirmed, exactly as the single
+process does; SQLite serialises the processes' transactions. The command's process holds the
+state dir's writers' lock for all of them, and its writer processes die with it (`kill -9`
+included), so resume, rollback and verify read the same journal as after a one-process run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from logging.handlers import QueueHandler, QueueListener
+from pathlib import Path
+from typing import NamedTuple
+
+from migrate.apply.batches import Batched, run_batches
+from migrate.apply.dual_commit import WRITER_PARENT_ENV
+from migrate.apply.journal import Journal
+from migrate.apply.sessions import migrate_writer, open_writers
+from migrate.diff.plan import GroupSeen
+from migrate.errors import EXIT_ERROR, MigrateError, StateDirError
+from migrate.progress import Progress
+from migrate.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1   # linux/prctl.h
+
+
+class Sharded(NamedTuple):
+    """What the writer processes did: as run_batches' answer, plus the groups that moved."""
+
+    batched: Batched
+    moved: set[str]
+
+
+class _Done(NamedTuple):
+    """One writer process's answer: its outcomes, or the error that stopped it, by kind."""
+
+    batched: Batched | None
+    moved: set[str]
+    state_dir_error: tuple[str, str] | None = None   # (path, reason)
+    error: tuple[str, int] | None = None   # (its one line, its exit code)
+
+
+class WriterFailed(MigrateError):
+    """A writer process stopped on an error: its line and exit code, as the command's own."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def processes(settings: Settings, groups: list[str], batch: int) -> int:
+    """How many writer processes a run of `groups` gets: --writers, at most one per batch."""
+    return max(1, min(settings.writers, -(-len(groups) // batch)))
+
+
+def write(settings: Settings, journal_dir: Path, run_id: str, groups: list[str], batch: int,
+          seen: Mapping[str, GroupSeen] | None, dry_run: bool, progress: Progress) -> Sharded:
+    """The dual commit of `groups` over `processes()` writer processes; their outcomes merged.
+
+    Ctrl-C tells every process to finish its batches in flight and start no more. Raises
+    StateDirError when a process could not journal a step, MigrateError when one failed
+    otherwise (the journal says what it had done; a resume finishes the rest).
+    """
+    n = processes(settings, groups, batch)
+    batches = [groups[i:i + batch] for i in range(0, len(groups), batch)]
+    shards = [[g for chunk in batches[k::n] for g in chunk] for k in range(n)]
+    ctx = multiprocessing.get_context("spawn")   # kazoo and kafka-python run threads: never fork
+    counts, stop, records = ctx.Array("q", 2), ctx.Event(), ctx.Queue()
+    # The writer processes' log records are written here, by this process's handlers: one format,
+    # secrets scrubbed.
+    listener = QueueListener(records, *logging.getLogger().handlers, respect_handler_level=True)
+    listener.start()
+    levels = _levels()
+    workers, pipes = [], []
+    try:
+        for k, shard in enumerate(shards):
+            mine, theirs = ctx.Pipe(duplex=False)
+            worker = ctx.Process(
+                target=_shard, name=f"zk2kafka-writer-{k}", daemon=True,
+                args=(settings, journal_dir, run_id, shard, batch,
+                      {g: seen[g] for g in shard if g in seen} if seen is not None else None,
+                      dry_run, os.getpid(), counts, stop, records, levels, theirs))
+            worker.start()
+            theirs.close()
+            workers.append(worker)
+            pipes.append(mine)
+        answers = _collect(workers, pipes, counts, stop, progress)
+    except BaseException:
+        # A second Ctrl-C, or this process failing: its writer processes stop where they are,
+        # as a kill would stop them; the journal says what they did.
+        for worker in workers:
+            worker.kill()
+        raise
+    finally:
+        for worker in workers:
+            worker.join(timeout=30)
+            if worker.is_alive():
+                worker.kill()
+        listener.stop()
+    return _merge(answers, stop.is_set())
+
+
+def _collect(workers, pipes, counts, stop, progress: Progress) -> list[_Done]:
+    """Each process's answer, the progress bar kept up meanwhile; Ctrl-C sets `stop`."""
+    answers: dict[int, _Done] = {}
+    while len(answers) < len(workers):
+        try:
+            for k, pipe in enumerate(pipes):
+                if k not in answers and pipe.poll(0.1):
+                    answers[k] = _receive(k, pipe)
+                elif k not in answers and not workers[k].is_alive() and not pipe.poll(0):
+                    answers[k] = _Done(None, set(), error=(
+                        f"writer process {k} died (exit {workers[k].exitcode}); the journal "
+                        "holds what was written: resume the run", EXIT_ERROR))
+            done, offsets = counts[0], counts[1]
+            progress.advance(done - progress.done, offsets - progress.offsets)
+        except KeyboardInterrupt:
+            if stop.is_set():
+                raise   # a second Ctrl-C: stop now; the journal says what was done
+            log.warning("interrupted: each writer process finishes its batches in flight, "
+                        "starting no more")
+            stop.set()
+    progress.advance(counts[0] - progress.done, counts[1] - progress.offsets)
+    return [answers[k] for k in range(len(workers))]
+
+
+def _receive(k: int, pipe) -> _Done:
+    try:
+        return pipe.recv()
+    except EOFError:
+        return _Done(None, set(), error=(f"writer process {k} ended without an answer; the "
+                                         "journal holds what was written: resume the run",
+                                         EXIT_ERROR))
+
+
+def _merge(answers: list[_Done], stopped: bool) -> Sharded:
+    for done in answers:
+        if done.state_dir_error is not None:
+            raise StateDirError(Path(done.state_dir_error[0]), done.state_dir_error[1])
+    errors = [done.error for done in answers if done.error is not None]
+    if errors:
+        raise WriterFailed(*errors[0])
+    outcomes = [o for done in answers for o in done.batched.outcomes]
+    interrupted = stopped or any(done.batched.interrupted for done in answers)
+    return Sharded(Batched(outcomes, interrupted), set().union(*(d.moved for d in answers)))
+
+
+def _levels() -> dict[str, int]:
+    """The levels this process's loggers are set to, for a writer process to log the same."""
+    manager = logging.getLogger().manager
+    levels = {name: logger.level for name, logger in manager.loggerDict.items()
+              if isinstance(logger, logging.Logger) and logger.level}
+    return {**levels, "": logging.getLogger().level}
+
+
+# -- in a writer process ---------------------------------------------------------------------------
+
+class _Shared:
+    """run_batches' progress, added to the counts the command's process shows."""
+
+    def __init__(self, counts):
+        self.counts = counts
+
+    def advance(self, n: int = 1, offsets: int = 0) -> None:
+        with self.counts.get_lock():
+            self.counts[0] += n
+            self.counts[1] += offsets
+
+
+class _ToParent(QueueHandler):
+    """A record as the command's handlers expect it: message merged, traceback as text."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        record = logging.makeLogRecord(record.__dict__)
+        record.msg, record.args = record.getMessage(), None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        return record
+
+
+def _shard(settings: Settings, journal_dir: Path, run_id: str, groups: list[str], batch: int,
+           seen: Mapping[str, GroupSeen] | None, dry_run: bool, parent: int, counts, stop,
+           records, levels: dict[str, int], pipe) -> None:
+    """A writer process: its groups through the dual commit, its answer sent down `pipe`."""
+    _die_with(parent)
+    os.environ[WRITER_PARENT_ENV] = str(parent)   # see crash_point()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the command's process decides, through `stop`
+    root = logging.getLogger()
+    root.handlers[:] = [_ToParent(records)]
+    for name, level in levels.items():
+        logging.getLogger(name or None).setLevel(level)
+    try:
+        with Journal.open(journal_dir) as journal, open_writers(settings, zk=True) as writers:
+            writer = migrate_writer(settings, journal, run_id, writers, seen, dry_run)
+            batched = run_batches(groups, writer.migrate, batch, 2, _Shared(counts), stop.is_set)
+            answer = _Done(batched, writer.moved)
+    except StateDirError as exc:
+        answer = _Done(None, set(), state_dir_error=(str(exc.path), exc.reason))
+    except MigrateError as exc:   # e.g. a store that cannot be reached: the line it would print
+        answer = _Done(None, set(), error=(str(exc), exc.exit_code))
+    except Exception as exc:  # noqa: BLE001 - sent to the command's process, which says it
+        log.debug("writer process failed", exc_info=True)
+        answer = _Done(None, set(), error=(f"writer process: {type(exc).__name__}: {exc}",
+                                           EXIT_ERROR))
+    pipe.send(answer)
+    pipe.close()
+
+
+def _die_with(parent: int) -> None:
+    """End this process when the command's process ends, `kill -9` included: no writer outlives
+    the lock it writes under."""
+    try:   # Linux: the kernel sends SIGKILL the moment the parent dies
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:   # elsewhere, and should the parent have died before prctl: poll
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, name="zk2kafka-parent-watch", daemon=True).start()
