@@ -68,7 +68,8 @@ def plan(settings: Settings, command: str) -> Plan:
     settings.require("zookeeper")
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)
-    spark = SparkStarter(settings.spark_master)   # the JVM boots while both stores are read
+    # Spark boots while the stores are read.
+    spark = SparkStarter(settings.spark_master, settings.cache_dir)
     try:
         scanned = _scan(settings, state, run)
         if scanned["offsets"] == 0:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from migrate.diff import cds
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy, offset_diff
 from migrate.kafka.snapshot import KAFKA_SCHEMA
@@ -37,11 +38,17 @@ class DiffResult:
     diff_seconds: float      # the diff itself, once the session was up
 
 
-def spark_session(master: str, app_name: str = "zk2kafka-diff"):
-    """A SparkSession on `master`, quiet on stderr (warnings only, no console progress bar)."""
+def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path | None = None,
+                  class_data: str | None = None):
+    """A SparkSession on `master`, quiet on stderr (warnings only, no console progress bar).
+
+    Its driver JVM maps the class-data archive of `cds` when one was made in `cache_dir`
+    (`class_data` replaces those options: the archive is made through it).
+    """
     from pyspark.sql import SparkSession
 
     java_opts = f"-Dlog4j2.configurationFile={LOG4J.as_uri()}"
+    class_data = cds.java_options(cache_dir) if class_data is None else class_data
     local = master.startswith("local")
     # The driver JVM's heap, read when it starts; SPARK_DRIVER_MEMORY still overrides it. On a
     # cluster the driver holds the shipped snapshots and the collected plan: Spark's default 1g ran
@@ -56,7 +63,8 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff"):
                # C1 only: the driver's work is mostly planning and compiling one query, which C2
                # makes the JVM JIT-compile twice on two cores. Measured: a cold 100k-row diff
                # 13.6 s -> 11.1 s; 1M rows no slower. Executors (on a cluster) keep the full JIT.
-               .config("spark.driver.extraJavaOptions", f"{java_opts} -XX:TieredStopAtLevel=1")
+               .config("spark.driver.extraJavaOptions",
+                       f"{java_opts} -XX:TieredStopAtLevel=1 {class_data}")
                .config("spark.executor.extraJavaOptions", java_opts)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
@@ -70,15 +78,15 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff"):
 class SparkStarter:
     """Boots the SparkSession on a background thread: the JVM starts while the stores are read."""
 
-    def __init__(self, master: str):
-        self.master = master
+    def __init__(self, master: str, cache_dir: Path | None = None, class_data: str | None = None):
+        self.master, self.cache_dir, self.class_data = master, cache_dir, class_data
         self._began = time.monotonic()
         self._startup = 0.0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zk2kafka-spark-start")
         self._session = self._pool.submit(self._start)
 
     def _start(self):
-        session = spark_session(self.master)
+        session = spark_session(self.master, cache_dir=self.cache_dir, class_data=self.class_data)
         self._startup = time.monotonic() - self._began
         return session
 

@@ -8,7 +8,9 @@
 first with the query as it was before issue 18 (tests/perf/joined_diff.py: a dedupe window and four
 joins, three shuffles of the plan's rows), then with today's `offset_diff` (one window, one shuffle); it
 checks that both plans hold the same rows, in the same order. The JVM's CPU time is reported beside the
-wall time: on two shared cores it is the steadier figure.
+wall time: on two shared cores it is the steadier figure. Spark's driver maps the class-data archive
+`make install` made (migrate/diff/cds.py; the table says whether the JVM mapped it); `--no-class-data`
+starts it without, as before the archive.
 
 The snapshots are made directly with pyarrow (no ZooKeeper or Kafka): every group has `--partitions`
 offsets spread over topics of `--topic-partitions` partitions each. Mostly MIGRATE; every 10th group has
@@ -50,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # joined_diff, the query before issue 18
 
+from migrate.diff import cds  # noqa: E402
 from migrate.diff.offset_diff import Policy  # noqa: E402
 from migrate.diff.run import run_diff  # noqa: E402
 from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION  # noqa: E402
@@ -196,6 +199,13 @@ def _heap_mib() -> tuple[float | None, float | None]:
     return round(peak / 2**20, 1), round(limit / 2**20, 1)
 
 
+def _maps(pid: int, path: Path) -> bool:
+    try:
+        return str(path) in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
 def _cpu_seconds(pid: int | str) -> float | None:
     """User + system CPU time a process has used, in seconds, or None when /proc does not say."""
     try:
@@ -219,6 +229,7 @@ def measure(zk_path: Path, kafka_path: Path, plan_path: Path, master: str) -> di
     heap_peak, heap_limit = _heap_mib()
     # CPU time says what the run cost when other processes share the cores and stretch the wall time.
     jvm_cpu = _cpu_seconds(jvm) if jvm is not None else None
+    archive = cds.archive_path()
     counts = Counter()
     for batch in pq.ParquetFile(plan_path).iter_batches(columns=["status"]):
         counts.update(batch.column("status").to_pylist())
@@ -230,6 +241,8 @@ def measure(zk_path: Path, kafka_path: Path, plan_path: Path, master: str) -> di
         "driver_peak_rss_mib": round(_vm_hwm_mib("self"), 1) if driver_reset else None,
         "driver_ru_maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "jvm_pid": jvm,
+        # Read from the JVM's own mappings, not from what it was told.
+        "class_data_archive": str(archive) if jvm is not None and _maps(jvm, archive) else None,
         "jvm_peak_rss_mib": round(_vm_hwm_mib(jvm), 1) if jvm is not None else None,
         "jvm_heap_peak_mib": heap_peak, "jvm_heap_limit_mib": heap_limit,
         "jvm_cpu_s": None if jvm_cpu is None else round(jvm_cpu - jvm_cpu_before, 1),
@@ -253,9 +266,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     ap.add_argument("--compare", action="store_true",
                     help="run the query before issue 18 and today's, each in a fresh process, on the same snapshots")
+    ap.add_argument("--no-class-data", action="store_true",
+                    help="start Spark without the class-data archive `make install` made (a cache dir without one)")
     ap.add_argument("--query", choices=sorted(QUERIES), default="current", help=argparse.SUPPRESS)
     ap.add_argument("--snapshots", type=Path, help=argparse.SUPPRESS)   # --compare's children: zk/kafka.parquet there
     args = ap.parse_args(argv)
+    if args.no_class_data:   # --compare's children inherit it
+        os.environ["ZK2KAFKA_CACHE_DIR"] = tempfile.mkdtemp(prefix="zk2kafka-no-class-data-")
     groups = args.groups or max(1, args.offsets // args.partitions)
 
     with tempfile.TemporaryDirectory(prefix="zk2kafka-bench-diff-") as tmp:
@@ -305,7 +322,9 @@ def main(argv: list[str] | None = None) -> dict:
             ("peak RSS, Python driver", _mib(figures["driver_peak_rss_mib"])),
             ("peak RSS, Spark JVM", _mib(figures["jvm_peak_rss_mib"])),
             ("Spark JVM CPU time (start-up included)", f"{figures['jvm_cpu_s']} s"),
-            ("load average (1 min) at the end: other processes on the cores", f"{figures['load_average_1m']}"),
+            ("load average (1 min) at the end, this run's JVM included", f"{figures['load_average_1m']}"),
+            ("Spark class-data archive (migrate/diff/cds.py)",
+             "mapped" if figures["class_data_archive"] else "none (`python -m migrate.diff.cds` makes it)"),
             ("Spark JVM heap: peak used / limit",
              f"{_mib(figures['jvm_heap_peak_mib'])} / {_mib(figures['jvm_heap_limit_mib'])}")]
     print("| step | figure |\n| --- | ---: |")

@@ -1,0 +1,113 @@
+"""A class-data sharing (CDS) archive for the Spark driver's JVM: fewer seconds of start-up.
+
+A cold Spark JVM loads and verifies some 15,000 classes before the diff's query runs. A dynamic CDS
+archive (JDK 13+) maps them from one file instead. Measured on the 1M-offset diff
+(tests/perf/bench_diff.py --cds): see the README's diff table.
+
+The archive is made once per Java and Spark install, by `python -m migrate.diff.cds` (`make
+install` runs it), never by a diff: the JVM writes it while it exits, and a diff must neither wait
+for that nor ever read a half-written file. It is written under a temporary name and renamed once
+its JVM has exited. A diff uses the archive when it is there; its name holds the JVM's and
+Spark's versions, so another install simply finds none and starts as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DEFAULT_CACHE = Path("~/.cache/zk2kafka")
+# Quiet: a mismatch (say a JDK updated in place) must not print warnings on the operator's
+# terminal; the JVM then starts without the archive, as it would without this module.
+QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def _java() -> Path:
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home, "bin", "java") if home else None
+    if java is None or not java.exists():
+        found = next((Path(d, "java") for d in os.environ.get("PATH", "").split(os.pathsep)
+                      if Path(d, "java").exists()), None)
+        java = found or Path("java")
+    return java.resolve() if java.exists() else java
+
+
+def archive_path(cache_dir: Path | None = None) -> Path:
+    """Where the archive for this JVM and this Spark lives (it may not exist)."""
+    import pyspark
+
+    java = _java()
+    stamp = java.stat().st_mtime_ns if java.exists() else 0
+    key = hashlib.sha256(f"{java}|{stamp}|{pyspark.__version__}".encode()).hexdigest()[:12]
+    cache = Path(cache_dir or os.environ.get("ZK2KAFKA_CACHE_DIR") or DEFAULT_CACHE).expanduser()
+    return cache / "spark-cds" / f"driver-{key}.jsa"
+
+
+def java_options(cache_dir: Path | None = None) -> str:
+    """The driver JVM's options to map the archive, or "" when none was made."""
+    path = archive_path(cache_dir)
+    return f"-XX:SharedArchiveFile={path} {QUIET}" if path.is_file() else ""
+
+
+def make(cache_dir: Path | None = None) -> Path:
+    """Make the archive (a small diff in a child process whose JVM dumps its classes on exit)."""
+    path = archive_path(cache_dir)
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    try:
+        subprocess.run([sys.executable, "-m", "migrate.diff.cds", "--dump", str(partial)],
+                       check=True, stdout=subprocess.DEVNULL)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+def _dump(partial: Path) -> None:
+    """In the child: run a small diff on a JVM told to archive its classes at exit, then end that
+    JVM (EOF on its stdin, as when Python exits) and wait until it has written the archive."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark import SparkContext
+
+    from migrate.diff import run
+    from migrate.diff.offset_diff import Policy
+    from migrate.kafka.snapshot import KAFKA_SCHEMA, OFFSET, PARTITION
+    from migrate.zk.reader import SCHEMA as ZK_SCHEMA
+
+    zk = [{"group": f"g{g}", "topic": "t", "partition": p, "offset": 5, "status": "OK",
+           "version": 1, "mzxid": 7, "path": f"/consumers/g{g}/offsets/t/{p}",
+           "layout": "offsets", "zk_consumers": 0} for g in range(20) for p in range(4)]
+    kafka = [{"kind": PARTITION, "topic": "t", "partition": p, "log_start": 0, "log_end": 9}
+             for p in range(4)]
+    kafka.append({"kind": OFFSET, "group": "g0", "topic": "t", "partition": 0,
+                  "committed_offset": 3, "metadata": ""})
+    with tempfile.TemporaryDirectory(prefix="zk2kafka-cds-") as tmp:
+        work = Path(tmp)
+        pq.write_table(pa.Table.from_pylist(zk, schema=ZK_SCHEMA), work / "zk.parquet")
+        pq.write_table(pa.Table.from_pylist(kafka, schema=KAFKA_SCHEMA), work / "kafka.parquet")
+        starter = run.SparkStarter("local[2]",
+                                   class_data=f"-XX:ArchiveClassesAtExit={partial} {QUIET}")
+        run.run_diff(work / "zk.parquet", work / "kafka.parquet", Policy(), "local[2]",
+                     work / "plan.parquet", starter)
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if proc is not None:
+        proc.stdin.close()
+        proc.wait(timeout=300)
+    if not partial.is_file():
+        raise SystemExit(f"the Spark JVM wrote no archive at {partial}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--dump"]:
+        _dump(Path(sys.argv[2]))
+    else:
+        print(make())
