@@ -49,6 +49,7 @@ class JournalPlan(NamedTuple):
 def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
     """migrate --execute: the dual commit of a fresh plan, group by group, journaled."""
     guards.no_conflicts(settings, plan)
+    shards.warm_up(settings)
     planned = _journal_plan(plan)
     report = str(plan.files["summary"].parent)
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
@@ -68,6 +69,7 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     settings.require("bootstrap_server")
     plan = ReviewedPlan.load(settings.plan, Path(settings.state_dir) / "reports")
     guards.executable(plan, settings)
+    shards.warm_up(settings)
     planned = _planned(plan.file, plan.summary["per_group"])
     seen = groups_seen(plan.file, set(planned.groups))
     record = {**guards.settings_record(settings), "reviewed_plan": plan.id}

@@ -19,6 +19,7 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import select
 import signal
 import threading
 import time
@@ -65,6 +66,22 @@ class WriterFailed(MigrateError):
         self.exit_code = exit_code
 
 
+# Writer processes are forked from a server that has imported the writer's modules already: it
+# starts (warm_up) while the command reads and journals the plan, so the write phase does not wait
+# for two interpreters to import kafka-python, kazoo and pyarrow. The server is a fresh
+# interpreter, not a fork of this process: kazoo and kafka-python run threads, never fork them.
+_CONTEXT = "forkserver"
+
+
+def warm_up(settings: Settings) -> None:
+    """Start the writer processes' server now, when --writers asks for more than one."""
+    if settings.writers > 1:
+        from multiprocessing import forkserver
+
+        multiprocessing.set_forkserver_preload([__name__])
+        forkserver.ensure_running()
+
+
 def processes(settings: Settings, groups: list[str], batch: int) -> int:
     """How many writer processes a run of `groups` gets: --writers, at most one per batch."""
     return max(1, min(settings.writers, -(-len(groups) // batch)))
@@ -81,7 +98,7 @@ def write(settings: Settings, journal_dir: Path, run_id: str, groups: list[str],
     n = processes(settings, groups, batch)
     batches = [groups[i:i + batch] for i in range(0, len(groups), batch)]
     shards = [[g for chunk in batches[k::n] for g in chunk] for k in range(n)]
-    ctx = multiprocessing.get_context("spawn")   # kazoo and kafka-python run threads: never fork
+    ctx = multiprocessing.get_context(_CONTEXT)
     counts, stop, records = ctx.Array("q", 2), ctx.Event(), ctx.Queue()
     # The writer processes' log records are written here, by this process's handlers: one format,
     # secrets scrubbed.
@@ -224,19 +241,39 @@ def _shard(settings: Settings, journal_dir: Path, run_id: str, groups: list[str]
     pipe.close()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _die_with(parent: int) -> None:
     """End this process when the command's process ends, `kill -9` included: no writer outlives
-    the lock it writes under."""
-    try:   # Linux: the kernel sends SIGKILL the moment the parent dies
+    the lock it writes under.
+
+    Its own parent is the fork server, which ends when the command's process does (its pipe
+    from the command closes); the kernel then kills this process. The command is watched too.
+    """
+    try:   # Linux: the kernel sends SIGKILL the moment the fork server dies
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
 
-    def watch() -> None:   # elsewhere, and should the parent have died before prctl: poll
-        while os.getppid() == parent:
-            time.sleep(0.2)
+    server = os.getppid()
+
+    def watch() -> None:
+        try:   # Linux 5.3+: woken the moment the command's process ends
+            with open(os.pidfd_open(parent), closefd=True) as ended:
+                select.select([ended], [], [])
+        except (OSError, AttributeError):   # elsewhere: poll
+            while _alive(parent) and os.getppid() == server:
+                time.sleep(0.2)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    if os.getppid() != parent:
+    if not _alive(parent):
         os.kill(os.getpid(), signal.SIGKILL)
     threading.Thread(target=watch, name="zk2kafka-parent-watch", daemon=True).start()
