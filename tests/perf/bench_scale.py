@@ -1,4 +1,5 @@
-"""Benchmark: a million offsets end to end (`scan`, `diff`, `migrate --execute`, `verify`), time and memory.
+"""Benchmark: a million offsets end to end (`scan`, `diff`, `migrate --execute --plan`, `verify --run`), time
+and memory.
 
     python tests/perf/bench_scale.py                           # 10,000 groups x 100 partitions = 1,000,000
     python tests/perf/bench_scale.py --groups 1000 --json scale.json
@@ -7,12 +8,16 @@
 Starts its own sandbox (ZooKeeper with a 1 GB heap, a ZooKeeper-mode Kafka 3.9 broker with 2 GB, since
 the broker keeps every committed offset in memory) unless --zookeeper and --bootstrap-server are given.
 Group i reads all `--partitions` partitions of topic i mod `--topics`; its offsets lie between 1 and
-the log end, so every row is MIGRATE. Each command runs as a child process, as an operator would run
-it; a sampler reads the resident memory of its process tree from /proc five times a second, split into
-the Python processes (zk2kafka and any ZooKeeper reader processes) and the JVMs (Spark's driver, which
-in local mode runs every task). For `migrate --execute` it also reports the write phase (the journaled
-plan to the run marked done) and the Python RSS when the write phase began and at its peak: the
-writer works in bounded batches, so the second must not grow with the number of offsets.
+the log end, so every row is MIGRATE. The steps are the reviewed-plan cutover of the runbooks: `diff`
+writes the plan a change ticket carries, `migrate --execute --plan` writes exactly that plan (no second
+scan or Spark start), `verify --run` reads back what that run wrote; the total is their sum, with the
+inventory `scan` first. Each command runs as a child process, as an operator would run it; a sampler
+reads the memory of its process tree from /proc five times a second (each process's Pss: shared pages
+counted once), split into the Python processes (zk2kafka, its ZooKeeper reader and writer processes)
+and the JVMs (Spark's driver, which in local mode runs every task). For `migrate --execute` it also
+reports the write phase (the journaled plan to the run marked done) and the Python memory when the
+write phase began and at its peak: the writer works in bounded batches, so the second must not grow
+with the number of offsets.
 
 Prints a Markdown table; exits 1 when a step failed or `verify` did not find every offset IN_SYNC.
 """
@@ -61,18 +66,31 @@ def _tree(root: int) -> list[int]:
 
 
 def _rss(pid: int) -> tuple[str, int]:
-    """(command name, resident bytes) of a process; ("", 0) once it has exited."""
+    """(command name, proportional resident bytes) of a process; ("", 0) once it has exited.
+
+    Pss, not Rss: the writer processes are forked from a server that imported their modules, so
+    they share those pages; Rss would count every shared page once per process, Pss splits it
+    between them, and the tree's sum is the memory it really holds. Rss where Pss is not offered.
+    """
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
     except OSError:
         return "", 0
     name = stat[stat.index("(") + 1:stat.rindex(")")]
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return name, int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return name, int(stat.rsplit(")", 1)[1].split()[21]) * PAGE
 
 
 class Sampler(threading.Thread):
-    """Resident memory of a process tree every `interval` seconds: (time, python bytes, jvm bytes)."""
+    """Memory of a process tree every `interval` seconds: (time, python bytes, jvm bytes), the sums
+    of its processes' proportional resident sets (see _rss)."""
 
     def __init__(self, pid: int, interval: float = 0.2):
         super().__init__(daemon=True)
@@ -121,7 +139,7 @@ def run_step(name: str, argv: list[str], work: Path) -> tuple[dict, dict, Sample
 
 
 def write_phase(state: Path, sampler: Sampler) -> dict:
-    """The migrate run's write phase from the journal, with the Python RSS when it began and at its peak."""
+    """The migrate run's write phase from the journal, with the Python memory when it began and at its peak."""
     with sqlite3.connect(state / "journal.sqlite") as db:
         created, updated = db.execute("SELECT created, updated FROM runs WHERE kind='migrate'").fetchone()
     at_start = next((s[1] for s in sampler.samples if s[0] >= created), 0)
@@ -139,7 +157,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--topics", type=int, default=10)
     ap.add_argument("--messages", type=int, default=5, help="messages per partition; offsets lie in 1..messages")
     ap.add_argument("--parallelism", type=int, default=32, help="zk2kafka migrate --parallelism")
-    ap.add_argument("--zk-readers", type=int, default=1, help="zk2kafka --zk-readers for scan, diff and migrate")
+    ap.add_argument("--zk-readers", type=int, default=1, help="zk2kafka --zk-readers for scan and diff")
+    ap.add_argument("--writers", type=int, default=1, help="zk2kafka migrate --writers")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
     if (args.zookeeper is None) != (args.bootstrap_server is None):
@@ -168,32 +187,35 @@ def main(argv: list[str] | None = None) -> dict:
         state = work / "state"
         common = ["--zookeeper", zookeeper, "--bootstrap-server", bootstrap, "--state-dir", str(state),
                   "--group", f"{run}-.*", "--zk-readers", str(args.zk_readers)]
-        rows, ok = [], True
-        for name, extra in (("scan", []), ("diff", []),
-                            (f"migrate --execute --parallelism {args.parallelism}",
-                             ["--execute", "--parallelism", str(args.parallelism)]),
-                            ("verify", [])):
+        rows, ok, result = [], True, {}
+        for name, extra in (("scan", lambda _: []), ("diff", lambda _: []),
+                            (f"migrate --execute --plan --parallelism {args.parallelism} --writers {args.writers}",
+                             lambda diff: ["--execute", "--plan", str(diff.get("run")),
+                                           "--parallelism", str(args.parallelism), "--writers", str(args.writers)]),
+                            ("verify --run", lambda migrate: ["--run", str(migrate.get("run"))])):
             _say(f"zk2kafka {name}")
-            row, result, sampler = run_step(name, [name.split()[0], *common, *extra], work)
+            row, result, sampler = run_step(name, [name.split()[0], *common, *extra(result)], work)
             if name.startswith("migrate"):
                 row.update(write_phase(state, sampler), written=result.get("written"),
                            state=result.get("state"))
                 ok &= row["exit_code"] == 0 and row["state"] == "done" and row["written"] == offsets
-            elif name == "verify":
+            elif name.startswith("verify"):
                 row["verified"] = result.get("verified")
                 ok &= row["exit_code"] == 0 and bool(row["verified"])
             else:
                 ok &= row["exit_code"] == 0
             row["offsets_per_s"] = round(offsets / row["seconds"]) if row["seconds"] else None
             rows.append(row)
-            _say(f"  exit {row['exit_code']} in {row['seconds']}s, peak RSS Python {row['python_peak_mib']} MiB, "
+            _say(f"  exit {row['exit_code']} in {row['seconds']}s, peak Pss Python {row['python_peak_mib']} MiB, "
                  f"JVM {row['jvm_peak_mib']} MiB")
     finally:
         if cluster:
             cluster.stop()
 
     figures = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
-               "cores": os.cpu_count(), "steps": rows, "ok": ok}
+               "cores": os.cpu_count(), "steps": rows, "ok": ok,
+               "total_s": round(sum(r["seconds"] for r in rows), 1),
+               "total_after_scan_s": round(sum(r["seconds"] for r in rows[1:]), 1)}
     print(render(figures))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
@@ -203,7 +225,7 @@ def main(argv: list[str] | None = None) -> dict:
 def render(figures: dict) -> str:
     lines = [f"\n{figures['offsets']:,} offsets ({figures['groups']:,} groups x {figures['partitions']} "
              f"partitions), {figures['cores']} cores\n",
-             "| step | wall time | offsets/s | peak RSS, Python | peak RSS, Spark JVM | exit |",
+             "| step | wall time | offsets/s | peak memory (Pss), Python | peak memory (Pss), Spark JVM | exit |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in figures["steps"]:
         lines.append(f"| `zk2kafka {r['step']}` | {r['seconds']:,} s | {r['offsets_per_s']:,} | "
@@ -213,6 +235,8 @@ def render(figures: dict) -> str:
                          f"{round(figures['offsets'] / r['write_phase_s']) if r['write_phase_s'] else 0:,} | "
                          f"{r['python_at_write_start_mib']:,} MiB at its start, {r['python_write_peak_mib']:,} "
                          f"MiB at its peak | | |")
+    lines.append(f"| all four steps | {figures['total_s']:,} s | | | | |")
+    lines.append(f"| without the inventory `scan` (`diff` scans again) | {figures['total_after_scan_s']:,} s | | | | |")
     return "\n".join(lines)
 
 

@@ -81,7 +81,7 @@ def test_scale_benchmark_runs_every_step(cluster, zk_chroot, tmp_path, capsys):
                                 "--groups", "30", "--partitions", "4", "--topics", "2", "--json", str(out)])
     _scale_checks(figures, 120)
     assert json.loads(out.read_text()) == figures
-    assert "| `zk2kafka verify` |" in capsys.readouterr().out
+    assert "| `zk2kafka verify --run` |" in capsys.readouterr().out
 
 
 @pytest.mark.slow
