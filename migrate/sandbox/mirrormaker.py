@@ -1,0 +1,101 @@
+"""MirrorMaker 2 in dedicated mode (org.apache.kafka.connect.mirror.MirrorMaker), from the pinned
+Kafka 3.9 jars (bundle mm2-3.9), copying topics of one sandbox cluster to another: the copy
+runbooks/new-cluster-mirrormaker2.md starts from, where the target assigns offsets of its own.
+
+Only the source -> target flow runs, with MirrorSourceConnector alone: no heartbeats, no
+checkpoints (a ZooKeeper group has nothing MM2 could checkpoint), so what zk2kafka translates
+through is MM2's offset syncs and nothing else. Internal topics have one replica, as the sandbox's
+brokers are one each.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from kafka import KafkaConsumer, TopicPartition
+
+from migrate.sandbox.artifacts import ensure_bundle
+from migrate.sandbox.jvm import JavaServer, wait_for_server
+
+log = logging.getLogger(__name__)
+
+BUNDLE = "mm2-3.9"
+MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
+
+
+class MirrorMaker:
+    """One dedicated MirrorMaker 2 process copying `topics` (a regex) from `source` to `target`.
+
+    `offset_lag_max` is MM2's offset.lag.max (default 100): a sync is written at the latest when a
+    partition's copy drifts that far past the last one. The sandbox takes a small value, so that a
+    few hundred records give many syncs and offsets between them; the translation rule is the same
+    at any value, only the redelivery windows grow with it.
+    """
+
+    def __init__(self, home: Path, cache_dir: Path, source: str, target: str, topics: str, *,
+                 source_alias: str = "old", target_alias: str = "new", offset_lag_max: int = 10,
+                 attached: bool = True):
+        self.home, self.cache_dir = home, cache_dir
+        self.source, self.target, self.topics = source, target, topics
+        self.source_alias, self.target_alias = source_alias, target_alias
+        self.offset_lag_max = offset_lag_max
+        self.attached = attached
+        self.server: JavaServer | None = None
+
+    def properties(self) -> dict:
+        s, t = self.source_alias, self.target_alias
+        return {
+            "clusters": f"{s}, {t}",
+            f"{s}.bootstrap.servers": self.source, f"{t}.bootstrap.servers": self.target,
+            f"{s}->{t}.enabled": "true", f"{s}->{t}.topics": self.topics,
+            f"{t}->{s}.enabled": "false",
+            "emit.heartbeats.enabled": "false", "emit.checkpoints.enabled": "false",
+            "sync.group.offsets.enabled": "false", "sync.topic.acls.enabled": "false",
+            "offset.lag.max": self.offset_lag_max,
+            # Commits every second: the sync of a partition's latest copied record waits for one.
+            "offset.flush.interval.ms": 1000,
+            "refresh.topics.interval.seconds": 5,
+            "replication.factor": 1,    # of the copies
+            **{f"{name}.replication.factor": 1 for name in (
+                "offset-syncs.topic", "checkpoints.topic", "heartbeats.topic",
+                "offset.storage", "status.storage", "config.storage")},
+        }
+
+    def start(self) -> None:
+        """Start the JVM; `wait_copied` tells when the copy caught up."""
+        jars = ensure_bundle(BUNDLE, self.cache_dir)
+        self.home.mkdir(parents=True, exist_ok=True)
+        config = self.home / "mm2.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        # --clusters: only the herder of the target runs (the flow into it).
+        self.server = JavaServer("mirrormaker2", self.home, jars, MAIN,
+                                 [str(config), "--clusters", self.target_alias])
+        self.server.start(self.attached)
+        log.info("MirrorMaker 2 %s -> %s (pid %d), log %s", self.source_alias, self.target_alias,
+                 self.server.pid, self.server.log_path)
+
+    def wait_copied(self, remote_topic: str, log_ends: dict[int, int],
+                    timeout: float = 180.0) -> None:
+        """Wait until each partition of `remote_topic` on the target has reached `log_ends`.
+
+        Raises SandboxError (naming MM2's log) when MM2 dies or the copy does not get there.
+        """
+        assert self.server is not None, "start() first"
+        consumer = KafkaConsumer(bootstrap_servers=self.target, group_id=None)
+        try:
+            partitions = [TopicPartition(remote_topic, p) for p in log_ends]
+
+            def copied() -> bool:
+                ends = consumer.end_offsets(partitions) if consumer.partitions_for_topic(
+                    remote_topic) else {}
+                return all(ends.get(tp, -1) >= log_ends[tp.partition] for tp in partitions)
+
+            wait_for_server(f"MirrorMaker 2's copy of {remote_topic}", self.server, copied,
+                            timeout)
+        finally:
+            consumer.close()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
