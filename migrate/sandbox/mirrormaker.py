@@ -99,3 +99,79 @@ class MirrorMaker:
     def stop(self) -> None:
         if self.server is not None:
             self.server.stop()
+
+
+def caught_up(source: str, target: str, topics: str, source_alias: str, policy: str) -> bool:
+    """True when every partition of the source topics matching `topics` (a regex) has as many
+    records in its copy on the target as in its own log (log end minus log start): the copy of
+    a source nobody writes to has caught up. (Transaction markers are not copied: a transactional
+    source never matches; the sandbox writes none.)"""
+    import re
+
+    from migrate.kafka.offset_syncs import remote_name
+
+    sizes = {}
+    for side, server, rename in (("source", source, False), ("target", target, True)):
+        consumer = KafkaConsumer(bootstrap_servers=server, group_id=None)
+        try:
+            names = [t for t in consumer.topics() if re.fullmatch(topics, t)] if not rename else [
+                remote_name(t, source_alias, policy) for t in sizes["source"]]
+            parts = [TopicPartition(t, p) for t in names
+                     for p in sorted(consumer.partitions_for_topic(t) or ())]
+            if not parts:
+                return False
+            starts, ends = consumer.beginning_offsets(parts), consumer.end_offsets(parts)
+            sizes[side] = {t: sum(ends[tp] - starts[tp] for tp in parts if tp.topic == t)
+                           for t in names}
+        finally:
+            consumer.close()
+    return list(sizes["source"].values()) == list(sizes["target"].values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run MirrorMaker 2 until SIGTERM or SIGINT; print `copied` once the copy has caught up.
+
+    For the runbook test (runbooks/new-cluster-mirrormaker2.md), which starts it in the
+    background as the operator's own MirrorMaker 2 would be running.
+    """
+    import argparse
+    import signal
+    import threading
+
+    from migrate.sandbox.jvm import wait_until
+
+    parser = argparse.ArgumentParser(prog="python -m migrate.sandbox.mirrormaker")
+    parser.add_argument("--source", required=True, help="the source cluster's bootstrap servers")
+    parser.add_argument("--target", required=True, help="the target cluster's bootstrap servers")
+    parser.add_argument("--topics", required=True, help="the topics to copy, a regex")
+    parser.add_argument("--home", required=True, type=Path, help="MM2's directory (log, config)")
+    parser.add_argument("--source-alias", default="old")
+    parser.add_argument("--target-alias", default="new")
+    parser.add_argument("--offset-lag-max", type=int, default=100)
+    parser.add_argument("--cache-dir", type=Path,
+                        default=Path("~/.cache/zk2kafka").expanduser())
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    mm2 = MirrorMaker(args.home, args.cache_dir, args.source, args.target, args.topics,
+                      source_alias=args.source_alias, target_alias=args.target_alias,
+                      offset_lag_max=args.offset_lag_max)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    mm2.start()
+    try:
+        wait_until("MirrorMaker 2's copy", lambda: caught_up(
+            args.source, args.target, args.topics, args.source_alias, "default"), 300,
+            mm2.server.alive, lambda: f"{mm2.server.cause()} (log: {mm2.server.log_path})")
+        print("copied", flush=True)
+        while not stop.wait(1.0):
+            if not mm2.server.alive():
+                print(f"MirrorMaker 2 stopped: {mm2.server.cause()}", flush=True)
+                return 1
+        return 0
+    finally:
+        mm2.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

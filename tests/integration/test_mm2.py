@@ -79,8 +79,10 @@ def consume(bootstrap: str, topic: str, group: str) -> dict[int, list[int]]:
 def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chroot, prefix, mirrored, tmp_path,
                                                               capsys):
     topic, remote = mirrored
-    # The old consumers' next offsets on the source; B's partition 1 read everything.
-    zk_offsets = {f"{prefix}a": {0: 87, 1: 130}, f"{prefix}b": {0: 50, 1: MESSAGES}}
+    # The old consumers' next offsets on the source; B's partition 1 read everything. None near the log
+    # start: MM2 may replace a partition's first syncs by later ones while its sync producer is busy (it
+    # keeps one pending sync per partition), and an offset below the first sync left is UNTRANSLATABLE.
+    zk_offsets = {f"{prefix}a": {0: 137, 1: 130}, f"{prefix}b": {0: 200, 1: MESSAGES}}
     for group, offsets in zk_offsets.items():
         for p, offset in offsets.items():
             put(zk, f"/consumers/{group}/offsets/{topic}/{p}", str(offset).encode())
@@ -100,7 +102,6 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
         # The copy starts at the source's log start: every offset differs between the clusters.
         assert row["planned_offset"] == row["zk_offset"] < row["upstream_offset"]
         assert row["sync_upstream"] <= row["upstream_offset"]
-    assert plan[(f"{prefix}b", 0)]["planned_offset"] == 0    # the first record copied is the first sync
     assert diff["inputs"]["translation"]["syncs"] > 0
 
     code, done = zk2kafka(capsys, "migrate", *args, "--execute")
