@@ -116,9 +116,10 @@ def plan(settings: Settings, command: str) -> Plan:
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
     if syncs is not None:
         inputs["translation"] = {
-            "source_alias": settings.translate_via_mm2, "target_alias": settings.mm2_target_alias,
+            "source_alias": settings.translate_via_mm2,
+            "mm2_target_alias": settings.mm2_target_alias,
             "replication_policy": settings.replication_policy, "syncs_topic": syncs.topic,
-            "offset_syncs_bootstrap_server": syncs.bootstrap_server,
+            "offset_syncs_bootstrap_server": settings.offset_syncs_bootstrap_server,
             "offset_syncs_snapshot": str(syncs.path), "syncs": syncs.syncs,
             "synced_partitions": syncs.partitions, "skipped_records": syncs.skipped,
             "offset_syncs_seconds": syncs.seconds}

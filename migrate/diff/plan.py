@@ -336,6 +336,13 @@ class ReviewedPlan:
         if stores:
             reasons.append("made against other stores (" + "; ".join(stores) + ")")
         made_with = {**policies, "no_zk_write": inputs.get("no_zk_write", False)}
+        # A translated plan's offsets are of the target MM2 copies to: executed through other
+        # aliases or another policy (or without translating) they would land elsewhere.
+        translation = inputs.get("translation") or {}
+        made_with["translate_via_mm2"] = translation.get("source_alias")
+        if translation:
+            made_with.update({k: translation.get(k) for k in (
+                "mm2_target_alias", "replication_policy", "offset_syncs_bootstrap_server")})
         changed = [f"--{k.replace('_', '-')} {v!r} in the plan, {current[k]!r} now"
                    for k, v in made_with.items() if k in current and v != current[k]]
         if changed:

@@ -126,7 +126,8 @@ class OffsetSyncsReader:
         Raises OffsetSyncsUnavailable when the topic is missing or cannot be read to its end.
         """
         started = time.monotonic()
-        server = str(self.config.get("bootstrap_servers"))
+        servers = self.config.get("bootstrap_servers")
+        server = ",".join(servers) if isinstance(servers, list) else str(servers)
         try:
             consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, **self.config)
         except KafkaError as exc:

@@ -4,6 +4,7 @@ ZooKeeper's offset and the translated one side by side, the redelivery window be
 from __future__ import annotations
 
 import csv
+import json
 
 import pyarrow as pa
 import pytest
@@ -78,3 +79,26 @@ def test_translated_report_shows_upstream_and_translated_side_by_side(tmp_path):
     assert "| `UNTRANSLATABLE` | 1 | yes |" in md
     html = files["html"].read_text()
     assert "Translated through MirrorMaker 2" in html and "<td class=n>200</td><td class=n>51</td>" in html
+
+
+def test_a_translated_plan_is_executed_only_through_the_same_translation(tmp_path):
+    from migrate.diff import plan as p
+    from test_plan import CURRENT, write_plan
+
+    report = write_plan(tmp_path)
+    summary = json.loads((report / "summary.json").read_text())
+    summary["inputs"].update(no_zk_write=True, translation={
+        "source_alias": "old", "mm2_target_alias": "new", "replication_policy": "default",
+        "offset_syncs_bootstrap_server": "old-kafka:9092"})
+    (report / "summary.json").write_text(json.dumps(summary))
+    plan = p.ReviewedPlan.load(str(report), tmp_path)
+    same = {**CURRENT, "no_zk_write": True, "translate_via_mm2": "old", "mm2_target_alias": "new",
+            "replication_policy": "default", "offset_syncs_bootstrap_server": "old-kafka:9092"}
+    assert plan.refusals(same, 86400) == []
+    (other,) = plan.refusals({**same, "mm2_target_alias": "dr"}, 86400)
+    assert "--mm2-target-alias 'new' in the plan, 'dr' now" in other
+    (untranslated,) = plan.refusals({**same, "no_zk_write": False, "translate_via_mm2": None}, 86400)
+    assert "--translate-via-mm2 'old' in the plan, None now" in untranslated
+    # An untranslated plan is not executed through a translation either.
+    assert p.ReviewedPlan.load(str(write_plan(tmp_path / "plain")), tmp_path / "plain").refusals(
+        {**CURRENT, "translate_via_mm2": "old"}, 86400)
