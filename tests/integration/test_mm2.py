@@ -13,12 +13,12 @@ from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from migrate import cli
 from migrate.diff import schema as s
 from migrate.sandbox.mirrormaker import MirrorMaker
-from seeding import put, zk_tree
+from seeding import kafka_offsets, put, zk_tree
 from tests.conftest import CACHE_DIR, test_backend
 
 pytestmark = pytest.mark.skipif(test_backend() != "local", reason="MirrorMaker 2 runs as a local JVM")
@@ -126,6 +126,18 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
             assert sorted(again) == list(range(plan[(group, p)]["sync_upstream"] + 1, offset))
             rereads[(group, p)] = len(again)
     assert rereads == {key: plan[key]["redelivery_window"] for key in plan}
+
+    # Rollback as usual: the offsets the run created on the KRaft cluster go, ZooKeeper stays as it was.
+    conn = ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.kraft_bootstrap_server,
+            "--state-dir", str(tmp_path / "state")]
+    code, rolled = zk2kafka(capsys, "rollback", done["run"], *conn, "--execute")
+    assert code == 0 and rolled["state"] == "done" and rolled["rolls_back"] == done["run"], rolled
+    admin = KafkaAdminClient(bootstrap_servers=cluster.kraft_bootstrap_server)
+    try:
+        assert kafka_offsets(admin, list(zk_offsets)) == {g: {} for g in zk_offsets}
+    finally:
+        admin.close()
+    assert zk_tree(zk) == before_zk
     assert any(rereads.values()), f"no offset fell between two syncs: {rereads}"
 
 
