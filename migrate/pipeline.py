@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from migrate.diff.plan import Plan, plan_id
+from migrate.diff.plan import Plan, commits, plan_id
 from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
 from migrate.kafka.client import open_admin
@@ -126,6 +126,8 @@ def plan(settings: Settings, command: str) -> Plan:
     summary = {**build_summary(run, command, settings, result, kafka, inputs),
                # What a change ticket quotes; `migrate --plan` checks it.
                "plan_id": plan_id(run, result.plan)}
+    if translation is not None:
+        summary["redelivery"] = _redelivery(result.plan)
     files = {"plan": result.plan, **write_reports(report, summary, result.plan)}
     return Plan(run, summary, files)
 
@@ -152,6 +154,17 @@ def _read_offset_syncs(settings: Settings, path: Path, topics: list[str]) -> Syn
     log.info("offset syncs: %d from %s on %s in %.1fs (%d records skipped)", info.syncs, topic,
              settings.offset_syncs_bootstrap_server, info.seconds, info.skipped)
     return info
+
+
+def _redelivery(plan_file: Path) -> dict[str, int]:
+    """Over a translated plan's commits: how many messages the groups may read a second time at
+    most, in all and on the widest partition."""
+    total, widest = 0, 0
+    for batch in commits(plan_file, ["redelivery_window"]):
+        windows = batch.column("redelivery_window")
+        total += pc.sum(windows).as_py() or 0
+        widest = max(widest, pc.max(windows).as_py() or 0)
+    return {"reread_at_most": total, "widest_window": widest}
 
 
 class Names(NamedTuple):

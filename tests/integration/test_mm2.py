@@ -103,6 +103,8 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
         assert row["planned_offset"] == row["zk_offset"] < row["upstream_offset"]
         assert row["sync_upstream"] <= row["upstream_offset"]
     assert diff["inputs"]["translation"]["syncs"] > 0
+    windows = [r["redelivery_window"] for r in plan.values()]
+    assert diff["redelivery"] == {"reread_at_most": sum(windows), "widest_window": max(windows)}
 
     code, done = zk2kafka(capsys, "migrate", *args, "--execute")
     assert code == 0 and done["state"] == "done" and not done["failed"], done

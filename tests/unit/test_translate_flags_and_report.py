@@ -67,6 +67,7 @@ def test_translated_report_shows_upstream_and_translated_side_by_side(tmp_path):
     sm["inputs"]["translation"] = {"source_alias": "old", "replication_policy": "default", "syncs": 3,
                                    "synced_partitions": 1, "syncs_topic": "mm2-offset-syncs.new.internal",
                                    "offset_syncs_bootstrap_server": "old-kafka:9092"}
+    sm["redelivery"] = {"reread_at_most": 49, "widest_window": 49}
     files = write_reports(tmp_path, sm, pa.Table.from_pylist(rows, schema=s.plan_schema(True)))
     with files["rows"].open(newline="") as f:
         got = list(csv.DictReader(f))
@@ -76,6 +77,7 @@ def test_translated_report_shows_upstream_and_translated_side_by_side(tmp_path):
     md = files["markdown"].read_text()
     assert "| g1 | orders | old.orders | 0 | 200 | 51 | 49 |" in md
     assert "mm2-offset-syncs.new.internal" in md and "ZooKeeper is not written" in md
+    assert "read at most 49 messages a second time, at most 49 on one partition" in md
     assert "| `UNTRANSLATABLE` | 1 | yes |" in md
     html = files["html"].read_text()
     assert "Translated through MirrorMaker 2" in html and "<td class=n>200</td><td class=n>51</td>" in html
