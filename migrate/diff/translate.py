@@ -57,24 +57,32 @@ def remote_topic(topic: Column, source_alias: str, policy: str) -> Column:
 
 def valid_syncs(syncs: DataFrame) -> DataFrame:
     """The syncs that still hold: one is dropped when a later one (in the syncs topic's order) of
-    the same source partition has an upstream offset at or below its own.
+    the same source partition has an upstream offset at or below its own, or when any later one
+    has a downstream offset below one before it.
 
     MirrorSourceTask emits such a sync when the upstream offsets went back (a restarted task
     re-replicating from its last committed position, a recreated source topic): the copies it
     writes then lie after the earlier syncs' downstream offsets, so those no longer say where the
-    records after them are. What is left rises in upstream offset with the topic's order, so the
+    records after them are. (OffsetSyncStore drops every earlier sync then too.) A downstream
+    offset that went back means the copy was truncated or recreated: every earlier sync may point
+    into a log that is gone. What is left rises in upstream offset with the topic's order, so the
     latest sync at or below an offset is the one with the greatest upstream offset.
     (MM2 writes a partition's syncs into one partition of the syncs topic, partition 0, so their
     order there is the order they were written.)
     """
-    later = (Window.partitionBy("topic", "partition", "sync_partition")
-             .orderBy(F.col("sync_offset").desc())
-             .rowsBetween(Window.unboundedPreceding, -1))
-    lowest_later = F.min("upstream_offset").over(later)
-    return (syncs.withColumn("_lowest_later", lowest_later)
-            .filter(F.col("_lowest_later").isNull()
-                    | (F.col("_lowest_later") > F.col("upstream_offset")))
-            .drop("_lowest_later"))
+    partition = Window.partitionBy("topic", "partition", "sync_partition")
+    later = partition.orderBy(F.col("sync_offset").desc()).rowsBetween(
+        Window.unboundedPreceding, -1)
+    earlier = partition.orderBy("sync_offset").rowsBetween(Window.unboundedPreceding, -1)
+    went_back = F.col("downstream_offset") < F.max("downstream_offset").over(earlier)
+    syncs = syncs.withColumn("_restart", F.when(went_back, F.col("sync_offset")))
+    # Only the syncs from the last downstream rewind on, and of those the ones no later sync
+    # rewinds upstream.
+    since = F.max("_restart").over(partition)
+    upstream_rewound = F.min("upstream_offset").over(later) <= F.col("upstream_offset")
+    kept = ((since.isNull() | (F.col("sync_offset") >= since))
+            & ~F.coalesce(upstream_rewound, F.lit(False)))
+    return syncs.withColumn("_kept", kept).filter("_kept").drop("_restart", "_kept")
 
 
 def translate(zk: DataFrame, syncs: DataFrame, source_alias: str, policy: str) -> DataFrame:
