@@ -13,8 +13,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from kafka import KafkaConsumer, TopicPartition
 
+from migrate.errors import OffsetSyncsUnavailable
+from migrate.kafka.offset_syncs import OffsetSyncsReader, syncs_topic
 from migrate.sandbox.artifacts import ensure_bundle
 from migrate.sandbox.jvm import JavaServer, wait_for_server
 
@@ -53,8 +56,10 @@ class MirrorMaker:
             "emit.heartbeats.enabled": "false", "emit.checkpoints.enabled": "false",
             "sync.group.offsets.enabled": "false", "sync.topic.acls.enabled": "false",
             "offset.lag.max": self.offset_lag_max,
-            # Commits every second: the sync of a partition's latest copied record waits for one.
-            "offset.flush.interval.ms": 1000,
+            # Commits every second (a worker setting: dedicated mode takes it under the target's
+            # alias): MM2 writes the sync of a partition's latest copied record, and the syncs
+            # its producer had no room for, at a commit.
+            f"{t}.offset.flush.interval.ms": 1000,
             "refresh.topics.interval.seconds": 5,
             "replication.factor": 1,    # of the copies
             **{f"{name}.replication.factor": 1 for name in (
@@ -95,6 +100,31 @@ class MirrorMaker:
                             timeout)
         finally:
             consumer.close()
+
+    def wait_synced(self, topic: str, log_ends: dict[int, int], timeout: float = 120.0) -> None:
+        """Wait until MM2's offset syncs reach the last record of each partition of the source
+        `topic` (log end - 1): syncs lag the copy by up to a commit, and a diff before them
+        translates through older ones (larger windows, or UNTRANSLATABLE).
+
+        Raises SandboxError (naming MM2's log) when MM2 dies or the syncs do not get there.
+        """
+        assert self.server is not None, "start() first"
+        reader = OffsetSyncsReader({"bootstrap_servers": self.source},
+                                   syncs_topic(self.target_alias))
+        path = self.home / "syncs-check.parquet"
+
+        def synced() -> bool:
+            try:
+                reader.write(path, {topic})
+            except OffsetSyncsUnavailable:   # not created yet
+                return False
+            latest: dict[int, int] = {}
+            for row in pq.read_table(path).to_pylist():
+                latest[row["partition"]] = max(latest.get(row["partition"], -1),
+                                               row["upstream_offset"])
+            return all(latest.get(p, -1) >= end - 1 for p, end in log_ends.items())
+
+        wait_for_server(f"MirrorMaker 2's offset syncs of {topic}", self.server, synced, timeout)
 
     def stop(self) -> None:
         if self.server is not None:
