@@ -9,6 +9,7 @@ read, and what it reads a second time must be within the window the plan reporte
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
 import pyarrow.parquet as pq
@@ -24,7 +25,8 @@ from tests.conftest import CACHE_DIR, test_backend
 pytestmark = pytest.mark.skipif(test_backend() != "local", reason="MirrorMaker 2 runs as a local JVM")
 
 SOURCE, TARGET = "zkold", "kraftnew"      # MM2's cluster aliases
-MESSAGES = 250                             # per partition, written before any deletion
+MESSAGES = 250                             # per partition
+BEFORE_MM2 = 60                            # of them written before MM2 starts, and before the deletion
 LOG_START = {0: 50, 1: 30}                 # DeleteRecords, before MM2 starts
 
 
@@ -38,24 +40,37 @@ def zk2kafka(capsys, *argv) -> tuple[int, dict]:
 
 @pytest.fixture
 def mirrored(cluster, kafka_admin, prefix, tmp_path):
-    """`<prefix>orders` on the ZooKeeper-mode broker, its log start moved, copied by a running MM2."""
+    """`<prefix>orders` on the ZooKeeper-mode broker, its log start moved, copied by a running MM2 while
+    producers go on writing."""
     topic = f"{prefix}orders"
     kafka_admin.create_topics({topic: {"num_partitions": 2, "replication_factor": 1}}, wait_for_metadata=True)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_server, acks="all")
-    for p in LOG_START:
-        for i in range(MESSAGES):
-            producer.send(topic, value=f"{p}-{i}".encode(), partition=p)   # the value is its source offset
-    producer.flush()
-    producer.close()
+
+    def produce(first: int, last: int) -> None:
+        for p in LOG_START:
+            for i in range(first, last):
+                producer.send(topic, value=f"{p}-{i}".encode(), partition=p)   # the value is its source offset
+        producer.flush()
+
+    produce(0, BEFORE_MM2)
     kafka_admin.delete_records({TopicPartition(topic, p): start for p, start in LOG_START.items()})
     mm2 = MirrorMaker(tmp_path / "mm2", CACHE_DIR, cluster.bootstrap_server, cluster.kraft_bootstrap_server,
                       topic.replace(".", r"\."), source_alias=SOURCE, target_alias=TARGET, offset_lag_max=10)
     mm2.start()
     try:
         remote = f"{SOURCE}.{topic}"
+        mm2.wait_copied(remote, {p: BEFORE_MM2 - start for p, start in LOG_START.items()})
+        # The rest as a live topic receives it, a few records at a time. MM2 has at most 10 syncs in flight
+        # and holds one pending sync per partition, replaced by each newer one: a partition copied in one
+        # rush (all 250 records before the first sync was acknowledged) was left with a single sync, at
+        # its end, and every older offset UNTRANSLATABLE (a run of this test found it).
+        for first in range(BEFORE_MM2, MESSAGES, 5):
+            produce(first, min(first + 5, MESSAGES))
+            time.sleep(0.1)
+        producer.close()
         mm2.wait_copied(remote, {p: MESSAGES - start for p, start in LOG_START.items()})
         # The syncs lag the copy (up to a commit): translating before they arrive is safe (older syncs:
-        # larger windows, or UNTRANSLATABLE, as the first run of this test found) but not this test.
+        # larger windows, or UNTRANSLATABLE) but not this test.
         mm2.wait_synced(topic, {p: MESSAGES for p in LOG_START})
         yield topic, remote
     finally:
