@@ -72,6 +72,16 @@ class KafkaUnavailable(MigrateError):
         self.bootstrap_server = bootstrap_server
 
 
+class OffsetSyncsUnavailable(KafkaUnavailable):
+    """MirrorMaker 2's offset-syncs topic is missing or could not be read to its end: without it
+    no ZooKeeper offset can be translated, so nothing is planned."""
+
+    def __init__(self, topic: str, bootstrap_server: str, reason: str):
+        super().__init__(f"offset syncs {topic} on {bootstrap_server}: {reason}",
+                         bootstrap_server=bootstrap_server)
+        self.topic, self.reason = topic, reason
+
+
 class NothingFound(MigrateError):
     """A scan found no offset at all: a forgotten chroot, a wrong --zk-root or a selection that
     matches nothing.

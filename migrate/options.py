@@ -44,6 +44,7 @@ class Option:
 PLAN_COMMANDS = ("diff", "migrate", "verify", "sync")
 WRITE_COMMANDS = ("migrate", "sync", "rollback")
 SCAN_COMMANDS = ("scan",) + PLAN_COMMANDS
+TRANSLATE_COMMANDS = ("diff", "migrate", "verify")   # sync does not translate
 
 OPTIONS: tuple[Option, ...] = (
     Option("zookeeper", "str", None,
@@ -162,5 +163,25 @@ OPTIONS: tuple[Option, ...] = (
     Option("allow_live_zk_consumers", "bool", False,
            "migrate groups whose old consumers are still registered in ZooKeeper",
            commands=PLAN_COMMANDS, recorded=True),
+    # Onto a cluster copied by MirrorMaker 2 (runbooks/new-cluster-mirrormaker2.md): ZooKeeper's
+    # offsets are of the source cluster, --bootstrap-server is the target.
+    Option("translate_via_mm2", "str", None,
+           "translate ZooKeeper's offsets onto a MirrorMaker 2 copy through MM2's offset syncs; "
+           "SOURCE_ALIAS is the source cluster's alias in MM2's configuration. Commits to "
+           "--bootstrap-server (the target) only: ZooKeeper is not written (implies --no-zk-write)",
+           commands=TRANSLATE_COMMANDS, metavar="SOURCE_ALIAS", recorded=True),
+    Option("mm2_target_alias", "str", None,
+           "with --translate-via-mm2: the target cluster's alias in MM2's configuration "
+           "(the syncs topic is mm2-offset-syncs.<TARGET_ALIAS>.internal)",
+           commands=TRANSLATE_COMMANDS, metavar="TARGET_ALIAS", recorded=True),
+    Option("offset_syncs_bootstrap_server", "str", None,
+           "with --translate-via-mm2: the cluster holding MM2's offset syncs topic "
+           "(the source by default; the target with offset-syncs.topic.location=target); "
+           "--command-config applies to it too",
+           commands=TRANSLATE_COMMANDS, metavar="HOSTS", recorded=True),
+    Option("replication_policy", "choice", "default",
+           "with --translate-via-mm2: MM2's replication policy, default (<alias>.<topic>) "
+           "or identity (same topic names)",
+           choices=("default", "identity"), commands=TRANSLATE_COMMANDS, recorded=True),
 )
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}

@@ -7,23 +7,29 @@ scan, diff, migrate and verify compute what they report here; nothing here write
 from __future__ import annotations
 
 import json
+import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from migrate.diff.plan import Plan, plan_id
+from migrate.diff.plan import Plan, commits, plan_id
 from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
 from migrate.kafka.client import open_admin
+from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, remote_name, syncs_topic,
+                                        upstream_name)
 from migrate.kafka.snapshot import KafkaSnapshot
 from migrate.report.files import write_reports
 from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.reader import Selection
 from migrate.zk.scan import scan_to_parquet
+
+log = logging.getLogger(__name__)
 
 
 def scan(settings: Settings) -> dict[str, Any]:
@@ -64,6 +70,7 @@ def plan(settings: Settings, command: str) -> Plan:
     from migrate.diff.offset_diff import Policy
     from migrate.diff.run import SparkStarter, run_diff
     from migrate.diff.summary import build_summary
+    from migrate.diff.translate import Translation
 
     settings.require("zookeeper")
     settings.require("bootstrap_server")
@@ -78,10 +85,17 @@ def plan(settings: Settings, command: str) -> Plan:
         zk_snapshot = Path(scanned["snapshot"])
         names = _names(zk_snapshot)
         selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
+        topics, topic_selected = names.topics, selection.topic
+        syncs = None
+        if settings.translate_via_mm2:
+            # The target's snapshot is of the copies' names; the syncs name the source's topics.
+            topics, topic_selected = _remote_topics(settings, names.topics, selection)
+            syncs = _read_offset_syncs(settings, state.kafka_snapshot(run).with_name(
+                f"offset-syncs-{run}.parquet"), names.topics)
         admin = open_admin(settings)
         try:
             kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), names.groups,
-                                               names.topics, selection.topic)
+                                               topics, topic_selected)
         finally:
             admin.close()
     except BaseException:
@@ -91,19 +105,67 @@ def plan(settings: Settings, command: str) -> Plan:
     policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers,
                     zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write)
     report = state.reports(run)
+    translation = None if syncs is None else Translation(
+        settings.translate_via_mm2, settings.replication_policy, syncs.path)
     result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master,
-                      report / "plan.parquet", spark)
+                      report / "plan.parquet", spark, translation)
     inputs = {"zookeeper": settings.zookeeper,
               "zk_root": settings.path_template or settings.zk_root,
               "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
               "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
+    if syncs is not None:
+        inputs["translation"] = {
+            "source_alias": settings.translate_via_mm2,
+            "mm2_target_alias": settings.mm2_target_alias,
+            "replication_policy": settings.replication_policy, "syncs_topic": syncs.topic,
+            "offset_syncs_bootstrap_server": settings.offset_syncs_bootstrap_server,
+            "offset_syncs_snapshot": str(syncs.path), "syncs": syncs.syncs,
+            "synced_partitions": syncs.partitions, "skipped_records": syncs.skipped,
+            "offset_syncs_seconds": syncs.seconds}
     summary = {**build_summary(run, command, settings, result, kafka, inputs),
                # What a change ticket quotes; `migrate --plan` checks it.
                "plan_id": plan_id(run, result.plan)}
+    if translation is not None:
+        summary["redelivery"] = _redelivery(result.plan)
     files = {"plan": result.plan, **write_reports(report, summary, result.plan)}
     return Plan(run, summary, files)
+
+
+def _remote_topics(settings: Settings, topics: list[str],
+                   selection: Selection) -> tuple[list[str], Callable[[str], bool]]:
+    """The target's names of the copies of `topics`, and the selection as it reads the target's
+    names (the copies of selected source topics)."""
+    alias, policy = settings.translate_via_mm2, settings.replication_policy
+
+    def selected(remote: str) -> bool:
+        upstream = upstream_name(remote, alias, policy)
+        return upstream is not None and selection.topic(upstream)
+
+    return [remote_name(t, alias, policy) for t in topics], selected
+
+
+def _read_offset_syncs(settings: Settings, path: Path, topics: list[str]) -> SyncsInfo:
+    """MM2's offset syncs of `topics` into `path`; raises OffsetSyncsUnavailable."""
+    options = {**settings.kafka_options(),
+               "bootstrap_servers": settings.offset_syncs_bootstrap_server.split(",")}
+    topic = syncs_topic(settings.require("mm2_target_alias"))
+    info = OffsetSyncsReader(options, topic).write(path, set(topics))
+    log.info("offset syncs: %d from %s on %s in %.1fs (%d records skipped)", info.syncs, topic,
+             settings.offset_syncs_bootstrap_server, info.seconds, info.skipped)
+    return info
+
+
+def _redelivery(plan_file: Path) -> dict[str, int]:
+    """Over a translated plan's commits: how many messages the groups may read a second time at
+    most, in all and on the widest partition."""
+    total, widest = 0, 0
+    for batch in commits(plan_file, ["redelivery_window"]):
+        windows = batch.column("redelivery_window")
+        total += pc.sum(windows).as_py() or 0
+        widest = max(widest, pc.max(windows).as_py() or 0)
+    return {"reread_at_most": total, "widest_window": widest}
 
 
 class Names(NamedTuple):

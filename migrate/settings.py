@@ -95,6 +95,10 @@ class Settings:
     rescan_every: float = 30.0
     renew_every: float | None = None
     stop_after: float | None = None
+    translate_via_mm2: str | None = None
+    mm2_target_alias: str | None = None
+    offset_syncs_bootstrap_server: str | None = None
+    replication_policy: str = "default"
     # Parsed from --command-config; secrets inside stay out of repr.
     kafka_client: ClientConfig | None = field(default=None, compare=False)
 
@@ -152,6 +156,10 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
         values["verbosity"] = int(flags["verbosity"])
     if values.get("path_template") and "layout" not in values:
         values["layout"] = "template"
+    if values.get("translate_via_mm2"):
+        # Translated offsets are the target's: written into the source's ZooKeeper they would move
+        # its old consumers to offsets of another cluster.
+        values["no_zk_write"] = True
     settings = Settings(**values)
     _check(settings)
     if settings.command_config is not None:
@@ -291,8 +299,32 @@ def _check(s: Settings) -> None:
         for host in s.bootstrap_server.split(","):
             if not _HOSTPORT.match(host.strip()):
                 raise ConfigError(f"--bootstrap-server: {host!r} is not host:port")
+    if s.translate_via_mm2 is not None:
+        _check_translation(s)
     if s.zookeeper is not None:
         hosts, _, chroot = s.zookeeper.partition("/")
         for host in hosts.split(","):
             if not _HOSTPORT.match(host.strip()):
                 raise ConfigError(f"--zookeeper: {host!r} is not host:port")
+
+
+_ALIAS = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def _check_translation(s: Settings) -> None:
+    """--translate-via-mm2 and the flags it needs."""
+    for flag, alias in (("--translate-via-mm2", s.translate_via_mm2),
+                        ("--mm2-target-alias", s.mm2_target_alias)):
+        if not alias:
+            raise ConfigError(f"{flag} is required with --translate-via-mm2: "
+                              "the cluster alias of MirrorMaker 2's configuration")
+        if not _ALIAS.match(alias):
+            raise ConfigError(f"{flag}: {alias!r} is not a cluster alias (letters, digits, . _ -)")
+    if not s.offset_syncs_bootstrap_server:
+        raise ConfigError("--offset-syncs-bootstrap-server is required with --translate-via-mm2: "
+                          "the cluster holding mm2-offset-syncs.<target>.internal")
+    for host in s.offset_syncs_bootstrap_server.split(","):
+        if not _HOSTPORT.match(host.strip()):
+            raise ConfigError(f"--offset-syncs-bootstrap-server: {host!r} is not host:port")
+    if not s.no_zk_write:
+        raise ConfigError("--translate-via-mm2 writes the target cluster only (--no-zk-write)")

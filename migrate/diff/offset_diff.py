@@ -47,12 +47,13 @@ def _preference() -> list[Column]:
             F.coalesce(F.col("layout"), F.lit("")).asc()]  # only to be deterministic
 
 
-def _zk_side(zk: DataFrame) -> DataFrame:
+def _zk_side(zk: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     return zk.select(*KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime",
-                     "path", "layout", "zk_consumers", F.lit(ZK_SIDE).alias("_side"))
+                     "path", "layout", "zk_consumers", *carry, F.lit(ZK_SIDE).alias("_side"))
 
 
-def _side_by_side(zk: DataFrame, kafka: DataFrame | None) -> DataFrame:
+def _side_by_side(zk: DataFrame, kafka: DataFrame | None,
+                  carry: tuple[str, ...] = ()) -> DataFrame:
     """ZooKeeper's rows, Kafka's committed offsets and its groups in one frame, range-partitioned by
     group.
 
@@ -61,7 +62,7 @@ def _side_by_side(zk: DataFrame, kafka: DataFrame | None) -> DataFrame:
     before (issue 18) shuffled the plan's rows three times (the dedupe window, the full outer join,
     the orderBy, whose range sampling ran the join once more) and ZooKeeper's groups once more.
     """
-    rows = _zk_side(zk)
+    rows = _zk_side(zk, carry)
     if kafka is None:   # ZooKeeper's rows alone (dedupe_zk): Kafka's columns are there, all null
         return rows.select("*", *(F.lit(None).cast(kind).alias(name) for name, kind in (
             ("committed_offset", "bigint"), ("metadata", "string"), ("group_state", "string"),
@@ -74,7 +75,7 @@ def _side_by_side(zk: DataFrame, kafka: DataFrame | None) -> DataFrame:
             .unionByName(groups, allowMissingColumns=True).repartitionByRange("group"))
 
 
-def _matched(rows: DataFrame) -> DataFrame:
+def _matched(rows: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     """The rows of `_side_by_side` that become plan rows, Kafka's values beside ZooKeeper's.
 
     What a full outer join on (group, topic, partition) after the dedupe gave, computed with one
@@ -88,6 +89,7 @@ def _matched(rows: DataFrame) -> DataFrame:
     - the group's state, members and protocol type, from its group row.
     The snapshot holds at most one committed offset per key and one group row per group (one
     OffsetFetch answer per group), which is what makes this window equal to the joins.
+    `carry`: ZooKeeper's columns passed through as they are (null on KAFKA_ONLY rows).
     """
     side, topic, partition = F.col("_side"), F.col("topic"), F.col("partition")
     is_zk, is_offset = side == ZK_SIDE, side == OFFSET_SIDE
@@ -121,7 +123,7 @@ def _matched(rows: DataFrame) -> DataFrame:
     in_kafka_group = F.col("group").isNotNull()
     return rows.filter(zk_row | kafka_only).select(
         *KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime", "path", "layout",
-        "zk_consumers", F.when(is_zk, F.lit(True)).alias("_in_zk"),
+        "zk_consumers", *carry, F.when(is_zk, F.lit(True)).alias("_in_zk"),
         F.when(is_offset, F.col("committed_offset"))
         .when(kafka_beside, F.col("_key_offset")).alias("kafka_offset"),
         F.when(is_offset, F.col("metadata"))
@@ -144,20 +146,26 @@ def dedupe_zk(zk: DataFrame) -> DataFrame:
     return _matched(_side_by_side(zk, None)).select(*_zk_side(zk).columns[:-1])
 
 
-def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
-    """Plan rows (columns of schema.PLAN_SCHEMA) for the snapshots `zk` against `kafka`.
+def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
+                carry: tuple[str, ...] = ()) -> DataFrame:
+    """Plan rows (columns of schema.PLAN_SCHEMA, then `carry`) for the snapshots `zk` against
+    `kafka`.
+
+    `carry` names columns of `zk` the plan rows take as they are: the translation's
+    (diff/translate.py). Without them the query is the one-shuffle query as it was.
 
     The frame is range-partitioned by group: ordering it by (group, topic, partition) adds a sort
     within each partition and no shuffle.
     """
-    zk_rows = _matched(_side_by_side(zk, kafka)).select(
+    zk_rows = _matched(_side_by_side(zk, kafka, carry), carry).select(
         "group", "topic", "partition",
         F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"),
         F.col("status").alias("zk_status"), F.col("reason").alias("zk_reason"),
         F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"),
         F.col("mtime").alias("zk_mtime"),
         F.col("path").alias("zk_path"), "layout", "zk_consumers", "_in_zk",
-        "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type")
+        "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
+        *carry)
     # Kafka's partitions are few beside the offsets (one row per partition of the topics read):
     # broadcast, the join keeps the rows where the range partition put them.
     partitions = kafka.filter(F.col("kind") == PARTITION).select(
@@ -180,7 +188,7 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy) -> DataFrame:
         "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
         "log_start", "log_end",
         (F.col("log_end") - F.col("zk_offset")).alias("lag"),
-        (F.col("zk_offset") - F.col("kafka_offset")).alias("zk_minus_kafka"))
+        (F.col("zk_offset") - F.col("kafka_offset")).alias("zk_minus_kafka"), *carry)
 
 
 def _active_in_kafka() -> Column:
@@ -194,6 +202,7 @@ def _status(policy: Policy) -> Column:
     conditions = {
         s.UNREADABLE: F.col("zk_status") == s.UNREADABLE,
         s.MALFORMED: F.col("zk_status") == s.MALFORMED,
+        s.UNTRANSLATABLE: F.col("zk_status") == s.UNTRANSLATABLE,
         s.UNKNOWN_PARTITION: F.col("_in_kafka").isNull(),
         s.IN_SYNC: kafka_offset.isNotNull() & (kafka_offset == zk_offset),
         s.GROUP_ACTIVE_KAFKA: _active_in_kafka(),
@@ -263,7 +272,7 @@ def _status_reason() -> Column:
     no_bounds = (F.when(F.col("partition_error").isNotNull(), unknown_bounds)
                  .otherwise(F.lit("")))
     return (
-        F.when(status.isin(s.UNREADABLE, s.MALFORMED), F.col("zk_reason"))
+        F.when(status.isin(s.UNREADABLE, s.MALFORMED, s.UNTRANSLATABLE), F.col("zk_reason"))
         .when(status == s.UNKNOWN_PARTITION, F.when(
             F.col("partition").isNull(), F.lit("no partition number"))
             .otherwise(F.lit("no such topic or partition in Kafka")))

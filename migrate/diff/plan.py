@@ -50,6 +50,34 @@ PLAN_SCHEMA = pa.schema([
     ("zk_minus_kafka", pa.int64()),     # zk_offset - kafka_offset: >0 Kafka is behind ZooKeeper
 ])
 
+# A plan translated through MirrorMaker 2's offset syncs (--translate-via-mm2, diff/translate.py)
+# has these columns after PLAN_SCHEMA's. There `topic` is the target's (remote) topic and
+# `zk_offset` ZooKeeper's offset translated onto it, which is what the diff judged and the writer
+# commits; ZooKeeper's own value is `upstream_offset`. Null on KAFKA_ONLY rows and on rows that had
+# no readable offset.
+TRANSLATION_SCHEMA = pa.schema([
+    ("upstream_topic", pa.string()),     # the topic on the source cluster, as ZooKeeper names it
+    ("upstream_offset", pa.int64()),     # ZooKeeper's offset, on the source partition
+    ("sync_upstream", pa.int64()),       # the offset sync used: its upstream offset ...
+    ("sync_downstream", pa.int64()),     # ... and its downstream one
+    # at most this many records the group will read a second time on the target
+    ("redelivery_window", pa.int64()),
+])
+TRANSLATED_PLAN_SCHEMA = pa.schema(list(PLAN_SCHEMA) + list(TRANSLATION_SCHEMA))
+
+
+def is_translated(plan: pa.Table | Path) -> bool:
+    """Whether a plan (a table, or plan.parquet) was translated through MirrorMaker 2."""
+    schema = plan.schema if isinstance(plan, pa.Table) else pq.read_schema(plan)
+    return "upstream_offset" in schema.names
+
+
+def plan_schema(translated: bool) -> pa.Schema:
+    """The schema of a plan: PLAN_SCHEMA, and TRANSLATION_SCHEMA's columns after it when
+    translated."""
+    return TRANSLATED_PLAN_SCHEMA if translated else PLAN_SCHEMA
+
+
 # The plan's order, which the diff writes it in and every reader relies on (a group's rows are
 # together).
 # Spark's string order (UTF-8 bytes) is Arrow's and Python's (code points); nulls (an unlistable
@@ -308,6 +336,13 @@ class ReviewedPlan:
         if stores:
             reasons.append("made against other stores (" + "; ".join(stores) + ")")
         made_with = {**policies, "no_zk_write": inputs.get("no_zk_write", False)}
+        # A translated plan's offsets are of the target MM2 copies to: executed through other
+        # aliases or another policy (or without translating) they would land elsewhere.
+        translation = inputs.get("translation") or {}
+        made_with["translate_via_mm2"] = translation.get("source_alias")
+        if translation:
+            made_with.update({k: translation.get(k) for k in (
+                "mm2_target_alias", "replication_policy", "offset_syncs_bootstrap_server")})
         changed = [f"--{k.replace('_', '-')} {v!r} in the plan, {current[k]!r} now"
                    for k, v in made_with.items() if k in current and v != current[k]]
         if changed:

@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 from migrate.diff import cds
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy, offset_diff
+from migrate.diff.translate import TRANSLATION_COLUMNS, Translation, translate
+from migrate.kafka.offset_syncs import SYNCS_SCHEMA
 from migrate.kafka.snapshot import KAFKA_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -106,12 +108,15 @@ class SparkStarter:
 
 
 def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: str, plan_path: Path,
-             starter: SparkStarter | None = None) -> DiffResult:
+             starter: SparkStarter | None = None,
+             translation: Translation | None = None) -> DiffResult:
     """The plan for two snapshot files, computed on Spark at `master` (or on the session `starter`
     boots).
 
     It is written to `plan_path` (Parquet, in PLAN_ORDER) with its per-group figures summed as it
-    is written.
+    is written. With a `translation`, ZooKeeper's offsets are first mapped onto the target's
+    partitions through its offset syncs (a third input), and the plan carries
+    TRANSLATION_SCHEMA's columns.
     """
     started = time.monotonic()
     starter = starter or SparkStarter(master)
@@ -120,11 +125,17 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
         waited = time.monotonic() - started
         io = _LocalFiles(spark, plan_path) if master.startswith("local") else _Shipped(spark)
         zk, kafka = io.read(zk_snapshot), io.read(kafka_snapshot, KAFKA_SCHEMA)
+        carry: tuple[str, ...] = ()
+        if translation is not None:
+            syncs = io.read(translation.syncs, SYNCS_SCHEMA)
+            zk = translate(zk, syncs, translation.source_alias, translation.policy)
+            carry = TRANSLATION_COLUMNS
+        schema = s.plan_schema(translation is not None)
         keys = [name for name, _ in s.PLAN_ORDER]
         rollup, rows = GroupRollup(), 0
-        with pq.ParquetWriter(plan_path, s.PLAN_SCHEMA) as out:
-            for chunk in io.in_order(offset_diff(zk, kafka, policy).orderBy(*keys)):
-                chunk = _conform(chunk)
+        with pq.ParquetWriter(plan_path, schema) as out:
+            for chunk in io.in_order(offset_diff(zk, kafka, policy, carry).orderBy(*keys)):
+                chunk = _conform(chunk, schema)
                 out.write_table(chunk, row_group_size=s.BATCH_ROWS)
                 rollup.add(chunk)
                 rows += chunk.num_rows
@@ -177,9 +188,10 @@ class _Shipped:
         yield plan.toArrow()
 
 
-def _conform(table: pa.Table) -> pa.Table:
-    """Spark's Arrow output cast onto PLAN_SCHEMA (Spark widens some types, drops nullability)."""
-    return table.select(s.PLAN_SCHEMA.names).cast(s.PLAN_SCHEMA)
+def _conform(table: pa.Table, schema: pa.Schema = s.PLAN_SCHEMA) -> pa.Table:
+    """Spark's Arrow output cast onto PLAN_SCHEMA, or `schema` (Spark widens some types, drops
+    nullability)."""
+    return table.select(schema.names).cast(schema)
 
 
 class GroupRollup:

@@ -26,6 +26,14 @@ from migrate.report.view import Plan, ReportView
 ROWS_COLUMNS = ("group", "topic", "partition", "zk_offset", "kafka_offset", "log_start",
                 "log_end", "status", "planned_offset")
 RESET_COLUMNS = ("group", "topic", "partition", "planned_offset")
+# A translated plan's rows.csv: ZooKeeper's topic and offset on the source, then the target's topic
+# and the translated offset (the plan's zk_offset there), side by side.
+TRANSLATED_ROWS = (("group", "group"), ("upstream_topic", "source_topic"), ("topic", "topic"),
+                   ("partition", "partition"), ("upstream_offset", "zk_offset"),
+                   ("zk_offset", "translated_offset"), ("redelivery_window", "reread_at_most"),
+                   ("kafka_offset", "kafka_offset"), ("log_start", "log_start"),
+                   ("log_end", "log_end"), ("status", "status"),
+                   ("planned_offset", "planned_offset"))
 
 
 def write_reports(out: Path, summary: dict[str, Any], plan: Plan) -> dict[str, Path]:
@@ -54,11 +62,14 @@ def write_reports(out: Path, summary: dict[str, Any], plan: Plan) -> dict[str, P
 def write_rows(plan: Plan, path: Path) -> None:
     """Every plan row, the columns an operator sorts and filters in a spreadsheet."""
     options = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+    columns, header = ROWS_COLUMNS, ROWS_COLUMNS
+    if p.is_translated(plan):
+        columns, header = zip(*TRANSLATED_ROWS)
     with path.open("wb") as out:
         # Arrow quotes header names; spreadsheets need not
-        out.write((",".join(ROWS_COLUMNS) + "\n").encode())
-        with pacsv.CSVWriter(out, _schema(ROWS_COLUMNS), write_options=options) as rows:
-            for batch in p.plan_batches(plan, list(ROWS_COLUMNS)):
+        out.write((",".join(header) + "\n").encode())
+        with pacsv.CSVWriter(out, _schema(columns), write_options=options) as rows:
+            for batch in p.plan_batches(plan, list(columns)):
                 rows.write_batch(batch)
 
 
@@ -81,7 +92,7 @@ def write_reset_offsets(plan: Plan, path: Path) -> int:
 
 
 def _schema(columns: Sequence[str]) -> pa.Schema:
-    return pa.schema([p.PLAN_SCHEMA.field(name) for name in columns])
+    return pa.schema([p.TRANSLATED_PLAN_SCHEMA.field(name) for name in columns])
 
 
 def _unparsable(names: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -67,6 +67,12 @@ def render_html(view: ReportView) -> str:
         out.append(_table(("group", "topic", "partition", "status", "reason"),
                           [(r["group"], r["topic"], r["partition"], r["status"], r["reason"])
                            for r in view.blocker_rows], numeric={2}))
+    if view.translated_rows:
+        shown = ph.shown(len(view.translated_rows), sm["planned"]["commit_offsets"])
+        out.append(f"<h2>{e(ph.TRANSLATED_TITLE)} ({shown} planned commits)</h2>")
+        out.append(_table(ph.TRANSLATED_HEADER,
+                          [ph.translated_row(r) for r in view.translated_rows],
+                          numeric={3, 4, 5, 6}))
     out.append(f"<h2>Groups ({ph.shown(len(view.groups), sm['groups'])}; {ph.GROUPS_ORDER})</h2>")
     out.append(_table(("group", "offsets", "to commit", "blockers", "Kafka state", "ZK consumers",
                        "lag", "statuses"),

@@ -44,6 +44,13 @@ def render_markdown(view: ReportView) -> str:
                   "| group | topic | partition | status | reason |", "|---|---|--:|---|---|"]
         lines += [f"| {_md(r['group'])} | {_md(r['topic'])} | {_num(r['partition'])}"
                   f" | `{r['status']}` | {_md(r['reason'])} |" for r in view.blocker_rows]
+    if view.translated_rows:
+        shown = ph.shown(len(view.translated_rows), sm["planned"]["commit_offsets"])
+        lines += ["", f"## {ph.TRANSLATED_TITLE} ({shown} planned commits)", "",
+                  "| " + " | ".join(ph.TRANSLATED_HEADER) + " |", "|---|---|---|--:|--:|--:|--:|"]
+        lines += ["| " + " | ".join(_md(v) if isinstance(v, str) else _num(v)
+                                    for v in ph.translated_row(r)) + " |"
+                  for r in view.translated_rows]
     lines += ["", f"## Groups ({ph.shown(len(view.groups), sm['groups'])}; {ph.GROUPS_ORDER})",
               "",
               "| group | offsets | to commit | blockers | Kafka state | ZK consumers | lag"

@@ -20,7 +20,13 @@ MEANING = {
     s.GROUP_ACTIVE_KAFKA: "the Kafka group has live members: skipped",
     s.GROUP_ACTIVE_ZK: "old consumers still registered in ZooKeeper: skipped",
     s.KAFKA_ONLY: "an offset in Kafka and none in ZooKeeper: informational",
+    s.UNTRANSLATABLE: "no MirrorMaker 2 offset sync at or below the ZooKeeper offset "
+                      "(older than the first sync, or no sync for the partition): skipped",
 }
+TRANSLATED_TITLE = "Translated through MirrorMaker 2's offset syncs"
+TRANSLATED_HEADER = ("group", "source topic", "target topic", "partition", "ZooKeeper offset",
+                     "translated", "re-read at most")
+
 
 EMPTY_GROUPS_TITLE = "Empty consumer groups: their offsets expire whatever is committed"
 GROUPS_ORDER = "most blockers, then most lag, first"
@@ -53,10 +59,32 @@ def facts(sm: dict[str, Any]) -> list[Fact]:
                           f"{kafka['groups_in_kafka']:,} groups, "
                           f"{kafka['active_groups']:,} active)"),
             Fact("broker release", _broker(kafka)),
+            *_translation(inputs.get("translation"), sm.get("redelivery")),
             Fact("retention", _retention(sm["retention"])),
             Fact("Spark", f"{spark['master']}: start {spark['startup_seconds']:.1f}s, "
                           f"diff {spark['diff_seconds']:.1f}s"),
             Fact("versions", ", ".join(f"{k} {v}" for k, v in sm["versions"].items()))]
+
+
+def _translation(translation: dict[str, Any] | None,
+                 redelivery: dict[str, int] | None) -> list[Fact]:
+    if not translation:
+        return []
+    again = [] if redelivery is None else [Fact("redelivery", (
+        f"the planned commits let the groups read at most {redelivery['reread_at_most']:,} "
+        f"messages a second time, at most {redelivery['widest_window']:,} on one partition"))]
+    return [Fact("MirrorMaker 2", (
+        f"offsets translated from source alias {translation['source_alias']} "
+        f"({translation['replication_policy']} replication policy) through "
+        f"{translation['syncs']:,} offset syncs of {translation['synced_partitions']:,} "
+        f"partitions in {translation['syncs_topic']} on "
+        f"{translation['offset_syncs_bootstrap_server']}; ZooKeeper is not written")), *again]
+
+
+def translated_row(r: dict[str, Any]) -> tuple:
+    """A translated row as TRANSLATED_HEADER lists it."""
+    return (r["group"], r["upstream_topic"], r["topic"], r["partition"], r["upstream_offset"],
+            r["zk_offset"], r["redelivery_window"])
 
 
 def _broker(kafka: dict[str, Any]) -> str:

@@ -16,6 +16,9 @@ from migrate.diff import plan as p
 from migrate.diff import schema as s
 
 BLOCKER_COLUMNS = ("group", "topic", "partition", "status", "reason")
+# A translated plan's rows: ZooKeeper's (upstream) offset beside the translated one.
+TRANSLATED_COLUMNS = ("group", "upstream_topic", "topic", "partition", "upstream_offset",
+                      "zk_offset", "redelivery_window")
 MAX_GROUPS = 200          # rows of the per-group table on the pages
 MAX_BLOCKER_ROWS = 100    # blocker rows listed on the pages
 TOP_LAG_GROUPS = 20       # bars of the lag-by-group chart
@@ -39,6 +42,8 @@ class ReportView:
     groups: list[dict[str, Any]]
     lag_histogram: list[Bar]
     top_lag: list[Bar]
+    # --translate-via-mm2: the first planned commits, upstream and translated offsets side by side
+    translated_rows: list[dict[str, Any]] = ()
 
     @classmethod
     def build(cls, summary: dict[str, Any], plan: Plan) -> ReportView:
@@ -55,7 +60,20 @@ class ReportView:
                         key=lambda g: (-g["blockers"], -(g["lag"] or 0), g["group"]))
         by_lag = sorted(groups, key=lambda g: -(g["lag"] or 0))[:TOP_LAG_GROUPS]
         top_lag = [Bar(g["group"], g["lag"]) for g in by_lag if g["lag"]]
-        return cls(summary, blocker_rows, groups[:MAX_GROUPS], histogram.buckets(), top_lag)
+        return cls(summary, blocker_rows, groups[:MAX_GROUPS], histogram.buckets(), top_lag,
+                   _translated_rows(plan))
+
+
+def _translated_rows(plan: Plan) -> list[dict[str, Any]]:
+    """The first MAX_BLOCKER_ROWS planned commits of a translated plan (none of another plan)."""
+    if not p.is_translated(plan):
+        return []
+    rows: list[dict[str, Any]] = []
+    for batch in p.commits(plan, list(TRANSLATED_COLUMNS)):
+        rows += batch.slice(0, MAX_BLOCKER_ROWS - len(rows)).to_pylist()
+        if len(rows) >= MAX_BLOCKER_ROWS:
+            break
+    return rows
 
 
 class LagHistogram:

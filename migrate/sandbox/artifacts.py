@@ -66,6 +66,14 @@ BUNDLE_ROOTS: dict[str, list[str]] = {
         "org.apache.kafka:kafka-tools:3.9.2",
         "org.slf4j:slf4j-reload4j:1.7.36",  # reload4j is compile-only in Kafka 3.x
     ],
+    # MirrorMaker 2 of the last ZooKeeper-mode line, in dedicated mode
+    # (org.apache.kafka.connect.mirror.MirrorMaker), copying a ZooKeeper-mode cluster to a KRaft
+    # one (sandbox/mirrormaker.py).
+    "mm2-3.9": [
+        "org.apache.kafka:connect-mirror:3.9.2",
+        "org.apache.kafka:connect-mirror-client:3.9.2",
+        "org.slf4j:slf4j-reload4j:1.7.36",  # reload4j is compile-only in Kafka 3.x
+    ],
     # A KRaft-only 4.x broker, the target of a move to a new cluster.
     "kafka-4": [
         "org.apache.kafka:kafka_2.13:4.1.2",

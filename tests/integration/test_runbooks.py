@@ -55,6 +55,8 @@ PLACEHOLDERS = {
     "zk-user": "ZooKeeper digest user",
     "zk-password": "ZooKeeper digest password",
     "groups-regex": "the change's groups, as one regular expression",
+    "mm2-source-alias": "MirrorMaker 2's alias of the old cluster",
+    "mm2-target-alias": "MirrorMaker 2's alias of the new cluster",
 }
 SANDBOX_GROUPS = "(billing|archiver|reporting)"   # clean, plain, and one with an old consumer to stop
 # Environment variables a page may use besides the CLI's own ZK2KAFKA_<OPTION> ones.
@@ -348,7 +350,9 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
                   "kafka-bootstrap": exports["ZK2KAFKA_BOOTSTRAP_SERVER"],
                   "state-dir": str(ops_state), "client-properties": str(properties),
                   "zk-user": SECURED_ACL_USER[0], "zk-password": SECURED_ACL_USER[1],
-                  "groups-regex": SANDBOX_GROUPS}
+                  "groups-regex": SANDBOX_GROUPS,
+                  # the aliases of the MirrorMaker 2 a page starts (migrate/sandbox/mirrormaker.py)
+                  "mm2-source-alias": "old", "mm2-target-alias": "new"}
         if "ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER" in exports:
             values["kraft-bootstrap"] = exports["ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"]
         run_env = {**env, **exports, "ZK2KAFKA_STATE_DIR": str(ops_state),
