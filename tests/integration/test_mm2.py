@@ -9,6 +9,9 @@ read, and what it reads a second time must be within the window the plan reporte
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -17,6 +20,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from migrate import cli
+from migrate.apply.journal import Journal
 from migrate.diff import schema as s
 from migrate.sandbox.mirrormaker import MirrorMaker
 from seeding import kafka_offsets, put, zk_tree
@@ -160,6 +164,31 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
     assert zk_tree(zk) == before_zk
     assert any(rereads.values()), f"no offset fell between two syncs: {rereads}"
 
+    # The reviewed-plan path, killed after its first Kafka commit, then resumed: the translated offsets,
+    # the KRaft cluster only, as the plan said.
+    code, reviewed = zk2kafka(capsys, "diff", *args)
+    assert code == 0, reviewed["counts"]
+    planned = {(r["group"], r["partition"]): r["planned_offset"]
+               for r in pq.read_table(reviewed["files"]["plan"]).to_pylist()}
+    assert planned == {key: row["planned_offset"] for key, row in plan.items()}
+    killed = subprocess.run([sys.executable, "-m", "migrate", "migrate", *args, "--execute", "--plan",
+                             reviewed["run"], "--parallelism", "1", "-q"],
+                            env={**os.environ, "ZK2KAFKA_CRASH_AT": "after-kafka-commit"},
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    with Journal.open(tmp_path / "state") as journal:
+        run = next(r for r in journal.runs() if r.state == "running")
+    code, resumed = zk2kafka(capsys, "migrate", *args, "--execute", "--resume", run.run_id)
+    assert code == 0 and resumed["state"] == "done" and resumed["groups"]["verified"] == 2, resumed
+    code, checked = zk2kafka(capsys, "verify", *args, "--run", run.run_id)
+    assert code == 0 and checked["verified"] and checked["checked"] == 4, checked
+    admin = KafkaAdminClient(bootstrap_servers=cluster.kraft_bootstrap_server)
+    try:
+        held = kafka_offsets(admin, list(zk_offsets))
+    finally:
+        admin.close()
+    assert {(g, p): v[0] for g, offsets in held.items() for (_, p), v in offsets.items()} == planned
+    assert zk_tree(zk) == before_zk, "ZooKeeper was written"
 
     # An offset older than the partition's first sync has no translation: a blocker, nothing planned.
     put(zk, f"/consumers/{prefix}old/offsets/{topic}/0", b"10")     # below the source's log start, too
