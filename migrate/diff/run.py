@@ -65,8 +65,12 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path 
                # C1 only: the driver's work is mostly planning and compiling one query, which C2
                # makes the JVM JIT-compile twice on two cores. Measured: a cold 100k-row diff
                # 13.6 s -> 11.1 s; 1M rows no slower. Executors (on a cluster) keep the full JIT.
+               # C1 alone shrinks the code cache to 48 MiB, which a long-lived session (the test
+               # suite's) filled: the JIT then stops and every query runs interpreted. 240 MiB is
+               # the tiered default.
                .config("spark.driver.extraJavaOptions",
-                       f"{java_opts} -XX:TieredStopAtLevel=1 {class_data}")
+                       f"{java_opts} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m "
+                       f"{class_data}")
                .config("spark.executor.extraJavaOptions", java_opts)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
