@@ -108,7 +108,8 @@ def test_standalone_cluster_plan_equals_local_plan(standalone, tmp_path):
     remote = run_diff(zk_path, kafka_path, policy, standalone.master_url, tmp_path / "remote.parquet")
     local_plan, remote_plan = pq.read_table(local.plan), pq.read_table(remote.plan)
 
-    counts = {name: local_plan["status"].to_pylist().count(name) for name in s.STATUSES}
+    counts = {name: local_plan["status"].to_pylist().count(name)
+              for name in s.STATUSES if name != s.UNTRANSLATABLE}   # --translate-via-mm2 only
     assert all(n > 0 for n in counts.values()), counts
     assert local.rows == local_plan.num_rows > 3000
     assert "kafka-only-group" not in local_plan["group"].to_pylist()
