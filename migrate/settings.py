@@ -95,6 +95,9 @@ class Settings:
     rescan_every: float = 30.0
     renew_every: float | None = None
     stop_after: float | None = None
+    # sync as a service (#20)
+    metrics_address: str | None = None
+    no_group_metrics: bool = False
     # Parsed from --command-config; secrets inside stay out of repr.
     kafka_client: ClientConfig | None = field(default=None, compare=False)
 
@@ -291,6 +294,9 @@ def _check(s: Settings) -> None:
         for host in s.bootstrap_server.split(","):
             if not _HOSTPORT.match(host.strip()):
                 raise ConfigError(f"--bootstrap-server: {host!r} is not host:port")
+    if s.metrics_address is not None and not _HOSTPORT.match(s.metrics_address):   # sync (#20)
+        raise ConfigError(f"--metrics-address: expected HOST:PORT (e.g. 0.0.0.0:9308), "
+                          f"got {s.metrics_address!r}")
     if s.zookeeper is not None:
         hosts, _, chroot = s.zookeeper.partition("/")
         for host in hosts.split(","):

@@ -9,6 +9,7 @@ once; reading the group again arms it again. A partition under both layouts is t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -60,12 +61,14 @@ class _Request(NamedTuple):
 class GroupWatches:
     """Reads groups from ZooKeeper and watches what it read; `on_change(group)` is called when a
     watch fires, or at once for a znode that changed between the read and the arming: the group
-    is to be read again.
+    is to be read again. `on_armed(watches, seconds)` is told each batch armed, for the metrics.
     """
 
     def __init__(self, client: KazooClient, reader: ZkOffsetReader,
-                 on_change: Callable[[str], None]):
+                 on_change: Callable[[str], None],
+                 on_armed: Callable[[int, float], None] = lambda watches, seconds: None):
         self.client, self.reader, self.on_change = client, reader, on_change
+        self.on_armed = on_armed
         self._callbacks: dict[str, Callable[[WatchedEvent], None]] = {}
 
     def read(self, names: list[str]) -> dict[str, GroupRead]:
@@ -103,6 +106,7 @@ class GroupWatches:
 
     def _arm(self, watches: list[_Watch]) -> None:
         # Every request is sent before any answer is awaited: one round trip for all the groups.
+        started = time.monotonic()
         pending = []
         for watch in watches:
             ask = self.client.get_children_async if watch.children else self.client.exists_async
@@ -117,6 +121,7 @@ class GroupWatches:
             version = request.watch.version
             if version is not None and (stat is None or stat.version != version):
                 self.on_change(request.watch.group)
+        self.on_armed(len(watches), time.monotonic() - started)
 
     def _callback(self, group: str) -> Callable[[WatchedEvent], None]:
         # One function per group for the life of this object: kazoo keeps a path's watchers
