@@ -68,6 +68,9 @@ class SyncMetrics:
         self.outages = Counter(
             f"{PREFIX}_outages", "Passes cut short by a store away longer than the retries,"
             " by error class", ["error"], registry=r)
+        self.sessions_lost = Counter(
+            f"{PREFIX}_zookeeper_sessions_lost", "ZooKeeper sessions lost (expired); every"
+            " watched group is read again, which re-arms its watches", registry=r)
         self.watches_armed = Counter(
             f"{PREFIX}_watches_armed", "ZooKeeper watches armed or re-armed (one per znode read)",
             registry=r)

@@ -154,9 +154,6 @@ class Follower:
         self._changed = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        # A new session has none of the old one's watches: re-scan (re-arm them all) at once
-        # rather than at the next --rescan-every.
-        self._session_lost = threading.Event()
 
     def run(self, stop: threading.Event) -> SyncStatus:
         self.watches.client.add_listener(self._on_session)
@@ -169,9 +166,6 @@ class Follower:
         next_rescan = next_status = 0.0
         while not stop.is_set():
             now = time.monotonic()
-            if self._session_lost.is_set():
-                self._session_lost.clear()
-                next_rescan = now
             try:
                 if now >= next_rescan:
                     self.rescan()
@@ -328,10 +322,13 @@ class Follower:
         self.metrics.rearm_seconds.observe(seconds)
 
     def _on_session(self, state: KazooState) -> None:
-        """kazoo's connection listener (on its thread): note a lost session, wake the loop."""
+        """kazoo's connection listener (on its thread): count a lost session.
+
+        Nothing more to do: on expiry kazoo calls every watcher once (an event of type NONE), so
+        every group read is marked and read again, which arms its watches on the new session.
+        """
         if state == KazooState.LOST:
-            self._session_lost.set()
-            self._wake.set()
+            self.metrics.sessions_lost.inc()
 
     def _mark(self, name: str) -> None:
         """A watch fired for `name` (on kazoo's thread): read it again at the next tick."""
