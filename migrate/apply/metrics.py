@@ -40,7 +40,8 @@ def lag(group: GroupState) -> tuple[int, int]:
     sync's last read of the group. A partition Kafka holds no offset for counts its whole
     ZooKeeper offset."""
     differ = total = 0
-    for key, zk in group.offsets.items():
+    # A copy taken in one step: the Follower may drop a row from the dict while Prometheus scrapes.
+    for key, zk in dict(group.offsets).items():
         held = group.kafka.get(key)
         if held != zk.offset:
             differ += 1
