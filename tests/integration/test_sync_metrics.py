@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -134,11 +135,15 @@ def test_sync_series_move_as_groups_are_switched(cluster, zk, zk_chroot, kafka_a
             assert get(f"http://{address}/")[0] == 404
 
             # An old consumer commits: the change is mirrored and counted against its group.
+            armed = value(scrape(address), "zk2kafka_sync_watches_armed_total")
             zk.set(f"/consumers/{first}/offsets/{topic}/0", b"60")
             wait_for("the change counted", lambda: value(
                 scrape(address), "zk2kafka_sync_group_offsets_mirrored_total",
                 group=first) == PARTITIONS + 1)
             assert kafka_offsets(kafka_admin, [first])[first][(topic, 0)][0] == 60
+            time.sleep(4)   # two re-scans (--rescan-every 2s) read every group again
+            # Only the watch that fired was armed again: the others never stopped watching.
+            assert value(scrape(address), "zk2kafka_sync_watches_armed_total") == armed + 1
 
             # The switch of the first group: its old consumer leaves ids/, so it is ready...
             zk.delete(f"/consumers/{first}/ids/{first}_old-1")
