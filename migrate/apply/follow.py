@@ -45,10 +45,6 @@ def follow(settings: Settings) -> dict[str, Any]:
     endpoint = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        if journal is not None:
-            # Sync only reads ZooKeeper.
-            record = {**settings_record(settings), "no_zk_write": True}
-            journal.create_run(run_id, "sync", "", record, {}, report=str(report))
         policy = RetryPolicy()
         features = BrokerFeatures.of(admin)
 
@@ -76,6 +72,11 @@ def follow(settings: Settings) -> dict[str, Any]:
                             settings.rescan_every)
             endpoint = Endpoint(settings.metrics_address, follower.metrics.registry,
                                 health).start()
+        if journal is not None:
+            # After the endpoint is bound: a port in use journals no run that never ran.
+            # Sync only reads ZooKeeper.
+            record = {**settings_record(settings), "no_zk_write": True}
+            journal.create_run(run_id, "sync", "", record, {}, report=str(report))
         if settings.stop_after:
             timer = threading.Timer(settings.stop_after, stop.set)
             timer.daemon = True   # never what keeps the process alive

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from kafka import KafkaConsumer
 from prometheus_client.parser import text_string_to_metric_families
+
+from migrate.apply.journal import Journal
 from seeding import kafka_offsets, make_topic, put
 from test_sync import wait_for
 
@@ -203,7 +205,7 @@ def test_a_metrics_address_in_use_is_one_clear_line(cluster, zk_chroot, prefix, 
         taken.listen()
         address = "127.0.0.1:%d" % taken.getsockname()[1]
         done = subprocess.run(
-            [sys.executable, "-m", "migrate", "sync", "--zookeeper", zk_chroot,
+            [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot,
              "--bootstrap-server", cluster.bootstrap_server, "--group", f"{prefix}.*",
              "--state-dir", str(tmp_path / "state"), "--stop-after", "30s",
              "--metrics-address", address],
@@ -212,3 +214,5 @@ def test_a_metrics_address_in_use_is_one_clear_line(cluster, zk_chroot, prefix, 
     assert done.returncode == 2, done.stderr
     assert f"--metrics-address {address}: cannot listen there" in done.stderr
     assert "Traceback" not in done.stderr
+    with Journal.open(tmp_path / "state") as journal:
+        assert journal.runs() == [], "a run that never ran is journaled"
