@@ -8,7 +8,9 @@ missed (new partitions, new groups, a lost session) and notices groups that gain
 members; `--renew-every` re-commits the unchanged offsets of groups nobody consumes in Kafka yet,
 so they do not expire. A group whose Kafka group gained members is left alone from then on; a
 group whose old consumers all left `ids/` is reported ready to switch. Both are said once.
-ZooKeeper is only read: it is the source.
+ZooKeeper is only read: it is the source. What sync does is counted in `Follower.metrics`
+(migrate.apply.metrics), which `--metrics-address` serves with a health check
+(migrate.apply.service).
 
 Never backwards by surprise: sync writes a partition's offset only where Kafka holds none or
 holds a value zk2kafka wrote, told by the commit metadata and the journal (`Authorship`), so
