@@ -68,8 +68,10 @@ def follow(settings: Settings) -> dict[str, Any]:
                             report / "sync-status.json", dry_run=not settings.execute,
                             per_group_metrics=not settings.no_group_metrics)
         if settings.metrics_address is not None:
-            health = Health(client, admin.describe_cluster, lambda: follower.last_rescan,
-                            settings.rescan_every)
+            # A metadata request for no topic: any client may send it, whatever the ACLs
+            # (DescribeCluster would need Describe on the cluster).
+            health = Health(client, lambda: admin.describe_topics([]),
+                            lambda: follower.last_rescan, settings.rescan_every)
             endpoint = Endpoint(settings.metrics_address, follower.metrics.registry,
                                 health).start()
         if journal is not None:

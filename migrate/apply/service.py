@@ -5,7 +5,7 @@ prometheus_client from sync's own registry, and `/healthz` for a supervisor or a
 `--rescan-every`, and 503 with the reasons otherwise, one a line:
 - ZooKeeper: the kazoo session is CONNECTED (SUSPENDED: the connection is lost and the session may
   yet resume; LOST: it expired);
-- Kafka: the brokers answer a metadata request (DescribeCluster) within `PROBE_TIMEOUT`;
+- Kafka: the brokers answer a metadata request (for no topic) within `PROBE_TIMEOUT`;
   kafka-python keeps no session, so a request is the only honest sign of life;
 - the re-scan: a sync whose re-scans keep failing (a store away, retries running out) or take
   longer than twice their interval catches nothing a watch missed.
