@@ -3,14 +3,15 @@ latency of each change (p50, p99, max) and the memory of sync over the run.
 
     python tests/perf/bench_sync.py                           # 10,000 groups x 10 partitions, 1,000 changes/s, 60 min
     python tests/perf/bench_sync.py --minutes 2 --json sync.json
-    python tests/perf/bench_sync.py --groups 2000 --rate 200 --minutes 1
+    python tests/perf/bench_sync.py --groups 2000 --rate 200 1000 --minutes 1   # one stream per rate
 
 Starts its own sandbox (ZooKeeper with a 1 GB heap, a ZooKeeper-mode Kafka 3.9 broker with 2 GB) unless
 --zookeeper and --bootstrap-server are given. Seeds the groups in ZooKeeper (group i reads the
 `--partitions` partitions of topic i mod `--topics`), starts sync as a child process, as an operator
 would, and times the first full mirror (until its `zk2kafka_sync_offsets_mirrored_total` series counts
-every offset). Then old consumers' commits arrive at `--rate` a second: each moves one random
-partition's znode forward (pipelined `set`s, paced every 10 ms).
+every offset). Then old consumers' commits arrive at `--rate` a second for `--minutes` (one stream
+after the other for several rates, on the same sync): each moves one random partition's znode
+forward (pipelined `set`s, paced every 10 ms).
 
 The latency of a change is from the moment its `set` was sent to ZooKeeper to the timestamp the group
 coordinator gave the commit sync made of that value (or a later one: sync commits the latest value it
@@ -129,13 +130,13 @@ class Changes(threading.Thread):
     """Old consumers' commits: `rate` a second, each one random partition's znode moved forward."""
 
     def __init__(self, zookeeper: str, layout: Layout, prefix: str, groups: int, rate: float, seconds: float,
-                 seed: int):
+                 rng: random.Random, current: dict):
         super().__init__(daemon=True)
         self.zk = KazooClient(hosts=zookeeper, timeout=30)
         self.zk.start(timeout=30)
         self.layout, self.prefix, self.groups = layout, prefix, groups
-        self.rate, self.seconds, self.rng = rate, seconds, random.Random(seed)
-        self.current: dict[tuple[str, str, int], int] = {}
+        self.rate, self.seconds, self.rng = rate, seconds, rng
+        self.current: dict[tuple[str, str, int], int] = current   # across streams: offsets only grow
         self.sent: list[tuple[tuple[str, str, int], int, float]] = []   # (key, offset, time sent)
         self.failed = 0
 
@@ -182,8 +183,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--partitions", type=int, default=10, help="offsets per group (partitions of each topic)")
     ap.add_argument("--topics", type=int, default=10)
     ap.add_argument("--messages", type=int, default=5, help="messages per partition")
-    ap.add_argument("--rate", type=float, default=1000.0, help="ZooKeeper offset changes a second")
-    ap.add_argument("--minutes", type=float, default=60.0, help="how long the stream of changes lasts")
+    ap.add_argument("--rate", type=float, nargs="+", default=[1000.0],
+                    help="ZooKeeper offset changes a second; several: one stream after the other")
+    ap.add_argument("--minutes", type=float, default=60.0, help="how long each stream of changes lasts")
     ap.add_argument("--rescan-every", default="5m", help="sync --rescan-every")
     ap.add_argument("--drain", type=float, default=30.0, help="seconds after the stream for the last changes")
     ap.add_argument("--seed", type=int, default=20)
@@ -199,7 +201,7 @@ def main(argv: list[str] | None = None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="zk2kafka-bench-sync-"))
     cluster = sync = None
     figures: dict = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
-                     "rate": args.rate, "minutes": args.minutes, "cores": os.cpu_count(), "ok": False}
+                     "rates": args.rate, "minutes": args.minutes, "cores": os.cpu_count(), "ok": False}
     try:
         if args.bootstrap_server is None:
             from migrate.sandbox.cluster import LocalCluster
@@ -232,43 +234,20 @@ def main(argv: list[str] | None = None) -> dict:
             time.sleep(0.2)
         figures["first_mirror_s"] = round(time.monotonic() - started, 1)
         figures["first_mirror_peak_mib"] = round(sampler.peak()[0] / MIB)
-        _say(f"sync mirrored every offset in {figures['first_mirror_s']}s; {args.rate:g} changes/s for "
-             f"{args.minutes:g} min")
-
         commits = Commits(bootstrap, prefix)
         commits.start()
-        changes = Changes(zookeeper, layout, prefix, args.groups, args.rate, args.minutes * 60, args.seed)
-        stream_start = time.time()
-        changes.start()
-        changes.join()
-        stream_end = time.time()
-        deadline = time.monotonic() + args.drain
-        latencies, missed = [], []
-        for key, offset, sent in changes.sent:
-            at = commits.mirrored_at(key, offset)
-            while at is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-                at = commits.mirrored_at(key, offset)
-            if at is None:
-                missed.append((key, offset))
-            else:
-                latencies.append(max(0.0, at - sent))
+        rng, current = random.Random(args.seed), {}
+        figures["streams"] = []
+        for rate in args.rate:
+            _say(f"{rate:g} changes/s for {args.minutes:g} min")
+            changes = Changes(zookeeper, layout, prefix, args.groups, rate, args.minutes * 60, rng, current)
+            figures["streams"].append(stream(changes, commits, sampler, args.drain))
+            _say(f"  p50 {figures['streams'][-1]['p50_s']} s, p99 {figures['streams'][-1]['p99_s']} s, "
+                 f"missed {figures['streams'][-1]['missed']}")
         commits.halt.set()
         commits.join(timeout=10)
-        stream = [(t, rss) for t, rss, _ in sampler.samples if stream_start <= t <= stream_end]
-        figures.update(
-            changes=len(changes.sent), zk_writes_failed=changes.failed, missed=len(missed),
-            achieved_rate=round(len(changes.sent) / max(1e-9, stream_end - stream_start)),
-            p50_s=round(percentile(latencies, 0.50), 3) if latencies else None,
-            p99_s=round(percentile(latencies, 0.99), 3) if latencies else None,
-            max_s=round(max(latencies), 3) if latencies else None,
-            mean_s=round(statistics.fmean(latencies), 3) if latencies else None,
-            rss_start_mib=round(stream[0][1] / MIB) if stream else None,
-            rss_peak_mib=round(max(r for _, r in stream) / MIB) if stream else None,
-            rss_end_mib=round(stream[-1][1] / MIB) if stream else None,
-            rss_slope_mib_per_min=round(_slope(stream) * 60 / MIB, 2) if len(stream) > 1 else None,
-            missed_examples=[list(k) + [o] for k, o in missed[:5]], log=str(log))
-        figures["ok"] = not missed and sync.poll() is None
+        figures["log"] = str(log)
+        figures["ok"] = not any(s["missed"] for s in figures["streams"]) and sync.poll() is None
     finally:
         if sync is not None and sync.poll() is None:
             sync.send_signal(signal.SIGTERM)
@@ -284,6 +263,37 @@ def main(argv: list[str] | None = None) -> dict:
     return figures
 
 
+def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float) -> dict:
+    """One stream of changes, run; its figures once every change was mirrored or `drain` ran out."""
+    start = time.time()
+    changes.start()
+    changes.join()
+    end = time.time()
+    deadline = time.monotonic() + drain
+    latencies, missed = [], []
+    for key, offset, sent in changes.sent:
+        at = commits.mirrored_at(key, offset)
+        while at is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            at = commits.mirrored_at(key, offset)
+        if at is None:
+            missed.append((key, offset))
+        else:
+            latencies.append(max(0.0, at - sent))
+    rss = [(t, python) for t, python, _ in sampler.samples if start <= t <= end]
+    return {"rate": changes.rate, "changes": len(changes.sent), "zk_writes_failed": changes.failed,
+            "missed": len(missed), "achieved_rate": round(len(changes.sent) / max(1e-9, end - start)),
+            "p50_s": round(percentile(latencies, 0.50), 3) if latencies else None,
+            "p99_s": round(percentile(latencies, 0.99), 3) if latencies else None,
+            "max_s": round(max(latencies), 3) if latencies else None,
+            "mean_s": round(statistics.fmean(latencies), 3) if latencies else None,
+            "rss_start_mib": round(rss[0][1] / MIB) if rss else None,
+            "rss_peak_mib": round(max(r for _, r in rss) / MIB) if rss else None,
+            "rss_end_mib": round(rss[-1][1] / MIB) if rss else None,
+            "rss_slope_mib_per_min": round(_slope(rss) * 60 / MIB, 2) if len(rss) > 1 else None,
+            "missed_examples": [list(k) + [o] for k, o in missed[:5]]}
+
+
 def _slope(samples: list[tuple[float, int]]) -> float:
     """Least-squares bytes per second of RSS over the samples."""
     n = len(samples)
@@ -294,17 +304,19 @@ def _slope(samples: list[tuple[float, int]]) -> float:
 
 
 def render(f: dict) -> str:
-    if "changes" not in f:
+    if not f.get("streams"):
         return f"\nsync benchmark {f['run']}: did not get to the stream of changes"
-    return "\n".join([
+    lines = [
         f"\n{f['offsets']:,} offsets ({f['groups']:,} groups x {f['partitions']} partitions), {f['cores']} cores; "
         f"first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)\n",
         "| changes/s asked | achieved | minutes | changes | p50 | p99 | max | missed | RSS start / peak / end |"
         " RSS slope |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        f"| {f['rate']:,.0f} | {f['achieved_rate']:,} | {f['minutes']:g} | {f['changes']:,} | {f['p50_s']} s | "
-        f"{f['p99_s']} s | {f['max_s']} s | {f['missed']:,} | {f['rss_start_mib']} / {f['rss_peak_mib']} / "
-        f"{f['rss_end_mib']} MiB | {f['rss_slope_mib_per_min']} MiB/min |"])
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for s in f["streams"]:
+        lines.append(f"| {s['rate']:,.0f} | {s['achieved_rate']:,} | {f['minutes']:g} | {s['changes']:,} | "
+                     f"{s['p50_s']} s | {s['p99_s']} s | {s['max_s']} s | {s['missed']:,} | {s['rss_start_mib']} / "
+                     f"{s['rss_peak_mib']} / {s['rss_end_mib']} MiB | {s['rss_slope_mib_per_min']} MiB/min |")
+    return "\n".join(lines)
 
 
 def _say(text: str) -> None:
