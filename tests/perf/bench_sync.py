@@ -234,6 +234,7 @@ def main(argv: list[str] | None = None) -> dict:
             time.sleep(0.2)
         figures["first_mirror_s"] = round(time.monotonic() - started, 1)
         figures["first_mirror_peak_mib"] = round(sampler.peak()[0] / MIB)
+        _say(f"sync mirrored every offset in {figures['first_mirror_s']}s")
         commits = Commits(bootstrap, prefix)
         commits.start()
         rng, current = random.Random(args.seed), {}
