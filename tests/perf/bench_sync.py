@@ -283,6 +283,8 @@ def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float) -
             latencies.append(max(0.0, at - sent))
     rss = [(t, python) for t, python, _ in sampler.samples if start <= t <= end]
     return {"rate": changes.rate, "changes": len(changes.sent), "zk_writes_failed": changes.failed,
+            # The machine's load at the stream's end: figures on a shared machine depend on it.
+            "load_1m": round(os.getloadavg()[0], 1),
             "missed": len(missed), "achieved_rate": round(len(changes.sent) / max(1e-9, end - start)),
             "p50_s": round(percentile(latencies, 0.50), 3) if latencies else None,
             "p99_s": round(percentile(latencies, 0.99), 3) if latencies else None,
@@ -311,12 +313,13 @@ def render(f: dict) -> str:
         f"\n{f['offsets']:,} offsets ({f['groups']:,} groups x {f['partitions']} partitions), {f['cores']} cores; "
         f"first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)\n",
         "| changes/s asked | achieved | minutes | changes | p50 | p99 | max | missed | RSS start / peak / end |"
-        " RSS slope |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        " RSS slope | load (1 min) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for s in f["streams"]:
         lines.append(f"| {s['rate']:,.0f} | {s['achieved_rate']:,} | {f['minutes']:g} | {s['changes']:,} | "
                      f"{s['p50_s']} s | {s['p99_s']} s | {s['max_s']} s | {s['missed']:,} | {s['rss_start_mib']} / "
-                     f"{s['rss_peak_mib']} / {s['rss_end_mib']} MiB | {s['rss_slope_mib_per_min']} MiB/min |")
+                     f"{s['rss_peak_mib']} / {s['rss_end_mib']} MiB | {s['rss_slope_mib_per_min']} MiB/min | "
+                     f"{s['load_1m']} |")
     return "\n".join(lines)
 
 
