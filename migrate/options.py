@@ -160,6 +160,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("stop_after", "duration", None,
            "sync: stop by itself after this long (default: until SIGINT or SIGTERM)",
            commands=("sync",), metavar="DURATION"),
+    # sync as a service (#20): its HTTP endpoint and the size of its series.
+    Option("metrics_address", "str", None,
+           "sync: serve Prometheus metrics on http://HOST:PORT/metrics and health on /healthz "
+           "(e.g. 0.0.0.0:9308; port 0 picks a free one)",
+           commands=("sync",), metavar="HOST:PORT"),
+    Option("no_group_metrics", "bool", False,
+           "sync: leave out the per-group series (for fleets of 10,000+ groups); "
+           "the totals over all groups stay",
+           commands=("sync",)),
     Option("allow_live_zk_consumers", "bool", False,
            "migrate groups whose old consumers are still registered in ZooKeeper",
            commands=PLAN_COMMANDS, recorded=True),

@@ -99,6 +99,9 @@ class Settings:
     mm2_target_alias: str | None = None
     offset_syncs_bootstrap_server: str | None = None
     replication_policy: str = "default"
+    # sync as a service
+    metrics_address: str | None = None
+    no_group_metrics: bool = False
     # Parsed from --command-config; secrets inside stay out of repr.
     kafka_client: ClientConfig | None = field(default=None, compare=False)
 
@@ -301,6 +304,9 @@ def _check(s: Settings) -> None:
                 raise ConfigError(f"--bootstrap-server: {host!r} is not host:port")
     if s.translate_via_mm2 is not None:
         _check_translation(s)
+    if s.metrics_address is not None and not _HOSTPORT.match(s.metrics_address):
+        raise ConfigError(f"--metrics-address: expected HOST:PORT (e.g. 0.0.0.0:9308), "
+                          f"got {s.metrics_address!r}")
     if s.zookeeper is not None:
         hosts, _, chroot = s.zookeeper.partition("/")
         for host in hosts.split(","):

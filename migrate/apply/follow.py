@@ -1,5 +1,6 @@
-"""Follow mode's setup: the journal, the Kafka admin, the ZooKeeper client, signal handling and the
-stop timer around a Follower (apply/sync.py); returns what the sync command prints."""
+"""Follow mode's setup: the journal, the Kafka admin, the ZooKeeper client, signal handling, the
+stop timer and the metrics endpoint (apply/service.py) around a Follower (apply/sync.py); returns
+what the sync command prints."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from migrate.apply.guards import settings_record
 from migrate.apply.journal import DONE, Journal
+from migrate.apply.service import Endpoint, Health
 from migrate.apply.sync import Follower
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, group_states
@@ -40,12 +42,9 @@ def follow(settings: Settings) -> dict[str, Any]:
     admin = open_admin(settings, in_flight=settings.parallelism + 4)
     client = connect(settings)
     stop = threading.Event()
+    endpoint = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        if journal is not None:
-            # Sync only reads ZooKeeper.
-            record = {**settings_record(settings), "no_zk_write": True}
-            journal.create_run(run_id, "sync", "", record, {}, report=str(report))
         policy = RetryPolicy()
         features = BrokerFeatures.of(admin)
 
@@ -66,7 +65,20 @@ def follow(settings: Settings) -> dict[str, Any]:
                             KafkaOffsetWriter(admin, policy, settings.parallelism),
                             kafka_groups, kafka_partitions, journal, run_id, metadata,
                             settings.rescan_every, settings.renew_every,
-                            report / "sync-status.json", dry_run=not settings.execute)
+                            report / "sync-status.json", dry_run=not settings.execute,
+                            per_group_metrics=not settings.no_group_metrics)
+        if settings.metrics_address is not None:
+            # A metadata request for no topic: any client may send it, whatever the ACLs
+            # (DescribeCluster would need Describe on the cluster).
+            health = Health(client, lambda: admin.describe_topics([]),
+                            lambda: follower.last_rescan, settings.rescan_every)
+            endpoint = Endpoint(settings.metrics_address, follower.metrics.registry,
+                                health).start()
+        if journal is not None:
+            # After the endpoint is bound: a port in use journals no run that never ran.
+            # Sync only reads ZooKeeper.
+            record = {**settings_record(settings), "no_zk_write": True}
+            journal.create_run(run_id, "sync", "", record, {}, report=str(report))
         if settings.stop_after:
             timer = threading.Timer(settings.stop_after, stop.set)
             timer.daemon = True   # never what keeps the process alive
@@ -83,6 +95,8 @@ def follow(settings: Settings) -> dict[str, Any]:
     finally:
         stop.set()
         signal.signal(signal.SIGTERM, previous)
+        if endpoint is not None:
+            endpoint.close()
         admin.close()
         close(client)
         if journal is not None:

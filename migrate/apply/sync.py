@@ -8,7 +8,9 @@ missed (new partitions, new groups, a lost session) and notices groups that gain
 members; `--renew-every` re-commits the unchanged offsets of groups nobody consumes in Kafka yet,
 so they do not expire. A group whose Kafka group gained members is left alone from then on; a
 group whose old consumers all left `ids/` is reported ready to switch. Both are said once.
-ZooKeeper is only read: it is the source.
+ZooKeeper is only read: it is the source. What sync does is counted in `Follower.metrics`
+(migrate.apply.metrics), which `--metrics-address` serves with a health check
+(migrate.apply.service).
 
 Never backwards by surprise: sync writes a partition's offset only where Kafka holds none or
 holds a value zk2kafka wrote, told by the commit metadata and the journal (`Authorship`), so
@@ -30,10 +32,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
 
 from migrate.apply import journal as j
 from migrate.apply.authorship import Authorship, Held
 from migrate.apply.dual_commit import OUTAGES
+from migrate.apply.metrics import STOP_REASONS, SyncMetrics
 from migrate.apply.watch import GroupWatches, ZkOffset, label
 from migrate.diff.plan import Planned
 from migrate.kafka.snapshot import IDLE_STATES
@@ -58,8 +62,12 @@ class GroupState:
     said_unmirrored: dict[str, str] | None = None  # unmirrored rows last logged: say changes once
     old_consumers: int | None = None
     stopped: str | None = None   # why it is no longer synced
+    stop_reason: str | None = None   # the same as one of metrics.STOP_REASONS, for the series
     ready: bool = False          # old consumers gone, all mirrored, none unmirrorable: said once
     last_commit: float = 0.0
+    kafka: dict[Key, int] = field(default_factory=dict)  # Kafka's offsets after sync's last pass
+    last_mirrored: float = 0.0   # when Kafka last accepted a change of its offsets (not a renewal)
+    offsets_mirrored: int = 0
 
     def wanted(self) -> dict[Key, int]:
         """The offsets Kafka should hold: ZooKeeper's, where sync can mirror them."""
@@ -130,7 +138,7 @@ class Follower:
                  partitions: Callable[[list[str]], dict[str, set[int]]],
                  journal: j.Journal | None, run_id: str, metadata: str, rescan_every: float,
                  renew_every: float | None, status_file: Path | None = None, *, dry_run: bool,
-                 status_every: float = 10.0, tick: float = 0.5):
+                 status_every: float = 10.0, tick: float = 0.5, per_group_metrics: bool = True):
         if not dry_run and journal is None:
             raise ValueError("a sync that writes needs a journal")
         self.reader, self.kafka = reader, kafka
@@ -141,13 +149,22 @@ class Follower:
         self.status_file, self.status_every, self.tick = status_file, status_every, tick
         self.groups: dict[str, GroupState] = {}
         self.status = SyncStatus()
-        self.watches = GroupWatches(client, reader, self._mark)
+        self.metrics = SyncMetrics(lambda: self.groups, per_group=per_group_metrics)
+        self.watches = GroupWatches(client, reader, self._mark, self._armed)
+        self.last_rescan: float | None = None   # time.monotonic() when the last re-scan finished
         self._dirty: set[str] = set()
         self._changed = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
 
     def run(self, stop: threading.Event) -> SyncStatus:
+        self.watches.client.add_listener(self._on_session)
+        try:
+            return self._run(stop)
+        finally:
+            self.watches.client.remove_listener(self._on_session)
+
+    def _run(self, stop: threading.Event) -> SyncStatus:
         next_rescan = next_status = 0.0
         while not stop.is_set():
             now = time.monotonic()
@@ -164,6 +181,7 @@ class Follower:
                 # A store away for longer than the retries: say so and go on; the next re-scan
                 # catches up.
                 self.status.errors += 1
+                self.metrics.outages.labels(type(exc).__name__).inc()
                 log.warning("sync: %s: %s; trying again at the next re-scan",
                             type(exc).__name__, exc)
                 if next_rescan <= now:   # the re-scan itself failed
@@ -184,6 +202,7 @@ class Follower:
 
     def rescan(self) -> None:
         """Every selected group read again, watches re-armed, Kafka membership checked."""
+        started = time.monotonic()
         names = self.reader.groups()
         for name in names:
             self.groups.setdefault(name, GroupState())
@@ -191,9 +210,13 @@ class Follower:
         for name in names:
             state = states.get(name)
             if state is not None and state not in IDLE_STATES:
-                self._stop(name, f"Kafka group is {state}: consumers joined in Kafka")
-        self.status.rescans += 1
+                self._stop(name, f"Kafka group is {state}: consumers joined in Kafka",
+                           "kafka_members")
         self.sync([n for n in names if self.groups[n].stopped is None])
+        # Counted once it went through: /healthz tells a sync whose re-scans keep failing.
+        self.status.rescans += 1
+        self.last_rescan = time.monotonic()
+        self.metrics.rescan_seconds.observe(self.last_rescan - started)
 
     def sync(self, names: list[str], renew: frozenset[str] = frozenset()) -> None:
         """Read `names` from ZooKeeper, re-arm their watches, commit what changed (and renew
@@ -207,6 +230,9 @@ class Follower:
             group.old_consumers = read.old_consumers
         self._unknown_partitions(names)
         committed = self.kafka.committed_many(names)
+        for name in names:
+            if not isinstance(committed[name], Exception):
+                self.groups[name].kafka = {key: held[0] for key, held in committed[name].items()}
         todo = self._decide(names, committed, renew)
         done = self._commit(todo.changes, committed, renewal=False)
         self._commit(todo.renewals, committed, renewal=True)
@@ -239,7 +265,8 @@ class Follower:
         for name in names:
             group, held = self.groups[name], committed[name]
             if isinstance(held, Exception):
-                self._stop(name, f"Kafka refused to show its offsets: {held.reason}")
+                self._stop(name, f"Kafka refused to show its offsets: {held.reason}",
+                           "offsets_refused")
                 continue
             wanted = group.wanted()
             changed = {k: o for k, o in wanted.items() if k not in held or held[k][0] != o}
@@ -249,7 +276,7 @@ class Follower:
             asked = sorted(set(changed) | set(group.mirrored))
             foreign = self.authorship.foreign(name, held, asked, group.mirrored)
             if foreign:
-                self._stop(name, _taken_over(foreign, held, wanted))
+                self._stop(name, _taken_over(foreign, held, wanted), "taken_over")
             elif changed:
                 todo.changes[name] = changed
             elif name in renew and wanted:
@@ -291,6 +318,20 @@ class Follower:
             dirty, self._dirty = self._dirty, set()
         return sorted(dirty)
 
+    def _armed(self, watches: int, seconds: float) -> None:
+        """A batch of `watches` armed in `seconds` (on this thread, from GroupWatches.read)."""
+        self.metrics.watches_armed.inc(watches)
+        self.metrics.rearm_seconds.observe(seconds)
+
+    def _on_session(self, state: KazooState) -> None:
+        """kazoo's connection listener (on its thread): count a lost session.
+
+        Nothing more to do: on expiry kazoo calls every watcher once (an event of type NONE), so
+        every group read is marked and read again, which arms its watches on the new session.
+        """
+        if state == KazooState.LOST:
+            self.metrics.sessions_lost.inc()
+
     def _mark(self, name: str) -> None:
         """A watch fired for `name` (on kazoo's thread): read it again at the next tick."""
         with self._lock:
@@ -324,9 +365,11 @@ class Follower:
         now = time.time()
         for name, error in results.items():
             if isinstance(error, GroupRejected):
-                self._stop(name, f"Kafka refused the commit: {error.reason}")
+                self.metrics.commit_errors.labels(type(error).__name__).inc()
+                self._stop(name, f"Kafka refused the commit: {error.reason}", "commit_refused")
             elif error is not None:
                 self.status.errors += 1
+                self.metrics.commit_errors.labels(type(error).__name__).inc()
                 log.warning("sync: group %s: %s: %s; trying again",
                             name, type(error).__name__, error)
                 self._mark(name)
@@ -340,23 +383,30 @@ class Follower:
         """Kafka accepted `offsets` for `name`: journal them with what Kafka held before."""
         group = self.groups[name]
         group.mirrored.update(offsets)
+        group.kafka.update(offsets)
         group.last_commit = now
         self.status.commits += 1
+        self.metrics.commits.inc()
         self.journal.record_mirrored(self.run_id, name, [
             (_planned(key, offset, group.offsets[key], held.get(key)), held.get(key))
             for key, offset in offsets.items()])
         if renewal:
             self.status.renewals += 1
+            self.metrics.renewals.inc()
             return
         self.status.offsets += len(offsets)
+        group.offsets_mirrored += len(offsets)
+        group.last_mirrored = now
+        self.metrics.offsets_mirrored.inc(len(offsets))
         self.status.last_change, self.status.last_change_at = f"{name} {_show(offsets)}", now
         log.info("sync: group %s: committed %s", name, _show(offsets))
 
-    def _stop(self, name: str, why: str) -> None:
+    def _stop(self, name: str, why: str, reason: str) -> None:
+        assert reason in STOP_REASONS, reason   # the series' label stays a fixed set
         group = self.groups.setdefault(name, GroupState())
         if group.stopped is not None:
             return
-        group.stopped = why
+        group.stopped, group.stop_reason = why, reason
         self._changed = True
         log.warning("sync: group %s is no longer synced: %s", name, why)
         if not self.dry_run:

@@ -3,19 +3,24 @@ in the style of kazoo.recipe.watchers (an object owns its registration and re-ar
 back).
 
 Every offset znode a read saw carries a kazoo watch, as does each group's `ids/`. A watch fires
-once; reading the group again arms it again. A partition under both layouts is the row
+once; reading the group again arms again the watches that fired, and only those: a watch still
+armed has seen no change since it was armed (ZooKeeper delivers a watch's event before any read
+that shows the change), and a request per znode of a group is what a pass spends most of its time
+on (kazoo's cost is per request). A partition under both layouts is the row
 `migrate.zk.layouts.pick` chooses, as the diff does, and both znodes are watched.
 """
 
 from __future__ import annotations
 
+import time
+import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.interfaces import IAsyncResult
-from kazoo.protocol.states import WatchedEvent
+from kazoo.protocol.states import EventType, WatchedEvent
 
 from migrate.kafka.writer import Key
 from migrate.zk import layouts
@@ -60,13 +65,19 @@ class _Request(NamedTuple):
 class GroupWatches:
     """Reads groups from ZooKeeper and watches what it read; `on_change(group)` is called when a
     watch fires, or at once for a znode that changed between the read and the arming: the group
-    is to be read again.
+    is to be read again. `on_armed(watches, seconds)` is told each batch armed, for the metrics.
     """
 
     def __init__(self, client: KazooClient, reader: ZkOffsetReader,
-                 on_change: Callable[[str], None]):
+                 on_change: Callable[[str], None],
+                 on_armed: Callable[[int, float], None] = lambda watches, seconds: None):
         self.client, self.reader, self.on_change = client, reader, on_change
+        self.on_armed = on_armed
         self._callbacks: dict[str, Callable[[WatchedEvent], None]] = {}
+        # group -> (path, children) of the watches set and not fired yet; the callbacks (on
+        # kazoo's thread) take out what fired.
+        self._armed: dict[str, set[tuple[str, bool]]] = {}
+        self._lock = threading.Lock()
 
     def read(self, names: list[str]) -> dict[str, GroupRead]:
         """Read `names` and arm their watches again."""
@@ -103,8 +114,15 @@ class GroupWatches:
 
     def _arm(self, watches: list[_Watch]) -> None:
         # Every request is sent before any answer is awaited: one round trip for all the groups.
+        started = time.monotonic()
         pending = []
-        for watch in watches:
+        with self._lock:
+            # Counted armed before the request goes out: a watch that fires before its answer is
+            # read is then taken out by its callback, never left counted after it fired.
+            todo = [w for w in watches if _key(w) not in self._armed.setdefault(w.group, set())]
+            for watch in todo:
+                self._armed[watch.group].add(_key(watch))
+        for watch in todo:
             ask = self.client.get_children_async if watch.children else self.client.exists_async
             pending.append(_Request(watch, ask(watch.path, watch=self._callback(watch.group))))
         for request in pending:
@@ -112,18 +130,42 @@ class GroupWatches:
                 stat = request.answer.get(timeout=ANSWER_TIMEOUT)
             except KazooException:
                 # ids/ absent (the exists watch covers its creation), or the session is gone
-                # (the next re-scan reads every group again).
+                # (the next re-scan reads every group again): no watch was set.
+                with self._lock:
+                    self._armed[request.watch.group].discard(_key(request.watch))
                 continue
             version = request.watch.version
             if version is not None and (stat is None or stat.version != version):
                 self.on_change(request.watch.group)
+        self.on_armed(len(todo), time.monotonic() - started)
 
     def _callback(self, group: str) -> Callable[[WatchedEvent], None]:
         # One function per group for the life of this object: kazoo keeps a path's watchers
         # in a set, so arming again adds none.
         if group not in self._callbacks:
-            self._callbacks[group] = lambda event: self.on_change(group)
+            self._callbacks[group] = lambda event: self._fired(group, event)
         return self._callbacks[group]
+
+    def _fired(self, group: str, event: WatchedEvent) -> None:
+        """A watch of `group` fired (on kazoo's thread): it is armed no more; read the group."""
+        with self._lock:
+            armed = self._armed.setdefault(group, set())
+            if event.type == EventType.CHILD:
+                armed.discard((event.path, True))
+            elif event.type in (EventType.CREATED, EventType.CHANGED):
+                armed.discard((event.path, False))
+            elif event.type == EventType.DELETED:   # fires a node's child watch too
+                armed.discard((event.path, False))
+                armed.discard((event.path, True))
+            else:
+                # NONE: the session expired and kazoo dropped every watch, calling each watcher
+                # once; the whole group is to be armed again.
+                armed.clear()
+        self.on_change(group)
+
+
+def _key(watch: _Watch) -> tuple[str, bool]:
+    return watch.path, watch.children
 
 
 def label(key: Key) -> str:

@@ -14,6 +14,7 @@ import bench_diff  # noqa: E402
 import bench_migrate  # noqa: E402
 import bench_scale  # noqa: E402
 import bench_scan  # noqa: E402
+import bench_sync  # noqa: E402
 
 from migrate.diff import schema as s  # noqa: E402
 
@@ -82,6 +83,22 @@ def test_scale_benchmark_runs_every_step(cluster, zk_chroot, tmp_path, capsys):
     _scale_checks(figures, 120)
     assert json.loads(out.read_text()) == figures
     assert "| `zk2kafka verify --run` |" in capsys.readouterr().out
+
+
+def test_sync_benchmark_times_every_change_it_sent(cluster, zk_chroot, tmp_path, capsys):
+    out = tmp_path / "sync.json"
+    figures = bench_sync.main(["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server,
+                               "--groups", "20", "--partitions", "2", "--topics", "2", "--rate", "40", "80",
+                               "--minutes", "0.1", "--drain", "20", "--json", str(out)])
+    assert figures["ok"] and figures["first_mirror_s"] > 0
+    assert [s["rate"] for s in figures["streams"]] == [40, 80]
+    for stream in figures["streams"]:
+        assert stream["missed"] == 0 and stream["zk_writes_failed"] == 0
+        assert stream["changes"] >= stream["rate"] * 6 * 0.9   # 6 s of it, less the pacing's slack
+        assert 0 <= stream["p50_s"] <= stream["p99_s"] <= stream["max_s"] < 20
+        assert stream["rss_peak_mib"] >= stream["rss_start_mib"] > 0
+    assert json.loads(out.read_text()) == figures
+    assert "| changes/s asked | achieved |" in capsys.readouterr().out
 
 
 @pytest.mark.slow

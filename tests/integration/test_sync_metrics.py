@@ -1,0 +1,218 @@
+"""`zk2kafka sync --metrics-address`: its Prometheus series and /healthz, scraped from the real
+command while groups are switched one at a time on the sandbox's ZooKeeper and Kafka.
+
+The old consumers are their registrations under ids/ (what sync reads of them) and the offsets
+they commit to ZooKeeper; the new consumers are real kafka-python group members. The scrape is
+parsed with prometheus_client's own parser.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from kafka import KafkaConsumer
+from prometheus_client.parser import text_string_to_metric_families
+
+from migrate.apply.journal import Journal
+from seeding import kafka_offsets, make_topic, put
+from test_sync import wait_for
+
+ROOT = Path(__file__).parents[2]
+PARTITIONS = 2
+
+
+class Member(threading.Thread):
+    """A new consumer: a kafka-python group member polling until halted."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str):
+        super().__init__(daemon=True)
+        self.consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=bootstrap,
+                                      enable_auto_commit=False)
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            self.consumer.poll(timeout_ms=200)
+        self.consumer.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str) -> tuple[int, str]:
+    """(HTTP status, body) of a GET, 4xx and 5xx included."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def scrape(address: str) -> dict[tuple[str, frozenset], float]:
+    """Every sample of /metrics: (sample name, its labels) -> value, parsed by prometheus_client."""
+    status, text = get(f"http://{address}/metrics")
+    assert status == 200, text
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(samples, name: str, **labels) -> float | None:
+    return samples.get((name, frozenset(labels.items())))
+
+
+def scraped_when(what: str, address: str, check, timeout: float = 30.0):
+    """The first scrape for which `check(samples)` holds (the endpoint may not listen yet)."""
+    def attempt():
+        try:
+            samples = scrape(address)
+        except urllib.error.URLError:
+            return None
+        return samples if check(samples) else None
+
+    return wait_for(what, attempt, timeout=timeout)
+
+
+def start_sync(zk_chroot: str, bootstrap: str, prefix: str, state: Path, address: str,
+               err, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot,
+         "--bootstrap-server", bootstrap, "--group", f"{prefix}.*", "--state-dir", str(state),
+         "--rescan-every", "2s", "--stop-after", "300s", "--metrics-address", address, *extra],
+        stdout=subprocess.DEVNULL, stderr=err, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def stop_sync(sync: subprocess.Popen, log: Path) -> None:
+    sync.send_signal(signal.SIGTERM)
+    sync.wait(timeout=60)
+    assert sync.returncode == 0, log.read_text()[-3000:]
+
+
+def test_sync_series_move_as_groups_are_switched(cluster, zk, zk_chroot, kafka_admin, prefix,
+                                                 tmp_path):
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, PARTITIONS, 100)
+    first, second = f"{prefix}billing", f"{prefix}shipping"
+    for g in (first, second):
+        put(zk, f"/consumers/{g}/ids/{g}_old-1", b'{"version":1}')   # an old consumer, registered
+        for p in range(PARTITIONS):
+            put(zk, f"/consumers/{g}/offsets/{topic}/{p}", b"10")
+    address = f"127.0.0.1:{free_port()}"
+    log = tmp_path / "sync.log"
+    new = None
+    with log.open("w") as err:
+        sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, tmp_path / "state",
+                          address, err)
+        try:
+            # Both groups mirrored: their old consumers are still registered, so not ready.
+            samples = scraped_when("both groups mirrored in the series", address, lambda s: value(
+                s, "zk2kafka_sync_offsets_mirrored_total") == 2 * PARTITIONS, timeout=60)
+            assert value(samples, "zk2kafka_sync_groups", state="mirroring") == 2
+            assert value(samples, "zk2kafka_sync_groups", state="ready") == 0
+            assert value(samples, "zk2kafka_sync_groups", state="stopped") == 0
+            for g in (first, second):
+                assert value(samples, "zk2kafka_sync_group_state", group=g, state="mirroring") == 1
+                assert value(samples, "zk2kafka_sync_group_offsets_mirrored_total",
+                             group=g) == PARTITIONS
+                assert value(samples, "zk2kafka_sync_group_last_mirrored_timestamp_seconds",
+                             group=g) > 0
+                assert value(samples, "zk2kafka_sync_group_lag_partitions", group=g) == 0
+            assert value(samples, "zk2kafka_sync_watches_armed_total") > 0
+            assert value(samples, "zk2kafka_sync_watch_rearm_duration_seconds_count") > 0
+            assert value(samples, "zk2kafka_sync_rescan_duration_seconds_count") >= 1
+            assert not any("partition" in dict(labels) for _, labels in samples)
+            assert get(f"http://{address}/healthz") == (200, "ok\n")
+            assert get(f"http://{address}/")[0] == 404
+
+            # An old consumer commits: the change is mirrored and counted against its group.
+            armed = value(scrape(address), "zk2kafka_sync_watches_armed_total")
+            zk.set(f"/consumers/{first}/offsets/{topic}/0", b"60")
+            wait_for("the change counted", lambda: value(
+                scrape(address), "zk2kafka_sync_group_offsets_mirrored_total",
+                group=first) == PARTITIONS + 1)
+            assert kafka_offsets(kafka_admin, [first])[first][(topic, 0)][0] == 60
+            time.sleep(4)   # two re-scans (--rescan-every 2s) read every group again
+            # Only the watch that fired was armed again: the others never stopped watching.
+            assert value(scrape(address), "zk2kafka_sync_watches_armed_total") == armed + 1
+
+            # The switch of the first group: its old consumer leaves ids/, so it is ready...
+            zk.delete(f"/consumers/{first}/ids/{first}_old-1")
+            samples = scraped_when("the first group ready", address, lambda s: value(
+                s, "zk2kafka_sync_groups", state="ready") == 1)
+            assert value(samples, "zk2kafka_sync_group_state", group=first, state="ready") == 1
+            assert value(samples, "zk2kafka_sync_group_state", group=second, state="mirroring") == 1
+
+            # ...then its new consumer joins in Kafka, and sync stops for it.
+            new = Member(cluster.bootstrap_server, topic, first)
+            new.start()
+            samples = scraped_when("the first group stopped", address, lambda s: value(
+                s, "zk2kafka_sync_groups_stopped", reason="kafka_members") == 1, timeout=60)
+            assert value(samples, "zk2kafka_sync_groups", state="stopped") == 1
+            assert value(samples, "zk2kafka_sync_groups", state="mirroring") == 1
+            assert value(samples, "zk2kafka_sync_groups", state="ready") == 0
+            assert value(samples, "zk2kafka_sync_group_state", group=first, state="stopped") == 1
+            assert value(samples, "zk2kafka_sync_groups_stopped", reason="taken_over") == 0
+
+            # The second group still follows ZooKeeper.
+            zk.set(f"/consumers/{second}/offsets/{topic}/1", b"70")
+            wait_for("the second group's change counted", lambda: value(
+                scrape(address), "zk2kafka_sync_group_offsets_mirrored_total",
+                group=second) == PARTITIONS + 1)
+            assert value(scrape(address), "zk2kafka_sync_offsets_mirrored_total") == 2 * PARTITIONS + 2
+        finally:
+            if new is not None:
+                new.halt.set()
+                new.join(timeout=30)
+            stop_sync(sync, log)
+
+
+def test_no_group_metrics_keeps_only_the_totals(cluster, zk, zk_chroot, kafka_admin, prefix,
+                                                tmp_path):
+    topic, group = f"{prefix}orders", f"{prefix}billing"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 100)
+    put(zk, f"/consumers/{group}/offsets/{topic}/0", b"10")
+    address = f"127.0.0.1:{free_port()}"
+    log = tmp_path / "sync.log"
+    with log.open("w") as err:
+        sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, tmp_path / "state",
+                          address, err, "--no-group-metrics")
+        try:
+            samples = scraped_when("the group mirrored", address, lambda s: value(
+                s, "zk2kafka_sync_offsets_mirrored_total") == 1, timeout=60)
+        finally:
+            stop_sync(sync, log)
+    assert value(samples, "zk2kafka_sync_groups", state="ready") == 1   # no old consumer at all
+    assert value(samples, "zk2kafka_sync_lag_partitions") == 0
+    assert not [name for name, labels in samples if "group" in dict(labels)]
+    assert not [name for name, _ in samples if name.startswith("zk2kafka_sync_group_")]
+
+
+def test_a_metrics_address_in_use_is_one_clear_line(cluster, zk_chroot, prefix, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = "127.0.0.1:%d" % taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot,
+             "--bootstrap-server", cluster.bootstrap_server, "--group", f"{prefix}.*",
+             "--state-dir", str(tmp_path / "state"), "--stop-after", "30s",
+             "--metrics-address", address],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2, done.stderr
+    assert f"--metrics-address {address}: cannot listen there" in done.stderr
+    assert "Traceback" not in done.stderr
+    with Journal.open(tmp_path / "state") as journal:
+        assert journal.runs() == [], "a run that never ran is journaled"

@@ -1,0 +1,331 @@
+"""Benchmark: `zk2kafka sync --execute` under a steady stream of ZooKeeper offset changes: the mirror
+latency of each change (p50, p99, max) and the memory of sync over the run.
+
+    python tests/perf/bench_sync.py                           # 10,000 groups x 10 partitions, 1,000 changes/s, 60 min
+    python tests/perf/bench_sync.py --minutes 2 --json sync.json
+    python tests/perf/bench_sync.py --groups 2000 --rate 200 1000 --minutes 1   # one stream per rate
+
+Starts its own sandbox (ZooKeeper with a 1 GB heap, a ZooKeeper-mode Kafka 3.9 broker with 2 GB) unless
+--zookeeper and --bootstrap-server are given. Seeds the groups in ZooKeeper (group i reads the
+`--partitions` partitions of topic i mod `--topics`), starts sync as a child process, as an operator
+would, and times the first full mirror (until its `zk2kafka_sync_offsets_mirrored_total` series counts
+every offset). Then old consumers' commits arrive at `--rate` a second for `--minutes` (one stream
+after the other for several rates, on the same sync): each moves one random partition's znode
+forward (pipelined `set`s, paced every 10 ms).
+
+The latency of a change is from the moment its `set` was sent to ZooKeeper to the timestamp the group
+coordinator gave the commit sync made of that value (or a later one: sync commits the latest value it
+reads, so a change overtaken by the next one on the same partition is mirrored by that one's
+commit), read from `__consumer_offsets` itself: nothing polls Kafka's groups, which would load the
+broker being measured. A change not mirrored within `--drain` seconds of the end counts as missed,
+and fails the run. A sampler reads sync's resident memory five times a second; the table gives it
+at the stream's start, at its peak and at its end, and the slope over the stream (MiB a minute).
+
+Prints a Markdown table; exits 1 when a change was missed or sync failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))          # run as a script from anywhere
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_migrate import CACHE_DIR, Layout, make_topics, seed_zookeeper  # noqa: E402
+from bench_scale import MIB, Sampler  # noqa: E402
+from kafka import KafkaConsumer, TopicPartition  # noqa: E402
+from kazoo.client import KazooClient  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TICK = 0.01   # seconds between two bursts of changes
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(address: str) -> dict[str, float]:
+    """Unlabelled samples of sync's /metrics, by name; {} while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return {}
+    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+
+
+def decode(key: bytes | None, value: bytes | None) -> tuple[tuple[str, str, int], int] | None:
+    """((group, topic, partition), offset) of an offset commit record of __consumer_offsets; None for
+    the other records (group metadata, tombstones)."""
+    if key is None or value is None or len(key) < 2:
+        return None
+    version = struct.unpack_from(">h", key)[0]
+    if version not in (0, 1):
+        return None
+    at = 2
+    fields = []
+    for _ in range(2):
+        (n,) = struct.unpack_from(">h", key, at)
+        fields.append(key[at + 2:at + 2 + n].decode())
+        at += 2 + n
+    (partition,) = struct.unpack_from(">i", key, at)
+    (offset,) = struct.unpack_from(">q", value, 2)   # after the value's int16 version, in every version
+    return (fields[0], fields[1], partition), offset
+
+
+class Commits(threading.Thread):
+    """Reads __consumer_offsets from its end: the first time Kafka held each (key, offset or more)."""
+
+    def __init__(self, bootstrap: str, prefix: str):
+        super().__init__(daemon=True)
+        self.prefix = prefix
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                                      fetch_max_wait_ms=10, client_id="zk2kafka-bench-sync")
+        parts = self.consumer.partitions_for_topic(OFFSETS_TOPIC) or set()
+        self.consumer.assign([TopicPartition(OFFSETS_TOPIC, p) for p in parts])
+        self.consumer.seek_to_end()
+        for tp in self.consumer.assignment():
+            self.consumer.position(tp)   # resolve the end now, before any change is sent
+        self.lock = threading.Lock()
+        self.seen: dict[tuple[str, str, int], list[tuple[int, float]]] = {}   # key -> [(offset, time)]
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            for records in self.consumer.poll(timeout_ms=100).values():
+                for r in records:
+                    decoded = decode(r.key, r.value)
+                    if decoded is None or not decoded[0][0].startswith(self.prefix):
+                        continue
+                    key, offset = decoded
+                    with self.lock:
+                        self.seen.setdefault(key, []).append((offset, r.timestamp / 1000))
+        self.consumer.close()
+
+    def mirrored_at(self, key, offset: int) -> float | None:
+        with self.lock:
+            return next((t for o, t in self.seen.get(key, ()) if o >= offset), None)
+
+
+class Changes(threading.Thread):
+    """Old consumers' commits: `rate` a second, each one random partition's znode moved forward."""
+
+    def __init__(self, zookeeper: str, layout: Layout, prefix: str, groups: int, rate: float, seconds: float,
+                 rng: random.Random, current: dict):
+        super().__init__(daemon=True)
+        self.zk = KazooClient(hosts=zookeeper, timeout=30)
+        self.zk.start(timeout=30)
+        self.layout, self.prefix, self.groups = layout, prefix, groups
+        self.rate, self.seconds, self.rng = rate, seconds, rng
+        self.current: dict[tuple[str, str, int], int] = current   # across streams: offsets only grow
+        self.sent: list[tuple[tuple[str, str, int], int, float]] = []   # (key, offset, time sent)
+        self.failed = 0
+
+    def run(self) -> None:
+        start = time.monotonic()
+        pending = []
+        while (now := time.monotonic()) - start < self.seconds:
+            # Paced by the clock, not by the ticks: a late tick sends what it owes.
+            for _ in range(int(self.rate * (now - start)) - len(self.sent)):
+                i = self.rng.randrange(self.groups)
+                topic = self.layout.topic(i % self.layout.topics)
+                key = (self.layout.group(self.prefix, i), topic, self.rng.randrange(self.layout.partitions))
+                offset = self.current.get(key, self.layout.messages) + 1   # past every seeded offset
+                self.current[key] = offset
+                path = f"/consumers/{key[0]}/offsets/{topic}/{key[2]}"
+                self.sent.append((key, offset, time.time()))
+                pending.append(self.zk.set_async(path, str(offset).encode()))
+            if len(pending) > 2000:
+                self._drain(pending[:1000])
+                del pending[:1000]
+            time.sleep(max(0.0, TICK - (time.monotonic() - now)))
+        self._drain(pending)
+        self.zk.stop()
+        self.zk.close()
+
+    def _drain(self, pending) -> None:
+        for answer in pending:
+            try:
+                answer.get(timeout=60)
+            except Exception:  # noqa: BLE001 - a lost write is counted, and its change then counts as missed
+                self.failed += 1
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zookeeper", help="an existing ZooKeeper, with the chroot holding /consumers")
+    ap.add_argument("--bootstrap-server", help="an existing Kafka (give --zookeeper too)")
+    ap.add_argument("--groups", type=int, default=10_000)
+    ap.add_argument("--partitions", type=int, default=10, help="offsets per group (partitions of each topic)")
+    ap.add_argument("--topics", type=int, default=10)
+    ap.add_argument("--messages", type=int, default=5, help="messages per partition")
+    ap.add_argument("--rate", type=float, nargs="+", default=[1000.0],
+                    help="ZooKeeper offset changes a second; several: one stream after the other")
+    ap.add_argument("--minutes", type=float, default=60.0, help="how long each stream of changes lasts")
+    ap.add_argument("--rescan-every", default="5m", help="sync --rescan-every")
+    ap.add_argument("--drain", type=float, default=30.0, help="seconds after the stream for the last changes")
+    ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = ap.parse_args(argv)
+    if (args.zookeeper is None) != (args.bootstrap_server is None):
+        ap.error("give both --zookeeper and --bootstrap-server, or neither (a sandbox is started)")
+
+    run = f"sync{uuid.uuid4().hex[:6]}"
+    prefix = f"{run}-"
+    layout = Layout(run, args.topics, args.partitions, args.messages)
+    offsets = args.groups * args.partitions
+    work = Path(tempfile.mkdtemp(prefix="zk2kafka-bench-sync-"))
+    cluster = sync = None
+    figures: dict = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
+                     "rates": args.rate, "minutes": args.minutes, "cores": os.cpu_count(), "ok": False}
+    try:
+        if args.bootstrap_server is None:
+            from migrate.sandbox.cluster import LocalCluster
+
+            cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, zk_heap="1g", broker_heap="2g")
+            endpoints = cluster.start()
+            zookeeper, bootstrap = endpoints.zookeeper, endpoints.bootstrap_server
+        else:
+            zookeeper, bootstrap = args.zookeeper, args.bootstrap_server
+        make_topics(bootstrap, layout)
+        seed_zookeeper(zookeeper, layout, prefix, args.groups)
+        _say(f"{offsets:,} offsets ({args.groups:,} groups x {args.partitions} partitions) seeded; "
+             f"ZooKeeper {zookeeper}, Kafka {bootstrap}")
+
+        address = f"127.0.0.1:{free_port()}"
+        log = work / "sync.log"
+        with log.open("w") as err:
+            started = time.monotonic()
+            sync = subprocess.Popen(
+                [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zookeeper,
+                 "--bootstrap-server", bootstrap, "--group", f"{prefix}.*", "--state-dir", str(work / "state"),
+                 "--rescan-every", args.rescan_every, "--metrics-address", address, "--no-group-metrics",
+                 "-q"],   # warnings only: a line per commit would be 1,000 lines a second
+                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        sampler = Sampler(sync.pid)
+        sampler.start()
+        while scrape(address).get("zk2kafka_sync_offsets_mirrored_total", 0) < offsets:
+            if sync.poll() is not None:
+                raise SystemExit(f"sync exited {sync.returncode} before the first mirror; see {log}")
+            time.sleep(0.2)
+        figures["first_mirror_s"] = round(time.monotonic() - started, 1)
+        figures["first_mirror_peak_mib"] = round(sampler.peak()[0] / MIB)
+        _say(f"sync mirrored every offset in {figures['first_mirror_s']}s")
+        commits = Commits(bootstrap, prefix)
+        commits.start()
+        rng, current = random.Random(args.seed), {}
+        figures["streams"] = []
+        for rate in args.rate:
+            _say(f"{rate:g} changes/s for {args.minutes:g} min")
+            changes = Changes(zookeeper, layout, prefix, args.groups, rate, args.minutes * 60, rng, current)
+            figures["streams"].append(stream(changes, commits, sampler, args.drain))
+            _say(f"  p50 {figures['streams'][-1]['p50_s']} s, p99 {figures['streams'][-1]['p99_s']} s, "
+                 f"missed {figures['streams'][-1]['missed']}")
+        commits.halt.set()
+        commits.join(timeout=10)
+        figures["log"] = str(log)
+        figures["ok"] = not any(s["missed"] for s in figures["streams"]) and sync.poll() is None
+    finally:
+        if sync is not None and sync.poll() is None:
+            sync.send_signal(signal.SIGTERM)
+            try:
+                sync.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                sync.kill()
+        if cluster:
+            cluster.stop()
+    print(render(figures))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return figures
+
+
+def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float) -> dict:
+    """One stream of changes, run; its figures once every change was mirrored or `drain` ran out."""
+    start = time.time()
+    changes.start()
+    changes.join()
+    end = time.time()
+    deadline = time.monotonic() + drain
+    latencies, missed = [], []
+    for key, offset, sent in changes.sent:
+        at = commits.mirrored_at(key, offset)
+        while at is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            at = commits.mirrored_at(key, offset)
+        if at is None:
+            missed.append((key, offset))
+        else:
+            latencies.append(max(0.0, at - sent))
+    rss = [(t, python) for t, python, _ in sampler.samples if start <= t <= end]
+    return {"rate": changes.rate, "changes": len(changes.sent), "zk_writes_failed": changes.failed,
+            # The machine's load at the stream's end: figures on a shared machine depend on it.
+            "load_1m": round(os.getloadavg()[0], 1),
+            "missed": len(missed), "achieved_rate": round(len(changes.sent) / max(1e-9, end - start)),
+            "p50_s": round(percentile(latencies, 0.50), 3) if latencies else None,
+            "p99_s": round(percentile(latencies, 0.99), 3) if latencies else None,
+            "max_s": round(max(latencies), 3) if latencies else None,
+            "mean_s": round(statistics.fmean(latencies), 3) if latencies else None,
+            "rss_start_mib": round(rss[0][1] / MIB) if rss else None,
+            "rss_peak_mib": round(max(r for _, r in rss) / MIB) if rss else None,
+            "rss_end_mib": round(rss[-1][1] / MIB) if rss else None,
+            "rss_slope_mib_per_min": round(_slope(rss) * 60 / MIB, 2) if len(rss) > 1 else None,
+            "missed_examples": [list(k) + [o] for k, o in missed[:5]]}
+
+
+def _slope(samples: list[tuple[float, int]]) -> float:
+    """Least-squares bytes per second of RSS over the samples."""
+    n = len(samples)
+    mt = sum(t for t, _ in samples) / n
+    mr = sum(r for _, r in samples) / n
+    var = sum((t - mt) ** 2 for t, _ in samples)
+    return sum((t - mt) * (r - mr) for t, r in samples) / var if var else 0.0
+
+
+def render(f: dict) -> str:
+    if not f.get("streams"):
+        return f"\nsync benchmark {f['run']}: did not get to the stream of changes"
+    lines = [
+        f"\n{f['offsets']:,} offsets ({f['groups']:,} groups x {f['partitions']} partitions), {f['cores']} cores; "
+        f"first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)\n",
+        "| changes/s asked | achieved | minutes | changes | p50 | p99 | max | missed | RSS start / peak / end |"
+        " RSS slope | load (1 min) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for s in f["streams"]:
+        lines.append(f"| {s['rate']:,.0f} | {s['achieved_rate']:,} | {f['minutes']:g} | {s['changes']:,} | "
+                     f"{s['p50_s']} s | {s['p99_s']} s | {s['max_s']} s | {s['missed']:,} | {s['rss_start_mib']} / "
+                     f"{s['rss_peak_mib']} / {s['rss_end_mib']} MiB | {s['rss_slope_mib_per_min']} MiB/min | "
+                     f"{s['load_1m']} |")
+    return "\n".join(lines)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main()["ok"] else 1)
