@@ -27,9 +27,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
@@ -38,84 +37,17 @@ from migrate.apply import journal as j
 from migrate.apply.authorship import Authorship, Held
 from migrate.apply.dual_commit import OUTAGES
 from migrate.apply.metrics import STOP_REASONS, SyncMetrics
+from migrate.apply.sync_state import SHOWN, GroupState, SyncStatus
 from migrate.apply.watch import GroupWatches, ZkOffset, label
 from migrate.diff.plan import Planned
 from migrate.kafka.snapshot import IDLE_STATES
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
-from migrate.state import iso
 from migrate.zk.reader import ZkOffsetReader
 
 log = logging.getLogger(__name__)
 UNKNOWN = ("UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata"
            " (deleted, or not visible to this client)")
 RETRY_OUTAGE_AFTER = 5.0   # seconds: a store away longer than the retries is tried again this soon
-SHOWN = 5                  # groups or rows a log line names before it only counts
-
-
-@dataclass
-class GroupState:
-    """What sync knows of one group."""
-
-    offsets: dict[Key, ZkOffset] = field(default_factory=dict)
-    mirrored: dict[Key, int] = field(default_factory=dict)  # what this run last committed, only
-    unmirrored: dict[str, str] = field(default_factory=dict)  # rows sync cannot mirror -> why
-    said_unmirrored: dict[str, str] | None = None  # unmirrored rows last logged: say changes once
-    old_consumers: int | None = None
-    stopped: str | None = None   # why it is no longer synced
-    stop_reason: str | None = None   # the same as one of metrics.STOP_REASONS, for the series
-    ready: bool = False          # old consumers gone, all mirrored, none unmirrorable: said once
-    last_commit: float = 0.0
-    kafka: dict[Key, int] = field(default_factory=dict)  # Kafka's offsets after sync's last pass
-    last_mirrored: float = 0.0   # when Kafka last accepted a change of its offsets (not a renewal)
-    offsets_mirrored: int = 0
-
-    def wanted(self) -> dict[Key, int]:
-        """The offsets Kafka should hold: ZooKeeper's, where sync can mirror them."""
-        return {key: zk.offset for key, zk in self.offsets.items()}
-
-
-@dataclass
-class SyncStatus:
-    """The live figures, logged every interval and written to sync-status.json."""
-
-    started: float = field(default_factory=time.time)
-    commits: int = 0                      # OffsetCommits sent (changes and renewals)
-    offsets: int = 0                      # offsets changed and mirrored
-    renewals: int = 0
-    rescans: int = 0
-    last_change: str | None = None
-    last_change_at: float | None = None
-    errors: int = 0
-
-    def line(self, groups: dict[str, GroupState]) -> str:
-        synced = sum(1 for g in groups.values() if g.stopped is None)
-        stopped = {name: g.stopped for name, g in groups.items() if g.stopped}
-        if self.last_change_at:
-            ago = f"{time.time() - self.last_change_at:.0f}s ago ({self.last_change})"
-        else:
-            ago = "none yet"
-        unmirrored = sum(len(g.unmirrored) for g in groups.values() if g.stopped is None)
-        text = (f"sync: {synced} group(s) synced, {self.offsets:,} offset change(s) mirrored"
-                f" in {self.commits:,} commit(s), {self.renewals:,} renewal(s);"
-                f" last change {ago}; {unmirrored:,} row(s) it cannot mirror;"
-                f" stopped {len(stopped)}")
-        if not stopped:
-            return text
-        return text + ": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:SHOWN])
-
-    def to_json(self, groups: dict[str, GroupState]) -> dict[str, Any]:
-        live = {name: g for name, g in sorted(groups.items()) if g.stopped is None}
-        return {"started": iso(self.started), "updated": iso(time.time()),
-                "commits": self.commits, "offsets_mirrored": self.offsets,
-                "renewals": self.renewals, "rescans": self.rescans, "errors": self.errors,
-                "last_change": self.last_change,
-                "last_change_at": iso(self.last_change_at) if self.last_change_at else None,
-                "groups_synced": list(live),
-                "groups_ready": sorted(name for name, g in groups.items() if g.ready),
-                "groups_unmirrored": {name: dict(sorted(g.unmirrored.items()))
-                                      for name, g in live.items() if g.unmirrored},
-                "groups_stopped": {name: g.stopped for name, g in sorted(groups.items())
-                                   if g.stopped}}
 
 
 class Commits(NamedTuple):

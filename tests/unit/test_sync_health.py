@@ -14,7 +14,7 @@ from kazoo.protocol.states import KazooState
 from migrate.apply import service
 from migrate.apply.metrics import lag, state_of
 from migrate.apply.service import Health, split_address
-from migrate.apply.sync import GroupState
+from migrate.apply.sync_state import GroupState
 from migrate.apply.watch import ZkOffset
 from migrate.errors import ConfigError
 
