@@ -34,6 +34,7 @@ from migrate.apply.journal import Journal
 from migrate.apply.sessions import migrate_writer, open_writers
 from migrate.diff.plan import GroupSeen
 from migrate.errors import EXIT_ERROR, MigrateError, StateDirError
+from migrate.processes import pid_alive
 from migrate.progress import Progress
 from migrate.settings import Settings
 
@@ -241,16 +242,6 @@ def _shard(settings: Settings, journal_dir: Path, run_id: str, groups: list[str]
     pipe.close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _die_with(parent: int) -> None:
     """End this process when the command's process ends, `kill -9` included: no writer outlives
     the lock it writes under.
@@ -270,10 +261,10 @@ def _die_with(parent: int) -> None:
             with open(os.pidfd_open(parent), closefd=True) as ended:
                 select.select([ended], [], [])
         except (OSError, AttributeError):   # elsewhere: poll
-            while _alive(parent) and os.getppid() == server:
+            while pid_alive(parent) and os.getppid() == server:
                 time.sleep(0.2)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    if not _alive(parent):
+    if not pid_alive(parent):
         os.kill(os.getpid(), signal.SIGKILL)
     threading.Thread(target=watch, name="zk2kafka-parent-watch", daemon=True).start()

@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from migrate.processes import pid_alive
 from migrate.errors import SandboxError
 
 log = logging.getLogger(__name__)
@@ -138,22 +139,6 @@ def _signal(pid: int, sig: int) -> None:
         os.killpg(pid, sig)  # the JVM leads its own process group
     except ProcessLookupError:
         pass
-
-
-def pid_alive(pid: int) -> bool:
-    """True while process `pid` runs (a zombie child of ours is reaped and counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still answers kill(0); reap it if it is ours.
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return True
 
 
 def wait_until(what: str, check, timeout: float, alive=lambda: True, logs=lambda: "") -> None:

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from migrate.sandbox import seed
-from migrate.sandbox.jvm import pid_alive as _pid_alive
+from migrate.processes import pid_alive as _pid_alive
 
 
 ROOT = Path(__file__).resolve().parents[2]

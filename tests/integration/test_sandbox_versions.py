@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 from migrate.errors import SandboxError
 from migrate.sandbox.cluster import LocalCluster
 from migrate.sandbox.jvm import kafka_ready
-from migrate.sandbox.jvm import pid_alive as _pid_alive
+from migrate.processes import pid_alive as _pid_alive
 from test_sandbox_cli import zk2kafka
 
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
