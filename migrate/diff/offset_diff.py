@@ -127,7 +127,7 @@ def _matched(rows: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     """The rows of `_side_by_side` that become plan rows, Kafka's values beside ZooKeeper's.
 
     What a full outer join on (group, topic, partition) after the dedupe gave, computed with one
-    window over each group's rows, in key order, which the range partition already keeps together:
+    window over each group's rows, in key order, which the partition by group keeps together:
     - ZooKeeper: per key the row `layouts.pick` chooses (the key's first; see `dedupe_zk`); rows
       without a partition (a directory that could not be listed) all stay, and match nothing;
     - Kafka's committed offset and metadata (the row before it, when of the same key) beside it; a
@@ -172,8 +172,8 @@ def _matched(rows: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     kafka_beside = keyed & F.coalesce(F.col("_before") == OFFSET_SIDE, F.lit(False))
     in_kafka_group = F.col("group").isNotNull()
     return rows.filter(zk_row | kafka_only).select(
-        PART, *KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime", "path", "layout",
-        "zk_consumers", *carry, F.when(is_zk, F.lit(True)).alias("_in_zk"),
+        PART, *KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime", "path",
+        "layout", "zk_consumers", *carry, F.when(is_zk, F.lit(True)).alias("_in_zk"),
         F.when(is_offset, F.col("committed_offset"))
         .when(kafka_beside, F.col("_key_offset")).alias("kafka_offset"),
         F.when(is_offset, F.col("metadata"))
@@ -216,7 +216,7 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
         "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
         *carry)
     # Kafka's partitions are few beside the offsets (one row per partition of the topics read):
-    # broadcast, the join keeps the rows where the range partition put them.
+    # broadcast, the join keeps the rows where the partition by group put them.
     partitions = kafka.filter(F.col("kind") == PARTITION).select(
         "topic", "partition", "log_start", "log_end", F.col("error").alias("partition_error"),
         F.lit(True).alias("_in_kafka"))
