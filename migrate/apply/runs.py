@@ -94,6 +94,7 @@ def reviewed(settings: Settings) -> dict[str, Any]:
 def resume(settings: Settings) -> dict[str, Any]:
     """migrate --resume: verified groups stay as they are, the rest are re-checked and finished."""
     writer = f"migrate --execute --resume {settings.resume}"
+    shards.warm_up(settings)
     with Journal.open(settings.state_dir, writer=writer) as journal:
         run = guards.resumable(journal, settings)
         todo = [g.name for g in journal.groups(run.run_id) if g.state in UNFINISHED]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,12 +28,11 @@ QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
 def _java() -> Path:
+    """The java Spark's launcher runs: JAVA_HOME's, else the first on PATH."""
     home = os.environ.get("JAVA_HOME")
     java = Path(home, "bin", "java") if home else None
     if java is None or not java.exists():
-        found = next((Path(d, "java") for d in os.environ.get("PATH", "").split(os.pathsep)
-                      if Path(d, "java").exists()), None)
-        java = found or Path("java")
+        java = Path(shutil.which("java") or "java")
     return java.resolve() if java.exists() else java
 
 

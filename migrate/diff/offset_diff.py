@@ -8,8 +8,11 @@ a `planned_offset` from the policies. The same code runs on `local[*]` and on a 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -36,6 +39,8 @@ class Policy:
 # ZooKeeper row of a key is the one that stands for it and the row just before it is Kafka's.
 OFFSET_SIDE, ZK_SIDE, GROUP_SIDE = 0, 1, 2
 KEYS = ["group", "topic", "partition"]
+# The shuffle partition a row goes to, from its group: see `_part_of`.
+PART = "_part"
 
 
 def _preference() -> list[Column]:
@@ -47,39 +52,82 @@ def _preference() -> list[Column]:
             F.coalesce(F.col("layout"), F.lit("")).asc()]  # only to be deterministic
 
 
+def group_splits(groups: pa.Array | pa.ChunkedArray, partitions: int) -> list[str]:
+    """Where to split rows of these groups (a name per row) into at most `partitions` of about
+    equal rows, each group whole: the names opening the second partition onwards, sorted.
+
+    Sorted as Spark compares strings (by their UTF-8 bytes), so `_part_of` agrees with the order
+    the plan is written in.
+    """
+    if partitions <= 1 or len(groups) == 0:
+        return []
+    counts = pc.value_counts(groups.cast(pa.string()))
+    order = pc.sort_indices(counts.field("values"))
+    names, rows = counts.field("values").take(order), counts.field("counts").take(order)
+    before = pc.subtract(pc.cumulative_sum(rows), rows)    # rows of the groups sorted before each
+    total = pc.sum(rows).as_py()
+    # Partition i opens with the last group that starts at or before its share of the rows.
+    firsts = sorted({pc.sum(pc.less_equal(before, total * i / partitions)).as_py() - 1
+                     for i in range(1, partitions)})
+    return [names[i].as_py() for i in firsts if 0 < i < len(names)]
+
+
+def _part_of(splits: Sequence[str]) -> Column:
+    """The partition of a row's group: partition i holds the groups from splits[i - 1] (included)
+    to splits[i] (excluded), so the partitions, in their order, are in group order.
+
+    Found by halving the splits (a tree of comparisons as deep as log2 of their number), not by
+    a chain of them: a cluster's 200 partitions cost 8 comparisons a row.
+    """
+    group = F.col("group")
+
+    def among(first: int, last: int) -> Column:
+        if first == last:
+            return F.lit(first)
+        middle = (first + last + 1) // 2          # splits[middle - 1] opens partition `middle`
+        return (F.when(group < splits[middle - 1], among(first, middle - 1))
+                .otherwise(among(middle, last)))
+
+    return among(0, len(splits))
+
+
 def _zk_side(zk: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     return zk.select(*KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime",
                      "path", "layout", "zk_consumers", *carry, F.lit(ZK_SIDE).alias("_side"))
 
 
-def _side_by_side(zk: DataFrame, kafka: DataFrame | None,
-                  carry: tuple[str, ...] = ()) -> DataFrame:
-    """ZooKeeper's rows, Kafka's committed offsets and its groups in one frame, range-partitioned by
-    group.
+def _side_by_side(zk: DataFrame, kafka: DataFrame | None, carry: tuple[str, ...] = (),
+                  splits: Sequence[str] = ()) -> DataFrame:
+    """ZooKeeper's rows, Kafka's committed offsets and its groups in one frame, partitioned by
+    group at `splits` (`_part_of`).
 
-    One exchange serves everything after it: the window of `_matched` and the caller's
-    orderBy(group, topic, partition) find their rows already together and in order. The joins
+    One exchange serves everything after it: the window of `_matched` finds each group's rows
+    together, and sorting them for it puts the plan in order, partition by partition. The joins
     before (issue 18) shuffled the plan's rows three times (the dedupe window, the full outer join,
-    the orderBy, whose range sampling ran the join once more) and ZooKeeper's groups once more.
+    the orderBy) and ZooKeeper's groups once more. The splits are given, not sampled: a range
+    partition reads its input twice, once to sample it (a second of the 1M-offset diff).
     """
     rows = _zk_side(zk, carry)
     if kafka is None:   # ZooKeeper's rows alone (dedupe_zk): Kafka's columns are there, all null
-        return rows.select("*", *(F.lit(None).cast(kind).alias(name) for name, kind in (
+        rows = rows.select("*", *(F.lit(None).cast(kind).alias(name) for name, kind in (
             ("committed_offset", "bigint"), ("metadata", "string"), ("group_state", "string"),
-            ("members", "int"), ("protocol_type", "string")))).repartitionByRange("group")
-    offsets = kafka.filter(F.col("kind") == OFFSET).select(
-        *KEYS, "committed_offset", "metadata", F.lit(OFFSET_SIDE).alias("_side"))
-    groups = kafka.filter(F.col("kind") == GROUP).select(
-        "group", "group_state", "members", "protocol_type", F.lit(GROUP_SIDE).alias("_side"))
-    return (rows.unionByName(offsets, allowMissingColumns=True)
-            .unionByName(groups, allowMissingColumns=True).repartitionByRange("group"))
+            ("members", "int"), ("protocol_type", "string"))))
+    else:
+        offsets = kafka.filter(F.col("kind") == OFFSET).select(
+            *KEYS, "committed_offset", "metadata", F.lit(OFFSET_SIDE).alias("_side"))
+        groups = kafka.filter(F.col("kind") == GROUP).select(
+            "group", "group_state", "members", "protocol_type", F.lit(GROUP_SIDE).alias("_side"))
+        rows = (rows.unionByName(offsets, allowMissingColumns=True)
+                .unionByName(groups, allowMissingColumns=True))
+    return (rows.select("*", _part_of(splits).alias(PART))
+            .repartitionById(len(splits) + 1, PART))
 
 
 def _matched(rows: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     """The rows of `_side_by_side` that become plan rows, Kafka's values beside ZooKeeper's.
 
     What a full outer join on (group, topic, partition) after the dedupe gave, computed with one
-    window over each group's rows, in key order, which the range partition already keeps together:
+    window over each group's rows, in key order, which the partition by group keeps together:
     - ZooKeeper: per key the row `layouts.pick` chooses (the key's first; see `dedupe_zk`); rows
       without a partition (a directory that could not be listed) all stay, and match nothing;
     - Kafka's committed offset and metadata (the row before it, when of the same key) beside it; a
@@ -94,7 +142,9 @@ def _matched(rows: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     side, topic, partition = F.col("_side"), F.col("topic"), F.col("partition")
     is_zk, is_offset = side == ZK_SIDE, side == OFFSET_SIDE
     keyed = F.col("group").isNotNull() & topic.isNotNull() & partition.isNotNull()
-    in_order = Window.partitionBy("group").orderBy(topic, partition, side, *_preference())
+    # By partition, then group: the partition is the group's (`_part_of`); naming it lets the
+    # window use the exchange of `_side_by_side` as it is.
+    in_order = Window.partitionBy(PART, "group").orderBy(topic, partition, side, *_preference())
     whole_group = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
 
     def beside(step, column: str) -> Column:
@@ -122,8 +172,8 @@ def _matched(rows: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     kafka_beside = keyed & F.coalesce(F.col("_before") == OFFSET_SIDE, F.lit(False))
     in_kafka_group = F.col("group").isNotNull()
     return rows.filter(zk_row | kafka_only).select(
-        *KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime", "path", "layout",
-        "zk_consumers", *carry, F.when(is_zk, F.lit(True)).alias("_in_zk"),
+        PART, *KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime", "path",
+        "layout", "zk_consumers", *carry, F.when(is_zk, F.lit(True)).alias("_in_zk"),
         F.when(is_offset, F.col("committed_offset"))
         .when(kafka_beside, F.col("_key_offset")).alias("kafka_offset"),
         F.when(is_offset, F.col("metadata"))
@@ -147,18 +197,17 @@ def dedupe_zk(zk: DataFrame) -> DataFrame:
 
 
 def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
-                carry: tuple[str, ...] = ()) -> DataFrame:
+                carry: tuple[str, ...] = (), splits: Sequence[str] = ()) -> DataFrame:
     """Plan rows (columns of schema.PLAN_SCHEMA, then `carry`) for the snapshots `zk` against
-    `kafka`.
+    `kafka`, in plan order (group, topic, partition): partition after partition, each sorted.
 
     `carry` names columns of `zk` the plan rows take as they are: the translation's
-    (diff/translate.py). Without them the query is the one-shuffle query as it was.
-
-    The frame is range-partitioned by group: ordering it by (group, topic, partition) adds a sort
-    within each partition and no shuffle.
+    (diff/translate.py). `splits`: sorted group names, each opening a partition of its own
+    (`group_splits`); none, one partition. Writing the frame as it is writes the plan in order, a
+    part per partition; ordering it again (orderBy) costs a shuffle.
     """
-    zk_rows = _matched(_side_by_side(zk, kafka, carry), carry).select(
-        "group", "topic", "partition",
+    zk_rows = _matched(_side_by_side(zk, kafka, carry, splits), carry).select(
+        PART, "group", "topic", "partition",
         F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"),
         F.col("status").alias("zk_status"), F.col("reason").alias("zk_reason"),
         F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"),
@@ -167,7 +216,7 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
         "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
         *carry)
     # Kafka's partitions are few beside the offsets (one row per partition of the topics read):
-    # broadcast, the join keeps the rows where the range partition put them.
+    # broadcast, the join keeps the rows where the partition by group put them.
     partitions = kafka.filter(F.col("kind") == PARTITION).select(
         "topic", "partition", "log_start", "log_end", F.col("error").alias("partition_error"),
         F.lit(True).alias("_in_kafka"))
@@ -180,6 +229,8 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
     zero_under_last = F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0)
     rows = rows.withColumn("planned_offset", F.when(zero_under_last, F.lit(None).cast("bigint"))
                            .otherwise(F.col("_wanted")))
+    # Already so sorted by the window (and its order kept since): no sort is added.
+    rows = rows.sortWithinPartitions(PART, *KEYS)
     return rows.select(
         "group", "topic", "partition", "status",
         _reason(policy).alias("reason"), _action().alias("action"), "planned_offset",

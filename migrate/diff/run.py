@@ -11,7 +11,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +19,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from migrate.diff import cds
 from migrate.diff import schema as s
-from migrate.diff.offset_diff import Policy, offset_diff
+from migrate.diff.offset_diff import Policy, group_splits, offset_diff
 from migrate.diff.translate import TRANSLATION_COLUMNS, Translation, translate
 from migrate.kafka.offset_syncs import SYNCS_SCHEMA
 from migrate.kafka.snapshot import KAFKA_SCHEMA
+from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
 log = logging.getLogger(__name__)
 LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -58,6 +60,10 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path 
     # sorts spill beyond their share: at 1M offsets the heap's peak use was 0.7-0.9 GiB, and 1g and
     # 2g took the same CPU time as 4g (bench_diff.py). 2g keeps room above what was measured.
     memory = os.environ.get("SPARK_DRIVER_MEMORY", "2g" if local else "4g")
+    # A local driver runs every task: the throughput collector, whose threads stay idle between
+    # collections. G1's concurrent work took the tasks' CPU on two cores (1M diff: JVM CPU about
+    # 1.5 s less, bench_diff.py).
+    collector = "-XX:+UseParallelGC " if local else ""
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -69,8 +75,8 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path 
                # suite's) filled: the JIT then stops and every query runs interpreted. 240 MiB is
                # the tiered default.
                .config("spark.driver.extraJavaOptions",
-                       f"{java_opts} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m "
-                       f"{class_data}")
+                       f"{java_opts} {collector}-XX:TieredStopAtLevel=1 "
+                       f"-XX:ReservedCodeCacheSize=240m {class_data}")
                .config("spark.executor.extraJavaOptions", java_opts)
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
@@ -88,6 +94,7 @@ class SparkStarter:
         self.master, self.cache_dir, self.class_data = master, cache_dir, class_data
         self._began = time.monotonic()
         self._startup = 0.0
+        self._stopping = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zk2kafka-spark-start")
         self._session = self._pool.submit(self._start)
 
@@ -104,9 +111,18 @@ class SparkStarter:
     def startup_seconds(self) -> float:
         return self._startup
 
-    def stop(self) -> None:
-        """Stop the session (once it finished starting); a failed start is not raised again."""
-        self._pool.shutdown(wait=True)
+    def stop(self, wait: bool = True) -> None:
+        """Stop the session (once it finished starting); a failed start is not raised again.
+
+        `wait=False`: stopped on the starter's thread while the caller goes on (a JVM takes a few
+        tenths of a second to shut down); a later stop() waits for it.
+        """
+        if not self._stopping:
+            self._stopping = True
+            self._pool.submit(self._stop_session)
+        self._pool.shutdown(wait=wait)
+
+    def _stop_session(self) -> None:
         if self._session.exception() is None:
             self._session.result().stop()
 
@@ -128,17 +144,22 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
         spark = starter.session()
         waited = time.monotonic() - started
         io = _LocalFiles(spark, plan_path) if master.startswith("local") else _Shipped(spark)
-        zk, kafka = io.read(zk_snapshot), io.read(kafka_snapshot, KAFKA_SCHEMA)
+        zk, kafka = io.read(zk_snapshot, ZK_SCHEMA), io.read(kafka_snapshot, KAFKA_SCHEMA)
+        # A partition per shuffle partition Spark is set to, split where the groups' rows are
+        # balanced (each ZooKeeper offset is a plan row).
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        splits = group_splits(pq.read_table(zk_snapshot, columns=["group"])["group"], partitions)
         carry: tuple[str, ...] = ()
         if translation is not None:
             syncs = io.read(translation.syncs, SYNCS_SCHEMA)
             zk = translate(zk, syncs, translation.source_alias, translation.policy)
             carry = TRANSLATION_COLUMNS
         schema = s.plan_schema(translation is not None)
-        keys = [name for name, _ in s.PLAN_ORDER]
         rollup, rows = GroupRollup(), 0
         with pq.ParquetWriter(plan_path, schema) as out:
-            for chunk in io.in_order(offset_diff(zk, kafka, policy, carry).orderBy(*keys)):
+            # Spark's part done, its JVM shuts down while the driver copies the plan.
+            plan = offset_diff(zk, kafka, policy, carry, splits)
+            for chunk in io.in_order(plan, done=lambda: starter.stop(wait=False)):
                 chunk = _conform(chunk, schema)
                 out.write_table(chunk, row_group_size=s.BATCH_ROWS)
                 rollup.add(chunk)
@@ -154,6 +175,11 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
                       diff_seconds=round(elapsed - waited, 3))
 
 
+# Parquet writer features off for the intermediate parts (parquet-hadoop's settings).
+INTERMEDIATE_OFF = ("enable.dictionary", "column.statistics.enabled",
+                    "size.statistics.enabled", "page.write-checksum.enabled")
+
+
 class _LocalFiles:
     """On a local master Spark reads the snapshots and writes the sorted plan itself: the driver's
     Python process only copies the plan into one file, a batch at a time, whatever its size."""
@@ -162,12 +188,18 @@ class _LocalFiles:
         self.spark = spark
         self.parts = plan_path.with_name(plan_path.name + ".parts")
 
-    def read(self, snapshot: Path, schema: pa.Schema | None = None):
-        # The file carries `schema`: it was written with it.
-        return self.spark.read.parquet(str(snapshot))
+    def read(self, snapshot: Path, schema: pa.Schema):
+        # The file was written with `schema`: given, Spark reads no footer to learn it (a job).
+        return self.spark.read.schema(from_arrow_schema(schema)).parquet(str(snapshot))
 
-    def in_order(self, plan) -> Iterator[pa.Table]:
-        plan.write.mode("overwrite").parquet(str(self.parts))
+    def in_order(self, plan, done: Callable[[], None]) -> Iterator[pa.Table]:
+        """The plan's rows in order, a batch at a time; `done()` once Spark is no longer needed."""
+        # The parts are read once, here, and dropped: dictionaries, statistics and checksums,
+        # which make Parquet good to keep, are not worth the JVM's time writing them.
+        (plan.write.mode("overwrite")
+         .options(**{f"parquet.{name}": "false" for name in INTERMEDIATE_OFF})
+         .parquet(str(self.parts)))
+        done()
         try:
             # part-00000-...: sorted by name they are in partition order
             for part in sorted(self.parts.glob("part-*.parquet")):
@@ -185,11 +217,13 @@ class _Shipped:
     def __init__(self, spark):
         self.spark = spark
 
-    def read(self, snapshot: Path, schema: pa.Schema | None = None):
+    def read(self, snapshot: Path, schema: pa.Schema):
         return self.spark.createDataFrame(pq.read_table(snapshot, schema=schema))
 
-    def in_order(self, plan) -> Iterator[pa.Table]:
-        yield plan.toArrow()
+    def in_order(self, plan, done: Callable[[], None]) -> Iterator[pa.Table]:
+        table = plan.toArrow()
+        done()
+        yield table
 
 
 def _conform(table: pa.Table, schema: pa.Schema = s.PLAN_SCHEMA) -> pa.Table:

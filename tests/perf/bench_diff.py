@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))   # joined_diff, the qu
 
 from migrate.diff import cds  # noqa: E402
 from migrate.diff.offset_diff import Policy  # noqa: E402
+from migrate.diff.schema import PLAN_ORDER  # noqa: E402
 from migrate.diff.run import run_diff  # noqa: E402
 from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION  # noqa: E402
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA  # noqa: E402
@@ -301,7 +302,13 @@ def main(argv: list[str] | None = None) -> dict:
 
             import migrate.diff.run
 
-            migrate.diff.run.offset_diff = joined_diff   # run_diff exactly as before issue 18
+            keys = [name for name, _ in PLAN_ORDER]
+
+            def joined(zk, kafka, policy, carry, splits):
+                # The query before issue 18, ordered by Spark as run_diff ordered it then.
+                return joined_diff(zk, kafka, policy).orderBy(*keys)
+
+            migrate.diff.run.offset_diff = joined
         plan_path = (args.snapshots or tmp) / f"plan-{args.query}.parquet"
         figures = measure(zk_path, kafka_path, plan_path, args.master)
 

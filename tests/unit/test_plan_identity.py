@@ -47,9 +47,11 @@ def spark():
 
 
 def both_plans(spark, zk: pa.Table, kafka: pa.Table, policy: od.Policy) -> tuple[pa.Table, pa.Table]:
-    """(new, reference) plans as Arrow tables, each ordered by (group, topic, partition) by Spark."""
+    """(new, reference) plans as Arrow tables in (group, topic, partition) order: the reference
+    ordered by Spark, the new one as `offset_diff` leaves it, over up to eight partitions."""
     zk_frame, kafka_frame = spark.createDataFrame(zk), spark.createDataFrame(kafka)
-    new = _conform(od.offset_diff(zk_frame, kafka_frame, policy).orderBy(*KEYS).toArrow())
+    splits = od.group_splits(zk["group"], 8)
+    new = _conform(od.offset_diff(zk_frame, kafka_frame, policy, splits=splits).toArrow())
     old = _conform(joined_diff(zk_frame, kafka_frame, policy).orderBy(*KEYS).toArrow())
     return new, old
 
@@ -129,15 +131,34 @@ def test_benchmark_snapshots_plan_as_the_joins_did(spark, policy):
     assert_same_plan(new, old)
 
 
-def test_one_shuffle_for_the_dedupe_the_match_and_the_order(spark):
-    """The plan's rows cross the network once: the range partition by group serves both windows and the
-    sort; only Kafka's partition list is broadcast."""
+def test_one_shuffle_and_one_sort_for_the_dedupe_the_match_and_the_order(spark):
+    """The plan's rows cross the network once and are sorted once: the partition by group at the
+    given splits serves the window and the plan's order, with no sampling of a range partition;
+    only Kafka's partition list is broadcast."""
     zk, kafka = edge_cases()
-    frame = od.offset_diff(spark.createDataFrame(zk), spark.createDataFrame(kafka), od.Policy()).orderBy(*KEYS)
+    frame = od.offset_diff(spark.createDataFrame(zk), spark.createDataFrame(kafka), od.Policy(),
+                           splits=["b", "d"])
     physical = frame._jdf.queryExecution().executedPlan().toString()
-    assert physical.count("Exchange rangepartitioning(group") == 1, physical
-    assert "hashpartitioning" not in physical and "SortMergeJoin" not in physical, physical
+    assert physical.count("Exchange shufflepartitionidpassthrough") == 1, physical
+    assert "rangepartitioning" not in physical and "hashpartitioning" not in physical, physical
+    assert "SortMergeJoin" not in physical, physical
+    assert physical.count("Sort [") == 1, physical
     assert physical.count("BroadcastExchange") == 1, physical
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3, 4, 8])
+def test_group_splits_balance_whole_groups_in_spark_order(partitions):
+    rows = {"b": 5, "a": 5, "c": 10, "d": 1, "é": 3, "Z": 2}    # "Z" < "a" < ... < "é" as bytes
+    groups = pa.array([g for g, n in rows.items() for _ in range(n)])
+    splits = od.group_splits(groups, partitions)
+    assert splits == sorted(splits, key=lambda g: g.encode()) and len(set(splits)) == len(splits)
+    assert set(splits) <= set(rows) - {"Z"} and len(splits) <= partitions - 1
+    if partitions == 2:   # 26 rows: "Z", "a", "b" (12) | "c", "d", "é" (14)
+        assert splits == ["c"]
+    if partitions == 4:
+        assert splits == ["a", "c"]   # shares of 6.5, 13 and 19.5 rows: "a" opens at 2, "c" at 12 (twice)
+    assert od.group_splits(pa.array([], pa.string()), partitions) == []
+    assert od.group_splits(pa.array(["x"] * 9), partitions) == []
 
 
 GROUPS, TOPICS = ["g0", "g1", "g2"], ["t0", "t1", None]
