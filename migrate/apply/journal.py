@@ -285,13 +285,19 @@ class Journal:
         The group's row appears at its first commit; a partition's before-value is the one from
         its first commit, its planned offset the latest one, which is what rollback restores from.
         """
+        self.record_mirrored_many(run_id, {group: mirrored})
+
+    def record_mirrored_many(
+            self, run_id: str,
+            mirrored: Mapping[str, Iterable[tuple[Planned, tuple[int, str] | None]]]) -> None:
+        """record_mirrored for several groups, in one transaction (a sync pass's commits)."""
         now = time.time()
         with self._transaction() as db:
-            db.execute(
+            db.executemany(
                 "INSERT INTO groups (run_id, grp, state, before_recorded, updated)"
                 " VALUES (?,?,?,1,?) ON CONFLICT (run_id, grp)"
                 " DO UPDATE SET attempts=attempts+1, updated=excluded.updated",
-                (run_id, group, VERIFIED, now))
+                ((run_id, group, VERIFIED, now) for group in mirrored))
             db.executemany(
                 "INSERT INTO partitions (run_id, grp, topic, part, planned_offset, zk_path,"
                 " zk_version, layout, plan_kafka_offset, before_kafka_offset,"
@@ -301,7 +307,7 @@ class Journal:
                 " zk_version=excluded.zk_version",
                 ((run_id, group, p.topic, p.partition, p.offset, p.zk_path, p.zk_version,
                   p.layout, p.kafka_offset, *(before or (None, None)))
-                 for p, before in mirrored))
+                 for group, rows in mirrored.items() for p, before in rows))
 
     def set_run(self, run_id: str, state: str) -> None:
         with self._transaction() as db:

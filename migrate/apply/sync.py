@@ -295,6 +295,7 @@ class Follower:
         results = self.kafka.commit_many(commits, self.metadata)
         done = set()
         now = time.time()
+        accepted: dict[str, list[tuple[Planned, tuple[int, str] | None]]] = {}
         for name, error in results.items():
             if isinstance(error, GroupRejected):
                 self.metrics.commit_errors.labels(type(error).__name__).inc()
@@ -307,31 +308,38 @@ class Follower:
                 self._mark(name)
             else:
                 done.add(name)
-                self._committed(name, commits[name], committed[name], renewal, now)
+                accepted[name] = self._committed(name, commits[name], committed[name], renewal,
+                                                 now)
+        # One transaction for the pass. A crash before it leaves Kafka ahead of the journal, as
+        # a crash between any commit and its row could: the default metadata still names this
+        # run; under a custom one the restarted sync stops the group as taken over (never
+        # overwrites it).
+        self.journal.record_mirrored_many(self.run_id, accepted)
         return done
 
-    def _committed(self, name: str, offsets: dict[Key, int], held: Held,
-                   renewal: bool, now: float) -> None:
-        """Kafka accepted `offsets` for `name`: journal them with what Kafka held before."""
+    def _committed(self, name: str, offsets: dict[Key, int], held: Held, renewal: bool,
+                   now: float) -> list[tuple[Planned, tuple[int, str] | None]]:
+        """Kafka accepted `offsets` for `name`: its state follows, and the rows to journal,
+        each with what Kafka held before."""
         group = self.groups[name]
         group.mirrored.update(offsets)
         group.kafka.update(offsets)
         group.last_commit = now
         self.status.commits += 1
         self.metrics.commits.inc()
-        self.journal.record_mirrored(self.run_id, name, [
-            (_planned(key, offset, group.offsets[key], held.get(key)), held.get(key))
-            for key, offset in offsets.items()])
+        rows = [(_planned(key, offset, group.offsets[key], held.get(key)), held.get(key))
+                for key, offset in offsets.items()]
         if renewal:
             self.status.renewals += 1
             self.metrics.renewals.inc()
-            return
+            return rows
         self.status.offsets += len(offsets)
         group.offsets_mirrored += len(offsets)
         group.last_mirrored = now
         self.metrics.offsets_mirrored.inc(len(offsets))
         self.status.last_change, self.status.last_change_at = f"{name} {_show(offsets)}", now
         log.info("sync: group %s: committed %s", name, _show(offsets))
+        return rows
 
     def _stop(self, name: str, why: str, reason: str) -> None:
         assert reason in STOP_REASONS, reason   # the series' label stays a fixed set

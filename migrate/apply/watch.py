@@ -8,6 +8,12 @@ armed has seen no change since it was armed (ZooKeeper delivers a watch's event 
 that shows the change), and a request per znode of a group is what a pass spends most of its time
 on (kazoo's cost is per request). A partition under both layouts is the row
 `migrate.zk.layouts.pick` chooses, as the diff does, and both znodes are watched.
+
+A group whose only news is offset znodes whose data changed (an old consumer committing) is read
+znode by znode: each changed znode is read with a watch set by the same request, so a change
+after it fires again, and the rest of the group is as its last read left it (its other watches
+have not fired). Anything else (ids/ changed, a znode created or deleted, a lost session, a group
+with a partition under both layouts, a read that failed) reads the group whole.
 """
 
 from __future__ import annotations
@@ -77,10 +83,80 @@ class GroupWatches:
         # group -> (path, children) of the watches set and not fired yet; the callbacks (on
         # kazoo's thread) take out what fired.
         self._armed: dict[str, set[tuple[str, bool]]] = {}
+        # What fired since a group was last read (filled on kazoo's thread): the offset znodes
+        # whose data changed, and the groups with any other news.
+        self._changed: dict[str, set[str]] = {}
+        self._whole: set[str] = set()
+        # Per group read whole: its last read, and its offset znodes (path -> key, layout);
+        # absent for a group with a partition under both layouts.
+        self._last: dict[str, GroupRead] = {}
+        self._leaves: dict[str, dict[str, tuple[Key, str]]] = {}
         self._lock = threading.Lock()
 
     def read(self, names: list[str]) -> dict[str, GroupRead]:
-        """Read `names` and arm their watches again."""
+        """Read `names` and arm their watches again: by changed znode where that is all that
+        fired, else whole."""
+        with self._lock:
+            changed = {n: self._changed.pop(n, set()) for n in names}
+            whole = {n for n in names if n in self._whole or not changed[n]
+                     or not changed[n] <= self._leaves.get(n, {}).keys()}
+            self._whole.difference_update(names)
+        reads = self._by_znode({n: changed[n] for n in names if n not in whole})
+        rest = [n for n in names if n not in reads]
+        if rest:
+            reads.update(self._whole_groups(rest))
+        return reads
+
+    def _by_znode(self, changed: dict[str, set[str]]) -> dict[str, GroupRead]:
+        """The groups whose changed znodes were read (and watched again), each with the rest as
+        last read; a group missing from the answer is to be read whole."""
+        if not changed:
+            return {}
+        started = time.monotonic()
+        with self._lock:   # counted armed before the request goes out, as in _arm
+            for name, paths in changed.items():
+                self._armed.setdefault(name, set()).update((path, False) for path in paths)
+        pending = [(name, path, self.client.get_async(path, watch=self._callback(name)))
+                   for name, paths in changed.items() for path in sorted(paths)]
+        answers: dict[str, list[tuple[str, object]]] = {}
+        failed = set()
+        for name, path, request in pending:
+            try:
+                answers.setdefault(name, []).append((path, request.get(timeout=ANSWER_TIMEOUT)))
+            except KazooException:
+                # deleted since (no watch was set: the whole read arms one on its parent's
+                # listing or the re-scan finds it), or the session is gone
+                with self._lock:
+                    self._armed[name].discard((path, False))
+                failed.add(name)
+        reads = {}
+        for name, replies in answers.items():
+            read = self._patched(name, replies) if name not in failed else None
+            if read is not None:
+                self._last[name] = read
+                reads[name] = _copy(read)
+        self.on_armed(len(pending), time.monotonic() - started)
+        return reads
+
+    def _patched(self, name: str, replies: list[tuple[str, object]]) -> GroupRead | None:
+        """The group's last read with these znodes' new values, or None (read it whole)."""
+        last = self._last[name]
+        offsets, unmirrored = dict(last.offsets), dict(last.unmirrored)
+        for path, reply in replies:
+            key, layout = self._leaves[name][path]
+            row = self.reader.offset_row(name, path, layout, *key, reply)
+            if row is None:
+                return None
+            offsets.pop(key, None)
+            unmirrored.pop(label(key), None)
+            if row["status"] == layouts.OK:
+                offsets[key] = ZkOffset(row["offset"], path, row["version"], layout)
+            else:
+                unmirrored[label(key)] = f"{row['status']}: {row['reason']}"
+        return GroupRead(offsets, unmirrored, last.old_consumers)
+
+    def _whole_groups(self, names: list[str]) -> dict[str, GroupRead]:
+        """Read `names` whole and arm their watches again."""
         found: dict[str, dict[Key, list[dict]]] = {n: {} for n in names}
         unkeyed: dict[str, dict[str, str]] = {n: {} for n in names}
         consumers: dict[str, int] = {}
@@ -104,7 +180,12 @@ class GroupWatches:
                                                  row["layout"])
                 else:
                     read.unmirrored[label(key)] = f"{row['status']}: {row['reason']}"
-            reads[name] = read
+            self._last[name], reads[name] = read, _copy(read)
+            if all(len(rows) == 1 for rows in found[name].values()):
+                self._leaves[name] = {rows[0]["path"]: (key, rows[0]["layout"])
+                                      for key, rows in found[name].items()}
+            else:
+                self._leaves.pop(name, None)
             ids = f"{self.reader.root}/{name}/ids"
             # ids/: its exists watch sees it created or deleted, its children watch sees
             # consumers come and go.
@@ -150,18 +231,28 @@ class GroupWatches:
         """A watch of `group` fired (on kazoo's thread): it is armed no more; read the group."""
         with self._lock:
             armed = self._armed.setdefault(group, set())
+            if event.type == EventType.CHANGED:
+                armed.discard((event.path, False))
+                self._changed.setdefault(group, set()).add(event.path)
+            else:
+                self._whole.add(group)
             if event.type == EventType.CHILD:
                 armed.discard((event.path, True))
-            elif event.type in (EventType.CREATED, EventType.CHANGED):
+            elif event.type == EventType.CREATED:
                 armed.discard((event.path, False))
             elif event.type == EventType.DELETED:   # fires a node's child watch too
                 armed.discard((event.path, False))
                 armed.discard((event.path, True))
-            else:
+            elif event.type != EventType.CHANGED:
                 # NONE: the session expired and kazoo dropped every watch, calling each watcher
                 # once; the whole group is to be armed again.
                 armed.clear()
         self.on_change(group)
+
+
+def _copy(read: GroupRead) -> GroupRead:
+    """A read the caller may change (sync moves rows Kafka lacks to the unmirrored ones)."""
+    return GroupRead(dict(read.offsets), dict(read.unmirrored), read.old_consumers)
 
 
 def _key(watch: _Watch) -> tuple[str, bool]:

@@ -178,6 +178,20 @@ class ZkOffsetReader:
             rows = self._read(groups[i:i + self.group_batch])
             yield pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
 
+    def offset_row(self, group: str, path: str, layout: str, topic: str, partition: int,
+                   answer: object) -> dict | None:
+        """The row `batches()` gives for one offset znode read again on its own: `answer` is
+        ZooKeeper's reply to reading it, (data, stat) or the error raised. The row's liveness
+        columns are None (ids/ and owners/ are not read). None when `layout` names no template
+        whose path alone tells its topic and partition (storm's JSON values may name others).
+        """
+        template = next((t for t in self.templates if t.layout == layout and not t.json_values),
+                        None)
+        if template is None:
+            return None
+        node = _Node(group, path, template, len(template.segments), topic, str(partition))
+        return self._row(node, answer, _NO_LIVENESS)
+
     def _read(self, groups: list[str]) -> list[dict]:
         frontier = [_Node(g, f"{self.root}/{g}", t, 0) for g in groups for t in self.templates]
         liveness = self._liveness(groups) if self.liveness else {}
