@@ -124,8 +124,8 @@ class GroupWatches:
             try:
                 answers.setdefault(name, []).append((path, request.get(timeout=ANSWER_TIMEOUT)))
             except KazooException:
-                # deleted since (no watch was set: the whole read arms one on its parent's
-                # listing or the re-scan finds it), or the session is gone
+                # deleted since (no watch was set; the whole read sees it gone), or the
+                # session is gone (the whole read fails as an outage, the re-scan catches up)
                 with self._lock:
                     self._armed[name].discard((path, False))
                 failed.add(name)
