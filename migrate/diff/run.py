@@ -57,7 +57,7 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path 
     # The driver JVM's heap, read when it starts; SPARK_DRIVER_MEMORY still overrides it. On a
     # cluster the driver holds the shipped snapshots and the collected plan: Spark's default 1g ran
     # out near 1M offsets, 4g did 2M. On a local master it holds neither, only the tasks, whose
-    # sorts spill beyond their share: at 1M offsets the heap's peak use was 0.7-0.9 GiB, and 1g and
+    # sorts spill beyond their share: at 1M offsets the heap's peak use was 0.7-1.0 GiB, and 1g and
     # 2g took the same CPU time as 4g (bench_diff.py). 2g keeps room above what was measured.
     memory = os.environ.get("SPARK_DRIVER_MEMORY", "2g" if local else "4g")
     # A local driver runs every task: the throughput collector, whose threads stay idle between
