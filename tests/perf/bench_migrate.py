@@ -96,6 +96,23 @@ class Layout:
         return {TopicPartition(topic, p): 1 + (7 * i + p) % self.messages for p in range(self.partitions)}
 
 
+def stores(zookeeper: str | None, bootstrap: str | None, work: Path, **heaps: str):
+    """(cluster, ZooKeeper, Kafka): the stores given (cluster None), or a sandbox of the
+    benchmark's own under `work`, started with `heaps` (zk_heap, broker_heap), for the caller to
+    stop."""
+    if bootstrap is not None:
+        return None, zookeeper, bootstrap
+    from migrate.sandbox.cluster import LocalCluster
+
+    cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, **heaps)
+    try:
+        endpoints = cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster, endpoints.zookeeper, endpoints.bootstrap_server
+
+
 def make_topics(bootstrap: str, layout: Layout) -> None:
     """Create the topics and put `messages` messages into every partition, so the offsets are in range."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-bench")
@@ -347,15 +364,9 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         t0 = time.perf_counter()
         jars = ensure_bundle("kafka-3.9", CACHE_DIR)
-        if args.bootstrap_server is None:
-            from migrate.sandbox.cluster import LocalCluster
-
-            cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, zk_heap="1g")
-            endpoints = cluster.start()
-            zookeeper, bootstrap = endpoints.zookeeper, endpoints.bootstrap_server
+        cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work, zk_heap="1g")
+        if cluster is not None:
             setup["cluster_start_s"] = round(time.perf_counter() - t0, 1)
-        else:
-            zookeeper, bootstrap = args.zookeeper, args.bootstrap_server
         t0 = time.perf_counter()
         make_topics(bootstrap, layout)
         setup["topics_s"] = round(time.perf_counter() - t0, 1)

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))          # run as a script from anywhere
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_migrate import CACHE_DIR, Layout, make_topics, seed_zookeeper  # noqa: E402
+from bench_migrate import Layout, make_topics, seed_zookeeper, stores  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
@@ -170,14 +170,8 @@ def main(argv: list[str] | None = None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="zk2kafka-bench-scale-"))
     cluster = None
     try:
-        if args.bootstrap_server is None:
-            from migrate.sandbox.cluster import LocalCluster
-
-            cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, zk_heap="1g", broker_heap="2g")
-            endpoints = cluster.start()
-            zookeeper, bootstrap = endpoints.zookeeper, endpoints.bootstrap_server
-        else:
-            zookeeper, bootstrap = args.zookeeper, args.bootstrap_server
+        cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work,
+                                               zk_heap="1g", broker_heap="2g")
         t0 = time.perf_counter()
         make_topics(bootstrap, layout)
         seed_zookeeper(zookeeper, layout, f"{run}-", args.groups)

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))          # run as a script from anywhere
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_migrate import CACHE_DIR, Layout, make_topics, seed_zookeeper  # noqa: E402
+from bench_migrate import Layout, make_topics, seed_zookeeper, stores  # noqa: E402
 from bench_scale import MIB, Sampler  # noqa: E402
 from kafka import KafkaConsumer, TopicPartition  # noqa: E402
 from kazoo.client import KazooClient  # noqa: E402
@@ -203,14 +203,8 @@ def main(argv: list[str] | None = None) -> dict:
     figures: dict = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
                      "rates": args.rate, "minutes": args.minutes, "cores": os.cpu_count(), "ok": False}
     try:
-        if args.bootstrap_server is None:
-            from migrate.sandbox.cluster import LocalCluster
-
-            cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, zk_heap="1g", broker_heap="2g")
-            endpoints = cluster.start()
-            zookeeper, bootstrap = endpoints.zookeeper, endpoints.bootstrap_server
-        else:
-            zookeeper, bootstrap = args.zookeeper, args.bootstrap_server
+        cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work,
+                                               zk_heap="1g", broker_heap="2g")
         make_topics(bootstrap, layout)
         seed_zookeeper(zookeeper, layout, prefix, args.groups)
         _say(f"{offsets:,} offsets ({args.groups:,} groups x {args.partitions} partitions) seeded; "
