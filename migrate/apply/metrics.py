@@ -79,7 +79,8 @@ class SyncMetrics:
             f"{PREFIX}_watch_rearm_duration_seconds", "Time to re-arm one batch of groups' watches",
             buckets=BUCKETS, registry=r)
         self.rescan_seconds = Histogram(
-            f"{PREFIX}_rescan_duration_seconds", "Time of one full re-scan of the selected groups",
+            f"{PREFIX}_rescan_duration_seconds", "Time of one full re-scan of the selected groups"
+            " (after the first, spread over half of --rescan-every)",
             buckets=BUCKETS, registry=r)
         r.register(_GroupCollector(groups, per_group))
 

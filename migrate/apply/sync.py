@@ -5,7 +5,9 @@ Each group read is watched (migrate.apply.watch); a fired watch marks its group 
 groups are read again, batched, within `tick` seconds and their changed offsets committed to
 Kafka, one OffsetCommit per group. A full re-scan every `--rescan-every` catches what a watch
 missed (new partitions, new groups, a lost session) and notices groups that gained live Kafka
-members; `--renew-every` re-commits the unchanged offsets of groups nobody consumes in Kafka yet,
+members. The first reads every group at once; later ones read their groups whole a slice at a
+time between passes, spread over half the interval, so that a change never waits behind a
+re-scan of the whole fleet (some 25 s at 10,000 groups). `--renew-every` re-commits the unchanged offsets of groups nobody consumes in Kafka yet,
 so they do not expire. A group whose Kafka group gained members is left alone from then on; a
 group whose old consumers all left `ids/` is reported ready to switch. Both are said once.
 ZooKeeper is only read: it is the source. What sync does is counted in `Follower.metrics`
@@ -24,9 +26,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -48,6 +52,7 @@ log = logging.getLogger(__name__)
 UNKNOWN = ("UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata"
            " (deleted, or not visible to this client)")
 RETRY_OUTAGE_AFTER = 5.0   # seconds: a store away longer than the retries is tried again this soon
+SPREAD = 0.5   # a re-scan after the first reads its groups over this share of --rescan-every
 
 
 class Commits(NamedTuple):
@@ -57,12 +62,29 @@ class Commits(NamedTuple):
     renewals: dict[str, dict[Key, int]]
 
 
+@dataclass
+class Sweep:
+    """A re-scan under way: the groups listed when it began, read whole a slice at a time."""
+
+    names: list[str]
+    started: float      # time.monotonic()
+    spread: float       # seconds its reads are spread over; 0: all at once
+    done: int = 0       # names[:done] are read
+
+    def due(self, now: float) -> list[str]:
+        """The groups whose turn has come by `now` and that are not read yet."""
+        share = 1.0 if self.spread <= 0 else min(1.0, (now - self.started) / self.spread)
+        return self.names[self.done:math.ceil(share * len(self.names))]
+
+
 class Follower:
     """Mirrors the selected groups' ZooKeeper offsets into Kafka until `stop` is set.
 
     `list_groups`: () -> {group: Kafka group state}; `partitions`: (topics) -> {topic: {partition
     numbers}} for those Kafka has. `dry_run`: read, watch and decide as a real run does, and stop
     at the lowest write point (no commit, nothing journaled); a writing run needs `journal`.
+    `owns`: the selected groups this Follower takes (one shard of `sync --writers N`); all of them
+    by default.
     """
 
     def __init__(self, client: KazooClient, reader: ZkOffsetReader, kafka: KafkaOffsetWriter,
@@ -70,20 +92,22 @@ class Follower:
                  partitions: Callable[[list[str]], dict[str, set[int]]],
                  journal: j.Journal | None, run_id: str, metadata: str, rescan_every: float,
                  renew_every: float | None, status_file: Path | None = None, *, dry_run: bool,
-                 status_every: float = 10.0, tick: float = 0.5, per_group_metrics: bool = True):
+                 status_every: float = 10.0, tick: float = 0.5, per_group_metrics: bool = True,
+                 owns: Callable[[str], bool] = lambda group: True):
         if not dry_run and journal is None:
             raise ValueError("a sync that writes needs a journal")
         self.reader, self.kafka = reader, kafka
         self.list_groups, self.partitions = list_groups, partitions
         self.journal, self.run_id, self.metadata, self.dry_run = journal, run_id, metadata, dry_run
         self.authorship = Authorship(journal, metadata)
-        self.rescan_every, self.renew_every = rescan_every, renew_every
+        self.rescan_every, self.renew_every, self.owns = rescan_every, renew_every, owns
         self.status_file, self.status_every, self.tick = status_file, status_every, tick
         self.groups: dict[str, GroupState] = {}
         self.status = SyncStatus()
         self.metrics = SyncMetrics(lambda: self.groups, per_group=per_group_metrics)
         self.watches = GroupWatches(client, reader, self._mark, self._armed)
         self.last_rescan: float | None = None   # time.monotonic() when the last re-scan finished
+        self.sweep: Sweep | None = None           # the re-scan under way
         self._dirty: set[str] = set()
         self._changed = False
         self._lock = threading.Lock()
@@ -98,28 +122,29 @@ class Follower:
 
     def _run(self, stop: threading.Event) -> SyncStatus:
         next_rescan = next_status = 0.0
+        at_once = True   # the first re-scan, and one that catches up after an outage
         while not stop.is_set():
             now = time.monotonic()
             try:
-                if now >= next_rescan:
-                    self.rescan()
-                    next_rescan = now + self.rescan_every
+                if self.sweep is None and now >= next_rescan:
+                    self.begin_rescan(0.0 if at_once else SPREAD * self.rescan_every)
+                    next_rescan, at_once = now + self.rescan_every, False
                 dirty = self._take_dirty()
                 if dirty:
                     self.sync(dirty)
+                if self.sweep is not None:
+                    self.continue_rescan()
                 if self.renew_every:
                     self.renew()
             except OUTAGES as exc:
-                # A store away for longer than the retries: say so and go on; the next re-scan
-                # catches up.
+                # A store away for longer than the retries: say so and go on; a re-scan of every
+                # group at once, soon, catches up (the dirty groups of a failed pass included).
                 self.status.errors += 1
                 self.metrics.outages.labels(type(exc).__name__).inc()
                 log.warning("sync: %s: %s; trying again at the next re-scan",
                             type(exc).__name__, exc)
-                if next_rescan <= now:   # the re-scan itself failed
-                    next_rescan = now + RETRY_OUTAGE_AFTER
-                else:
-                    next_rescan = min(next_rescan, now + RETRY_OUTAGE_AFTER)
+                self.sweep, at_once = None, True
+                next_rescan = min(next_rescan, now + RETRY_OUTAGE_AFTER)
             if now >= next_status:
                 self.report()
                 next_status = now + self.status_every
@@ -132,10 +157,11 @@ class Follower:
 
     # -- one pass over some groups ----------------------------------------------------------------
 
-    def rescan(self) -> None:
-        """Every selected group read again, watches re-armed, Kafka membership checked."""
+    def begin_rescan(self, spread: float) -> None:
+        """List the selected groups, stop those with Kafka members, and start reading them all
+        whole over `spread` seconds (continue_rescan)."""
         started = time.monotonic()
-        names = self.reader.groups()
+        names = [n for n in self.reader.groups() if self.owns(n)]
         for name in names:
             self.groups.setdefault(name, GroupState())
         states = self.list_groups()
@@ -144,19 +170,31 @@ class Follower:
             if state is not None and state not in IDLE_STATES:
                 self._stop(name, f"Kafka group is {state}: consumers joined in Kafka",
                            "kafka_members")
-        self.sync([n for n in names if self.groups[n].stopped is None])
+        self.sweep = Sweep(names, started, spread)
+
+    def continue_rescan(self) -> None:
+        """Read the re-scan's groups whose turn has come; count the re-scan once all are read."""
+        sweep = self.sweep
+        due = sweep.due(time.monotonic())
+        self.sync([n for n in due if self.groups[n].stopped is None], whole=True)
+        sweep.done += len(due)
+        if sweep.done < len(sweep.names):
+            return
         # Counted once it went through: /healthz tells a sync whose re-scans keep failing.
+        self.sweep = None
         self.status.rescans += 1
         self.last_rescan = time.monotonic()
-        self.metrics.rescan_seconds.observe(self.last_rescan - started)
+        self.metrics.rescan_seconds.observe(self.last_rescan - sweep.started)
 
-    def sync(self, names: list[str], renew: frozenset[str] = frozenset()) -> None:
-        """Read `names` from ZooKeeper, re-arm their watches, commit what changed (and renew
-        those in `renew`), then say which groups became ready."""
+    def sync(self, names: list[str], renew: frozenset[str] = frozenset(),
+             whole: bool = False) -> None:
+        """Read `names` from ZooKeeper (`whole`: every znode, else what fired), re-arm their
+        watches, commit what changed (and renew those in `renew`), then say which groups became
+        ready."""
         names = [n for n in names if self.groups.setdefault(n, GroupState()).stopped is None]
         if not names:
             return
-        for name, read in self.watches.read(names).items():
+        for name, read in self.watches.read(names, whole).items():
             group = self.groups[name]
             group.offsets, group.unmirrored = read.offsets, read.unmirrored
             group.old_consumers = read.old_consumers

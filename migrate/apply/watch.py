@@ -93,13 +93,14 @@ class GroupWatches:
         self._leaves: dict[str, dict[str, tuple[Key, str]]] = {}
         self._lock = threading.Lock()
 
-    def read(self, names: list[str]) -> dict[str, GroupRead]:
+    def read(self, names: list[str], whole: bool = False) -> dict[str, GroupRead]:
         """Read `names` and arm their watches again: by changed znode where that is all that
-        fired, else whole."""
+        fired, else (or if `whole`) whole."""
         with self._lock:
             changed = {n: self._changed.pop(n, set()) for n in names}
-            whole = {n for n in names if n in self._whole or not changed[n]
-                     or not changed[n] <= self._leaves.get(n, {}).keys()}
+            whole = set(names) if whole else {
+                n for n in names if n in self._whole or not changed[n]
+                or not changed[n] <= self._leaves.get(n, {}).keys()}
             self._whole.difference_update(names)
         reads = self._by_znode({n: changed[n] for n in names if n not in whole})
         rest = [n for n in names if n not in reads]
