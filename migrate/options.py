@@ -142,9 +142,10 @@ OPTIONS: tuple[Option, ...] = (
            "Kafka commits in flight at once (groups are read and journaled in batches)",
            commands=WRITE_COMMANDS, metavar="N"),
     Option("writers", "int", 1,
-           "migrate --execute: writer processes, each with its own Kafka and ZooKeeper sessions; "
-           "groups are sharded over them, a batch at a time, into the one journal",
-           commands=("migrate",), metavar="N"),
+           "writer processes, each with its own Kafka and ZooKeeper sessions, journaling into the "
+           "one journal; migrate --execute: groups are sharded over them a batch at a time; "
+           "sync: each follows the groups whose name hashes to it",
+           commands=("migrate", "sync"), metavar="N"),
     Option("rescan_every", "duration", 30.0,
            "sync: full re-scan of ZooKeeper this often, catching what a watch missed "
            "(e.g. 30s, 5m)",

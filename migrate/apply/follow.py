@@ -1,6 +1,6 @@
-"""Follow mode's setup: the journal, the Kafka admin, the ZooKeeper client, signal handling, the
-stop timer and the metrics endpoint (apply/service.py) around a Follower (apply/sync.py); returns
-what the sync command prints."""
+"""Follow mode's setup: the journal, signal handling, the stop timer and the metrics endpoint
+(apply/service.py) around the followers: one Follower (apply/sync.py) in this process, or
+`--writers N` follower processes (apply/sync_shards.py). Returns what the sync command prints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ import logging
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+from kafka.admin import KafkaAdminClient
+from kazoo.client import KazooClient
 
 from migrate.apply.guards import settings_record
 from migrate.apply.journal import DONE, Journal
@@ -39,41 +43,21 @@ def follow(settings: Settings) -> dict[str, Any]:
     # The writers' lock first: a second writer stops before it connects to anything.
     journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
                if settings.execute else None)
-    admin = open_admin(settings, in_flight=settings.parallelism + 4)
-    client = connect(settings)
+    # As migrate: an explicit --metadata, even "", is what is written; the journal records it
+    # for later runs.
+    metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
     stop = threading.Event()
-    endpoint = None
+    followers = endpoint = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        policy = RetryPolicy()
-        features = BrokerFeatures.of(admin)
-
-        def kafka_groups() -> dict[str, str | None]:
-            # Before 2.6 ListGroups carries no state: a live group must not read as idle on old
-            # brokers.
-            return group_states(admin, features, policy.call)
-
-        def kafka_partitions(topics: list[str]) -> dict[str, set[int]]:
-            # A topic Kafka lacks comes back with no partitions (the admin never asks to create it).
-            described = policy.call("describe topics", lambda: admin.describe_topics(topics))
-            return {t["name"]: {p["partition_index"] for p in t["partitions"]} for t in described}
-
-        # As migrate: an explicit --metadata, even "", is what is written; the journal records it
-        # for later runs.
-        metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
-        follower = Follower(client, make_reader(client, settings),
-                            KafkaOffsetWriter(admin, policy, settings.parallelism),
-                            kafka_groups, kafka_partitions, journal, run_id, metadata,
-                            settings.rescan_every, settings.renew_every,
-                            report / "sync-status.json", dry_run=not settings.execute,
-                            per_group_metrics=not settings.no_group_metrics)
+        if settings.writers > 1:
+            from migrate.apply.sync_shards import Shards
+            followers = Shards(settings, run_id, metadata, report / "sync-status.json")
+        else:
+            followers = OneFollower(settings, journal, run_id, metadata, report / "sync-status.json")
         if settings.metrics_address is not None:
-            # A metadata request for no topic: any client may send it, whatever the ACLs
-            # (DescribeCluster would need Describe on the cluster).
-            health = Health(client, lambda: admin.describe_topics([]),
-                            lambda: follower.last_rescan, settings.rescan_every)
-            endpoint = Endpoint(settings.metrics_address, follower.metrics.registry,
-                                health).start()
+            endpoint = Endpoint(settings.metrics_address, followers.registry,
+                                followers.health()).start()
         if journal is not None:
             # After the endpoint is bound: a port in use journals no run that never ran.
             # Sync only reads ZooKeeper.
@@ -83,13 +67,12 @@ def follow(settings: Settings) -> dict[str, Any]:
             timer = threading.Timer(settings.stop_after, stop.set)
             timer.daemon = True   # never what keeps the process alive
             timer.start()
-        log.info("sync %s: following %s%s into %s%s; stop with Ctrl-C or SIGTERM", run_id,
+        log.info("sync %s: following %s%s into %s%s%s; stop with Ctrl-C or SIGTERM", run_id,
                  settings.zookeeper, settings.zk_root, settings.bootstrap_server,
+                 f" over {settings.writers} processes" if settings.writers > 1 else "",
                  "" if settings.execute else " (dry run: nothing is written)")
-        try:
-            status = follower.run(stop)
-        except KeyboardInterrupt:
-            status = follower.status
+        begun = time.time()
+        status = followers.run(stop)
         if journal is not None:
             journal.set_run(run_id, DONE)
     finally:
@@ -97,10 +80,78 @@ def follow(settings: Settings) -> dict[str, Any]:
         signal.signal(signal.SIGTERM, previous)
         if endpoint is not None:
             endpoint.close()
-        admin.close()
-        close(client)
+        if followers is not None:
+            followers.close()
         if journal is not None:
             journal.close()
     return {"run": run_id, "kind": "sync", "dry_run": not settings.execute, "report": str(report),
-            **status.to_json(follower.groups),
-            "seconds": round(time.time() - status.started, 3)}   # how long it followed
+            **status, "seconds": round(time.time() - begun, 3)}   # how long it followed
+
+
+def make_follower(settings: Settings, client: KazooClient, admin: KafkaAdminClient,
+                  journal: Journal | None, run_id: str, metadata: str, status_file: Path | None,
+                  **options: Any) -> Follower:
+    """A Follower over these sessions, as the settings ask; `options` go to Follower."""
+    policy = RetryPolicy()
+    features = BrokerFeatures.of(admin)
+
+    def kafka_groups() -> dict[str, str | None]:
+        # Before 2.6 ListGroups carries no state: a live group must not read as idle on old
+        # brokers.
+        return group_states(admin, features, policy.call)
+
+    def kafka_partitions(topics: list[str]) -> dict[str, set[int]]:
+        # A topic Kafka lacks comes back with no partitions (the admin never asks to create it).
+        described = policy.call("describe topics", lambda: admin.describe_topics(topics))
+        return {t["name"]: {p["partition_index"] for p in t["partitions"]} for t in described}
+
+    return Follower(client, make_reader(client, settings),
+                    KafkaOffsetWriter(admin, policy, settings.parallelism),
+                    kafka_groups, kafka_partitions, journal, run_id, metadata,
+                    settings.rescan_every, settings.renew_every, status_file,
+                    dry_run=not settings.execute,
+                    per_group_metrics=not settings.no_group_metrics, **options)
+
+
+def open_sessions(settings: Settings) -> tuple[KafkaAdminClient, KazooClient]:
+    """A Kafka admin and a ZooKeeper session for one follower."""
+    admin = open_admin(settings, in_flight=settings.parallelism + 4)
+    try:
+        return admin, connect(settings)
+    except BaseException:
+        admin.close()
+        raise
+
+
+def kafka_probe(admin: KafkaAdminClient):
+    """/healthz's sign of life from Kafka. A metadata request for no topic: any client may send
+    it, whatever the ACLs (DescribeCluster would need Describe on the cluster)."""
+    return lambda: admin.describe_topics([])
+
+
+class OneFollower:
+    """Every selected group followed by one Follower, in this process."""
+
+    def __init__(self, settings: Settings, journal: Journal | None, run_id: str, metadata: str,
+                 status_file: Path):
+        self.settings = settings
+        self.admin, self.client = open_sessions(settings)
+        self.follower = make_follower(settings, self.client, self.admin, journal, run_id,
+                                      metadata, status_file)
+        self.registry = self.follower.metrics.registry
+
+    def health(self) -> Health:
+        return Health(self.client, kafka_probe(self.admin), lambda: self.follower.last_rescan,
+                      self.settings.rescan_every)
+
+    def run(self, stop: threading.Event) -> dict[str, Any]:
+        """Follow until `stop` is set (or Ctrl-C); the figures of the run."""
+        try:
+            self.follower.run(stop)
+        except KeyboardInterrupt:
+            pass
+        return self.follower.status.to_json(self.follower.groups)
+
+    def close(self) -> None:
+        self.admin.close()
+        close(self.client)

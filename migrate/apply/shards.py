@@ -71,7 +71,7 @@ class WriterFailed(MigrateError):
 # starts (warm_up) while the command reads and journals the plan, so the write phase does not wait
 # for two interpreters to import kafka-python, kazoo and pyarrow. The server is a fresh
 # interpreter, not a fork of this process: kazoo and kafka-python run threads, never fork them.
-_CONTEXT = "forkserver"
+CONTEXT = "forkserver"
 
 
 def warm_up(settings: Settings) -> None:
@@ -99,13 +99,13 @@ def write(settings: Settings, journal_dir: Path, run_id: str, groups: list[str],
     n = processes(settings, groups, batch)
     batches = [groups[i:i + batch] for i in range(0, len(groups), batch)]
     shards = [[g for chunk in batches[k::n] for g in chunk] for k in range(n)]
-    ctx = multiprocessing.get_context(_CONTEXT)
+    ctx = multiprocessing.get_context(CONTEXT)
     counts, stop, records = ctx.Array("q", 2), ctx.Event(), ctx.Queue()
     # The writer processes' log records are written here, by this process's handlers: one format,
     # secrets scrubbed.
     listener = QueueListener(records, *logging.getLogger().handlers, respect_handler_level=True)
     listener.start()
-    levels = _levels()
+    levels = log_levels()
     workers, pipes = [], []
     try:
         for k, shard in enumerate(shards):
@@ -180,7 +180,7 @@ def _merge(answers: list[_Done], stopped: bool) -> Sharded:
     return Sharded(Batched(outcomes, interrupted), set().union(*(d.moved for d in answers)))
 
 
-def _levels() -> dict[str, int]:
+def log_levels() -> dict[str, int]:
     """The levels this process's loggers are set to, for a writer process to log the same."""
     manager = logging.getLogger().manager
     levels = {name: logger.level for name, logger in manager.loggerDict.items()
@@ -202,7 +202,7 @@ class _Shared:
             self.counts[1] += offsets
 
 
-class _ToParent(QueueHandler):
+class ToParent(QueueHandler):
     """A record as the command's handlers expect it: message merged, traceback as text."""
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
@@ -218,13 +218,8 @@ def _shard(settings: Settings, journal_dir: Path, run_id: str, groups: list[str]
            seen: Mapping[str, GroupSeen] | None, dry_run: bool, parent: int, counts, stop,
            records, levels: dict[str, int], pipe) -> None:
     """A writer process: its groups through the dual commit, its answer sent down `pipe`."""
-    _die_with(parent)
+    become_child(parent, records, levels)
     os.environ[WRITER_PARENT_ENV] = str(parent)   # see crash_point()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the command's process decides, through `stop`
-    root = logging.getLogger()
-    root.handlers[:] = [_ToParent(records)]
-    for name, level in levels.items():
-        logging.getLogger(name or None).setLevel(level)
     try:
         with Journal.open(journal_dir) as journal, open_writers(settings, zk=True) as writers:
             writer = migrate_writer(settings, journal, run_id, writers, seen, dry_run)
@@ -242,7 +237,18 @@ def _shard(settings: Settings, journal_dir: Path, run_id: str, groups: list[str]
     pipe.close()
 
 
-def _die_with(parent: int) -> None:
+def become_child(parent: int, records, levels: dict[str, int]) -> None:
+    """Set up a process forked for the command's process `parent`: it dies with it, leaves Ctrl-C
+    to it, and logs through it (`records`: the queue its QueueListener reads) at `levels`."""
+    die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the command's process decides, through `stop`
+    root = logging.getLogger()
+    root.handlers[:] = [ToParent(records)]
+    for name, level in levels.items():
+        logging.getLogger(name or None).setLevel(level)
+
+
+def die_with(parent: int) -> None:
     """End this process when the command's process ends, `kill -9` included: no writer outlives
     the lock it writes under.
 

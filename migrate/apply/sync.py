@@ -30,6 +30,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -84,7 +85,8 @@ class Follower:
     numbers}} for those Kafka has. `dry_run`: read, watch and decide as a real run does, and stop
     at the lowest write point (no commit, nothing journaled); a writing run needs `journal`.
     `owns`: the selected groups this Follower takes (one shard of `sync --writers N`); all of them
-    by default.
+    by default. `status_every`: seconds between two status lines; None logs none (a shard: the
+    command logs the shards' figures merged).
     """
 
     def __init__(self, client: KazooClient, reader: ZkOffsetReader, kafka: KafkaOffsetWriter,
@@ -92,7 +94,7 @@ class Follower:
                  partitions: Callable[[list[str]], dict[str, set[int]]],
                  journal: j.Journal | None, run_id: str, metadata: str, rescan_every: float,
                  renew_every: float | None, status_file: Path | None = None, *, dry_run: bool,
-                 status_every: float = 10.0, tick: float = 0.5, per_group_metrics: bool = True,
+                 status_every: float | None = 10.0, tick: float = 0.5, per_group_metrics: bool = True,
                  owns: Callable[[str], bool] = lambda group: True):
         if not dry_run and journal is None:
             raise ValueError("a sync that writes needs a journal")
@@ -112,6 +114,7 @@ class Follower:
         self._changed = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._kafka_reads = ThreadPoolExecutor(2, thread_name_prefix="zk2kafka-sync-kafka")
 
     def run(self, stop: threading.Event) -> SyncStatus:
         self.watches.client.add_listener(self._on_session)
@@ -119,6 +122,7 @@ class Follower:
             return self._run(stop)
         finally:
             self.watches.client.remove_listener(self._on_session)
+            self._kafka_reads.shutdown(wait=False, cancel_futures=True)
 
     def _run(self, stop: threading.Event) -> SyncStatus:
         next_rescan = next_status = 0.0
@@ -145,7 +149,7 @@ class Follower:
                             type(exc).__name__, exc)
                 self.sweep, at_once = None, True
                 next_rescan = min(next_rescan, now + RETRY_OUTAGE_AFTER)
-            if now >= next_status:
+            if self.status_every is not None and now >= next_status:
                 self.report()
                 next_status = now + self.status_every
             elif self._changed:
@@ -194,12 +198,22 @@ class Follower:
         names = [n for n in names if self.groups.setdefault(n, GroupState()).stopped is None]
         if not names:
             return
+        # Kafka's side is asked while ZooKeeper is read: neither depends on the other, and each is
+        # a round trip a pass would otherwise wait for in turn. The topics are those of the last
+        # read; one the new read adds is asked after it.
+        before = self._topics(names)
+        asked = self._kafka_reads.submit(self.partitions, sorted(before)) if before else None
+        fetched = self._kafka_reads.submit(self.kafka.committed_many, names)
         for name, read in self.watches.read(names, whole).items():
             group = self.groups[name]
             group.offsets, group.unmirrored = read.offsets, read.unmirrored
             group.old_consumers = read.old_consumers
-        self._unknown_partitions(names)
-        committed = self.kafka.committed_many(names)
+        known = asked.result() if asked is not None else {}
+        added = self._topics(names) - before
+        if added:
+            known.update(self.partitions(sorted(added)))
+        self._unknown_partitions(names, known)
+        committed = fetched.result()
         for name in names:
             if not isinstance(committed[name], Exception):
                 self.groups[name].kafka = {key: held[0] for key, held in committed[name].items()}
@@ -209,17 +223,16 @@ class Follower:
         for name in names:
             self._readiness(name, unconfirmed=name in todo.changes and name not in done)
 
-    def _unknown_partitions(self, names: list[str]) -> None:
+    def _topics(self, names: list[str]) -> set[str]:
+        return {topic for n in names for topic, _ in self.groups[n].offsets}
+
+    def _unknown_partitions(self, names: list[str], known: dict[str, set[int]]) -> None:
         """Rows for a topic or partition Kafka lacks (a deleted topic) move from the offsets to
-        the unmirrored rows.
+        the unmirrored rows. `known`: Kafka's partitions of the groups' topics.
 
         Known from metadata before any commit: Kafka answers such a commit with a retriable
         error, and the retries would stall every group of the cycle.
         """
-        topics = sorted({topic for n in names for topic, _ in self.groups[n].offsets})
-        if not topics:
-            return
-        known = self.partitions(topics)
         for name in names:
             group = self.groups[name]
             for topic, partition in list(group.offsets):
@@ -393,7 +406,8 @@ class Follower:
     # -- telling ----------------------------------------------------------------------------------
 
     def report(self) -> None:
-        log.info(self.status.line(self.groups))
+        if self.status_every is not None:
+            log.info(self.status.line(self.groups))
         self._write_status()
 
     def _write_status(self) -> None:

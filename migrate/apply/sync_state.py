@@ -3,13 +3,14 @@ interval, written to sync-status.json, read by the metrics endpoint)."""
 
 from __future__ import annotations
 
+import calendar
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from migrate.apply.watch import ZkOffset
 from migrate.kafka.writer import Key
-from migrate.state import iso
+from migrate.state import ISO_FORMAT, iso
 
 SHOWN = 5                  # groups or rows a line names before it only counts
 
@@ -50,20 +51,7 @@ class SyncStatus:
     errors: int = 0
 
     def line(self, groups: dict[str, GroupState]) -> str:
-        synced = sum(1 for g in groups.values() if g.stopped is None)
-        stopped = {name: g.stopped for name, g in groups.items() if g.stopped}
-        if self.last_change_at:
-            ago = f"{time.time() - self.last_change_at:.0f}s ago ({self.last_change})"
-        else:
-            ago = "none yet"
-        unmirrored = sum(len(g.unmirrored) for g in groups.values() if g.stopped is None)
-        text = (f"sync: {synced} group(s) synced, {self.offsets:,} offset change(s) mirrored"
-                f" in {self.commits:,} commit(s), {self.renewals:,} renewal(s);"
-                f" last change {ago}; {unmirrored:,} row(s) it cannot mirror;"
-                f" stopped {len(stopped)}")
-        if not stopped:
-            return text
-        return text + ": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:SHOWN])
+        return status_line(self.to_json(groups))
 
     def to_json(self, groups: dict[str, GroupState]) -> dict[str, Any]:
         live = {name: g for name, g in sorted(groups.items()) if g.stopped is None}
@@ -78,3 +66,23 @@ class SyncStatus:
                                       for name, g in live.items() if g.unmirrored},
                 "groups_stopped": {name: g.stopped for name, g in sorted(groups.items())
                                    if g.stopped}}
+
+
+def status_line(status: dict[str, Any]) -> str:
+    """The status line logged every interval, from the figures of SyncStatus.to_json (or of
+    several shards' merged)."""
+    stopped = status["groups_stopped"]
+    if status["last_change_at"]:
+        at = calendar.timegm(time.strptime(status["last_change_at"], ISO_FORMAT))
+        ago = f"{max(0.0, time.time() - at):.0f}s ago ({status['last_change']})"
+    else:
+        ago = "none yet"
+    unmirrored = sum(len(rows) for rows in status["groups_unmirrored"].values())
+    text = (f"sync: {len(status['groups_synced'])} group(s) synced,"
+            f" {status['offsets_mirrored']:,} offset change(s) mirrored"
+            f" in {status['commits']:,} commit(s), {status['renewals']:,} renewal(s);"
+            f" last change {ago}; {unmirrored:,} row(s) it cannot mirror;"
+            f" stopped {len(stopped)}")
+    if not stopped:
+        return text
+    return text + ": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:SHOWN])

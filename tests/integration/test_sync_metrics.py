@@ -1,5 +1,6 @@
 """`zk2kafka sync --metrics-address`: its Prometheus series and /healthz, scraped from the real
-command while groups are switched one at a time on the sandbox's ZooKeeper and Kafka.
+command while groups are switched one at a time on the sandbox's ZooKeeper and Kafka, in one
+process and sharded over two (`--writers 2`: the series are the shards' merged).
 
 The old consumers are their registrations under ids/ (what sync reads of them) and the offsets
 they commit to ZooKeeper; the new consumers are real kafka-python group members. The scrape is
@@ -19,10 +20,14 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import json
+
+import pytest
 from kafka import KafkaConsumer
 from prometheus_client.parser import text_string_to_metric_families
 
 from migrate.apply.journal import Journal
+from migrate.apply.sync_shards import shard_of
 from seeding import kafka_offsets, make_topic, put
 from test_sync import wait_for
 
@@ -90,21 +95,27 @@ def start_sync(zk_chroot: str, bootstrap: str, prefix: str, state: Path, address
         [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot,
          "--bootstrap-server", bootstrap, "--group", f"{prefix}.*", "--state-dir", str(state),
          "--rescan-every", "2s", "--stop-after", "300s", "--metrics-address", address, *extra],
-        stdout=subprocess.DEVNULL, stderr=err, text=True, cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def stop_sync(sync: subprocess.Popen, log: Path) -> None:
+def stop_sync(sync: subprocess.Popen, log: Path) -> str:
+    """SIGTERM: sync stops cleanly; what it printed."""
     sync.send_signal(signal.SIGTERM)
-    sync.wait(timeout=60)
+    out, _ = sync.communicate(timeout=60)
     assert sync.returncode == 0, log.read_text()[-3000:]
+    return out
 
 
+@pytest.mark.parametrize("writers", [1, 2])
 def test_sync_series_move_as_groups_are_switched(cluster, zk, zk_chroot, kafka_admin, prefix,
-                                                 tmp_path):
+                                                 tmp_path, writers):
     topic = f"{prefix}orders"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, PARTITIONS, 100)
-    first, second = f"{prefix}billing", f"{prefix}shipping"
+    first = f"{prefix}billing"
+    # Sharded, the two groups are followed by different processes.
+    second = next(g for g in (f"{prefix}shipping{i}" for i in range(100))
+                  if writers == 1 or shard_of(g, writers) != shard_of(first, writers))
     for g in (first, second):
         put(zk, f"/consumers/{g}/ids/{g}_old-1", b'{"version":1}')   # an old consumer, registered
         for p in range(PARTITIONS):
@@ -114,7 +125,7 @@ def test_sync_series_move_as_groups_are_switched(cluster, zk, zk_chroot, kafka_a
     new = None
     with log.open("w") as err:
         sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, tmp_path / "state",
-                          address, err)
+                          address, err, "--writers", str(writers), "--json")
         try:
             # Both groups mirrored: their old consumers are still registered, so not ready.
             samples = scraped_when("both groups mirrored in the series", address, lambda s: value(
@@ -175,7 +186,15 @@ def test_sync_series_move_as_groups_are_switched(cluster, zk, zk_chroot, kafka_a
             if new is not None:
                 new.halt.set()
                 new.join(timeout=30)
-            stop_sync(sync, log)
+            out = stop_sync(sync, log)
+    # What the command prints and the status file: every shard's groups and figures.
+    result = json.loads(out)
+    status = json.loads((Path(result["report"]) / "sync-status.json").read_text())
+    for figures in (result, status):
+        assert figures["groups_synced"] == [second]
+        assert figures["groups_stopped"].keys() == {first}
+        assert figures["offsets_mirrored"] == 2 * PARTITIONS + 2
+        assert figures["rescans"] >= 1
 
 
 def test_no_group_metrics_keeps_only_the_totals(cluster, zk, zk_chroot, kafka_admin, prefix,

@@ -4,6 +4,7 @@ latency of each change (p50, p99, max) and the memory of sync over the run.
     python tests/perf/bench_sync.py                           # 10,000 groups x 10 partitions, 1,000 changes/s, 60 min
     python tests/perf/bench_sync.py --minutes 2 --json sync.json
     python tests/perf/bench_sync.py --groups 2000 --rate 200 1000 --minutes 1   # one stream per rate
+    python tests/perf/bench_sync.py --writers 2 --rate 1000 --minutes 1         # sync over 2 processes
 
 Starts its own sandbox (ZooKeeper with a 1 GB heap, a ZooKeeper-mode Kafka 3.9 broker with 2 GB) unless
 --zookeeper and --bootstrap-server are given. Seeds the groups in ZooKeeper (group i reads the
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
                     help="ZooKeeper offset changes a second; several: one stream after the other")
     ap.add_argument("--minutes", type=float, default=60.0, help="how long each stream of changes lasts")
     ap.add_argument("--rescan-every", default="5m", help="sync --rescan-every")
+    ap.add_argument("--writers", type=int, default=1, help="sync --writers: follower processes")
     ap.add_argument("--drain", type=float, default=30.0, help="seconds after the stream for the last changes")
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -201,7 +203,8 @@ def main(argv: list[str] | None = None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="zk2kafka-bench-sync-"))
     cluster = sync = None
     figures: dict = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
-                     "rates": args.rate, "minutes": args.minutes, "cores": os.cpu_count(), "ok": False}
+                     "rates": args.rate, "minutes": args.minutes, "writers": args.writers,
+                     "rescan_every": args.rescan_every, "cores": os.cpu_count(), "ok": False}
     try:
         cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work,
                                                zk_heap="1g", broker_heap="2g")
@@ -217,7 +220,8 @@ def main(argv: list[str] | None = None) -> dict:
             sync = subprocess.Popen(
                 [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zookeeper,
                  "--bootstrap-server", bootstrap, "--group", f"{prefix}.*", "--state-dir", str(work / "state"),
-                 "--rescan-every", args.rescan_every, "--metrics-address", address, "--no-group-metrics",
+                 "--rescan-every", args.rescan_every, "--writers", str(args.writers),
+                 "--metrics-address", address, "--no-group-metrics",
                  "-q"],   # warnings only: a line per commit would be 1,000 lines a second
                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
         sampler = Sampler(sync.pid)
@@ -304,7 +308,8 @@ def render(f: dict) -> str:
     if not f.get("streams"):
         return f"\nsync benchmark {f['run']}: did not get to the stream of changes"
     lines = [
-        f"\n{f['offsets']:,} offsets ({f['groups']:,} groups x {f['partitions']} partitions), {f['cores']} cores; "
+        f"\n{f['offsets']:,} offsets ({f['groups']:,} groups x {f['partitions']} partitions), {f['cores']} cores, "
+        f"sync --writers {f['writers']} --rescan-every {f['rescan_every']}; "
         f"first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)\n",
         "| changes/s asked | achieved | minutes | changes | p50 | p99 | max | missed | RSS start / peak / end |"
         " RSS slope | load (1 min) |",

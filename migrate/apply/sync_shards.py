@@ -1,0 +1,328 @@
+"""`sync --writers N`: the followed groups sharded over N follower processes.
+
+One process follows about 500 changes a second over 10,000 groups on two cores; past that the
+pass, kazoo's and kafka-python's IO threads share one interpreter lock and changes queue (p99
+3.4-4.6 s at 1,000 a second, bench_sync.py). So, as `migrate --writers N` does for its write
+phase, N processes each open their own ZooKeeper session and Kafka admin and follow the selected
+groups whose name hashes to them (crc32 mod N: a group keeps its shard across restarts). A group
+is followed whole by one process, so the rules of apply/sync.py hold per group as they do in one
+process, and each journals its commits into the one journal.
+
+This process (the command's) holds the writers' lock, and the shards die with it, `kill -9`
+included. It serves /metrics and /healthz from the figures each shard sends every second, writes
+sync-status.json and logs the status line from them merged, and stops every shard on SIGINT,
+SIGTERM or --stop-after. A shard that dies ends the command with an error: a supervisor
+restarts it, and a restarted sync takes up every group where Kafka stands (never backwards).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import nullcontext
+from logging.handlers import QueueListener
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from kazoo.protocol.states import KazooState
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+from migrate.apply.follow import make_follower, open_sessions
+from migrate.apply.journal import Journal
+from migrate.apply.service import Health
+from migrate.apply.shards import CONTEXT, become_child, log_levels
+from migrate.apply.sync_state import status_line
+from migrate.errors import EXIT_ERROR, MigrateError
+from migrate.kafka.client import open_admin
+from migrate.settings import Settings
+from migrate.state import iso
+from migrate.zk.client import close
+
+log = logging.getLogger(__name__)
+REPORT_EVERY = 1.0     # seconds between two reports of a shard's figures
+STATUS_EVERY = 10.0    # seconds between two status lines, as one Follower logs them
+STOP_WAIT = 60.0       # seconds a shard has to finish its pass and report once stopped
+
+
+def shard_of(group: str, shards: int) -> int:
+    """The shard that follows `group`: the same in every process and across restarts (Python's
+    own hash of a str is salted per process)."""
+    return zlib.crc32(group.encode()) % shards
+
+
+class Report(NamedTuple):
+    """A shard's figures, sent every REPORT_EVERY and once more when it stops."""
+
+    shard: int
+    families: list[Metric]          # its registry, collected
+    status: dict[str, Any]          # SyncStatus.to_json of its groups
+    zk_state: str                   # its kazoo session's state
+    last_rescan: float | None       # time.monotonic() (one clock for every process of the host)
+    final: bool = False
+
+
+class Failed(NamedTuple):
+    """A shard stopped on an error: its line and exit code."""
+
+    shard: int
+    message: str
+    exit_code: int
+
+
+class ShardFailed(MigrateError):
+    """A follower process stopped on an error, or died."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Shards:
+    """`settings.writers` follower processes, started at once; `run` follows until `stop`."""
+
+    def __init__(self, settings: Settings, run_id: str, metadata: str, status_file: Path):
+        self.settings, self.status_file = settings, status_file
+        self.started = time.time()
+        self.reports: dict[int, Report] = {}
+        self._lock = threading.Lock()
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(_Merged(self))
+        multiprocessing.set_forkserver_preload([__name__])
+        ctx = multiprocessing.get_context(CONTEXT)
+        self._stop, self._records = ctx.Event(), ctx.Queue()
+        # The shards' log records are written here, by this process's handlers: one format,
+        # secrets scrubbed.
+        self._listener = QueueListener(self._records, *logging.getLogger().handlers,
+                                       respect_handler_level=True)
+        self._listener.start()
+        self._admin = None
+        self.workers, self.pipes = [], []
+        n, levels = settings.writers, log_levels()
+        try:
+            for k in range(n):
+                mine, theirs = ctx.Pipe(duplex=False)
+                worker = ctx.Process(target=_follow_shard, name=f"zk2kafka-sync-{k}", daemon=True,
+                                     args=(settings, run_id, metadata, k, n, os.getpid(),
+                                           self._stop, self._records, levels, theirs))
+                worker.start()
+                theirs.close()
+                self.workers.append(worker)
+                self.pipes.append(mine)
+            # /healthz's Kafka probe; the shards' sessions are theirs.
+            self._admin = open_admin(settings)
+        except BaseException:
+            self.close()
+            raise
+
+    def health(self) -> Health:
+        return Health(_Sessions(self), lambda: self._admin.describe_topics([]),
+                      self.last_rescan, self.settings.rescan_every)
+
+    def last_rescan(self) -> float | None:
+        """When the oldest of the shards' last re-scans finished: all groups re-read since."""
+        with self._lock:
+            reports = list(self.reports.values())
+        if len(reports) < len(self.workers) or any(r.last_rescan is None for r in reports):
+            return None
+        return min(r.last_rescan for r in reports)
+
+    def run(self, stop: threading.Event) -> dict[str, Any]:
+        """Follow until `stop` is set (or Ctrl-C); the shards' figures merged. Raises ShardFailed
+        when a shard fails or dies."""
+        next_status = time.monotonic() + STATUS_EVERY
+        final: set[int] = set()
+        deadline = None
+        while len(final) < len(self.workers):
+            try:
+                if stop.is_set() and deadline is None:
+                    self._stop.set()
+                    deadline = time.monotonic() + STOP_WAIT
+                changed = self._receive(final, deadline)
+                now = time.monotonic()
+                if now >= next_status:
+                    log.info(status_line(self.status()))
+                    next_status = now + STATUS_EVERY
+                if changed:
+                    self._write_status()
+            except KeyboardInterrupt:
+                stop.set()
+        log.info(status_line(self.status()))
+        self._write_status()
+        return self.status()
+
+    def _receive(self, final: set[int], deadline: float | None) -> bool:
+        """Read the shards' reports for up to a tenth of a second; whether any came."""
+        came = False
+        for k, pipe in enumerate(self.pipes):
+            if k in final:
+                continue
+            try:
+                message = pipe.recv() if pipe.poll(0.1 / len(self.pipes)) else None
+            except EOFError:   # its end of the pipe closed: the process is gone
+                self.workers[k].join(timeout=5)
+                raise self._died(k) from None
+            if isinstance(message, Failed):
+                raise ShardFailed(f"follower process {k}: {message.message}", message.exit_code)
+            if isinstance(message, Report):
+                with self._lock:
+                    self.reports[k] = message
+                came = True
+                if message.final:
+                    final.add(k)
+            elif not self.workers[k].is_alive() and not pipe.poll(0):
+                raise self._died(k)
+            if deadline is not None and time.monotonic() > deadline:
+                raise ShardFailed(f"follower process {k} did not stop within {STOP_WAIT:g}s")
+        return came
+
+    def _died(self, k: int) -> ShardFailed:
+        return ShardFailed(f"follower process {k} died (exit {self.workers[k].exitcode}); start"
+                           " sync again: it takes up every group where Kafka stands")
+
+    def status(self) -> dict[str, Any]:
+        """The shards' SyncStatus figures as one sync's."""
+        with self._lock:
+            parts = [r.status for r in self.reports.values()]
+        latest = max((p for p in parts if p["last_change_at"]), default=None,
+                     key=lambda p: p["last_change_at"])
+        return {"started": iso(self.started), "updated": iso(time.time()),
+                **{k: sum(p[k] for p in parts)
+                   for k in ("commits", "offsets_mirrored", "renewals", "errors")},
+                # whole re-scans: those every shard finished
+                "rescans": min((p["rescans"] for p in parts), default=0)
+                if len(parts) == len(self.workers) else 0,
+                "last_change": latest["last_change"] if latest else None,
+                "last_change_at": latest["last_change_at"] if latest else None,
+                "groups_synced": sorted(g for p in parts for g in p["groups_synced"]),
+                "groups_ready": sorted(g for p in parts for g in p["groups_ready"]),
+                "groups_unmirrored": dict(sorted(
+                    (g, rows) for p in parts for g, rows in p["groups_unmirrored"].items())),
+                "groups_stopped": dict(sorted(
+                    (g, why) for p in parts for g, why in p["groups_stopped"].items()))}
+
+    def _write_status(self) -> None:
+        tmp = self.status_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.status(), indent=2) + "\n")
+        tmp.replace(self.status_file)
+
+    def close(self) -> None:
+        self._stop.set()
+        for worker in self.workers:
+            worker.join(timeout=STOP_WAIT)
+            if worker.is_alive():
+                worker.kill()
+        self._listener.stop()
+        if self._admin is not None:
+            self._admin.close()
+
+
+class _Sessions:
+    """The shards' ZooKeeper sessions as one, for /healthz: the worst state among them."""
+
+    def __init__(self, shards: Shards):
+        self.shards = shards
+
+    @property
+    def state(self) -> str:
+        with self.shards._lock:
+            states = {r.zk_state for r in self.shards.reports.values()}
+        for worst in (KazooState.LOST, KazooState.SUSPENDED):
+            if worst in states:
+                return worst
+        return KazooState.CONNECTED
+
+
+class _Merged(Collector):
+    """The shards' series as one sync's. Samples of the same name and labels are summed: each
+    group is one shard's, so per-group series are the shard's own, and totals and histogram
+    buckets add up; a counter's `_created` time is the earliest."""
+
+    def __init__(self, shards: Shards):
+        self.shards = shards
+
+    def describe(self) -> list[Metric]:
+        return []   # read at scrape time: nothing to describe before
+
+    def collect(self) -> Iterator[Metric]:
+        with self.shards._lock:
+            reports = list(self.shards.reports.values())
+        families: dict[str, Metric] = {}
+        values: dict[str, dict[tuple, float]] = {}
+        for report in reports:
+            for family in report.families:
+                if family.name not in families:
+                    families[family.name] = Metric(family.name, family.documentation,
+                                                   family.type, family.unit)
+                    values[family.name] = {}
+                merged = values[family.name]
+                for sample in family.samples:
+                    key = (sample.name, tuple(sorted(sample.labels.items())))
+                    if key not in merged:
+                        merged[key] = sample.value
+                    elif sample.name.endswith("_created"):
+                        merged[key] = min(merged[key], sample.value)
+                    else:
+                        merged[key] += sample.value
+        for name, family in families.items():
+            for (sample, labels), value in values[name].items():
+                family.add_sample(sample, dict(labels), value)
+            yield family
+
+
+# -- in a follower process ------------------------------------------------------------------------
+
+def _follow_shard(settings: Settings, run_id: str, metadata: str, k: int, n: int, parent: int,
+                  stop, records, levels: dict[str, int], pipe) -> None:
+    """A follower process: the groups of shard `k` of `n` followed until `stop`, its figures sent
+    down `pipe` every REPORT_EVERY and once more at the end."""
+    become_child(parent, records, levels)
+    sending = threading.Lock()   # the reporter thread and this one share the pipe
+    try:
+        with Journal.open(settings.state_dir) if settings.execute else nullcontext() as journal:
+            admin, client = open_sessions(settings)
+            try:
+                follower = make_follower(settings, client, admin, journal, run_id, metadata,
+                                         None, status_every=None,
+                                         owns=lambda group: shard_of(group, n) == k)
+
+                def report(final: bool = False) -> None:
+                    # dict() copies in one step under the GIL: the follower adds groups meanwhile.
+                    groups = dict(follower.groups)
+                    message = Report(k, list(follower.metrics.registry.collect()),
+                                     follower.status.to_json(groups), str(client.state),
+                                     follower.last_rescan, final)
+                    with sending:
+                        pipe.send(message)
+
+                done = threading.Event()
+
+                def reporter() -> None:
+                    while not done.wait(REPORT_EVERY):
+                        report()
+
+                thread = threading.Thread(target=reporter, name="zk2kafka-sync-report",
+                                          daemon=True)
+                thread.start()
+                follower.run(stop)
+                done.set()
+                thread.join()
+                report(final=True)
+            finally:
+                admin.close()
+                close(client)
+    except MigrateError as exc:   # e.g. a store that cannot be reached: the line it would print
+        with sending:
+            pipe.send(Failed(k, str(exc), exc.exit_code))
+    except Exception as exc:  # noqa: BLE001 - sent to the command's process, which says it
+        log.debug("follower process failed", exc_info=True)
+        with sending:
+            pipe.send(Failed(k, f"{type(exc).__name__}: {exc}", EXIT_ERROR))
+    pipe.close()
