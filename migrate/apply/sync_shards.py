@@ -24,7 +24,7 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from logging.handlers import QueueListener
 from pathlib import Path
@@ -94,7 +94,7 @@ class Shards:
         self.reports: dict[int, Report] = {}
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
-        self.registry.register(_Merged(self))
+        self.registry.register(Merged(self._families))
         multiprocessing.set_forkserver_preload([__name__])
         ctx = multiprocessing.get_context(CONTEXT)
         self._stop, self._records = ctx.Event(), ctx.Queue()
@@ -191,22 +191,11 @@ class Shards:
         """The shards' SyncStatus figures as one sync's."""
         with self._lock:
             parts = [r.status for r in self.reports.values()]
-        latest = max((p for p in parts if p["last_change_at"]), default=None,
-                     key=lambda p: p["last_change_at"])
-        return {"started": iso(self.started), "updated": iso(time.time()),
-                **{k: sum(p[k] for p in parts)
-                   for k in ("commits", "offsets_mirrored", "renewals", "errors")},
-                # whole re-scans: those every shard finished
-                "rescans": min((p["rescans"] for p in parts), default=0)
-                if len(parts) == len(self.workers) else 0,
-                "last_change": latest["last_change"] if latest else None,
-                "last_change_at": latest["last_change_at"] if latest else None,
-                "groups_synced": sorted(g for p in parts for g in p["groups_synced"]),
-                "groups_ready": sorted(g for p in parts for g in p["groups_ready"]),
-                "groups_unmirrored": dict(sorted(
-                    (g, rows) for p in parts for g, rows in p["groups_unmirrored"].items())),
-                "groups_stopped": dict(sorted(
-                    (g, why) for p in parts for g, why in p["groups_stopped"].items()))}
+        return merged_status(parts, len(self.workers), self.started)
+
+    def _families(self) -> list[list[Metric]]:
+        with self._lock:
+            return [r.families for r in self.reports.values()]
 
     def _write_status(self) -> None:
         tmp = self.status_file.with_suffix(".tmp")
@@ -240,24 +229,42 @@ class _Sessions:
         return KazooState.CONNECTED
 
 
-class _Merged(Collector):
+def merged_status(parts: list[dict[str, Any]], shards: int, started: float) -> dict[str, Any]:
+    """The SyncStatus figures (to_json) of the shards that reported, as one sync's."""
+    latest = max((p for p in parts if p["last_change_at"]), default=None,
+                 key=lambda p: p["last_change_at"])
+    return {"started": iso(started), "updated": iso(time.time()),
+            **{k: sum(p[k] for p in parts)
+               for k in ("commits", "offsets_mirrored", "renewals", "errors")},
+            # whole re-scans: as many as every shard finished
+            "rescans": min(p["rescans"] for p in parts) if len(parts) == shards else 0,
+            "last_change": latest["last_change"] if latest else None,
+            "last_change_at": latest["last_change_at"] if latest else None,
+            "groups_synced": sorted(g for p in parts for g in p["groups_synced"]),
+            "groups_ready": sorted(g for p in parts for g in p["groups_ready"]),
+            "groups_unmirrored": dict(sorted(
+                (g, rows) for p in parts for g, rows in p["groups_unmirrored"].items())),
+            "groups_stopped": dict(sorted(
+                (g, why) for p in parts for g, why in p["groups_stopped"].items()))}
+
+
+class Merged(Collector):
     """The shards' series as one sync's. Samples of the same name and labels are summed: each
     group is one shard's, so per-group series are the shard's own, and totals and histogram
-    buckets add up; a counter's `_created` time is the earliest."""
+    buckets add up; a counter's `_created` time is the earliest. `families`: () -> each shard's
+    last collected families."""
 
-    def __init__(self, shards: Shards):
-        self.shards = shards
+    def __init__(self, families: Callable[[], list[list[Metric]]]):
+        self.families = families
 
     def describe(self) -> list[Metric]:
         return []   # read at scrape time: nothing to describe before
 
     def collect(self) -> Iterator[Metric]:
-        with self.shards._lock:
-            reports = list(self.shards.reports.values())
         families: dict[str, Metric] = {}
         values: dict[str, dict[tuple, float]] = {}
-        for report in reports:
-            for family in report.families:
+        for shard in self.families():
+            for family in shard:
                 if family.name not in families:
                     families[family.name] = Metric(family.name, family.documentation,
                                                    family.type, family.unit)

@@ -19,7 +19,7 @@ coordinator gave the commit sync made of that value (or a later one: sync commit
 reads, so a change overtaken by the next one on the same partition is mirrored by that one's
 commit), read from `__consumer_offsets` itself: nothing polls Kafka's groups, which would load the
 broker being measured. A change not mirrored within `--drain` seconds of the end counts as missed,
-and fails the run. A sampler reads sync's resident memory five times a second; the table gives it
+and fails the run. A sampler reads sync's resident memory (its processes' Pss) every second; the table gives it
 at the stream's start, at its peak and at its end, and the slope over the stream (MiB a minute).
 
 Prints a Markdown table; exits 1 when a change was missed or sync failed.
@@ -53,6 +53,8 @@ from bench_scale import MIB, Sampler  # noqa: E402
 from kafka import KafkaConsumer, TopicPartition  # noqa: E402
 from kazoo.client import KazooClient  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from migrate.zk.client import PollingHandler  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK = 0.01   # seconds between two bursts of changes
@@ -133,7 +135,7 @@ class Changes(threading.Thread):
     def __init__(self, zookeeper: str, layout: Layout, prefix: str, groups: int, rate: float, seconds: float,
                  rng: random.Random, current: dict):
         super().__init__(daemon=True)
-        self.zk = KazooClient(hosts=zookeeper, timeout=30)
+        self.zk = KazooClient(hosts=zookeeper, timeout=30, handler=PollingHandler())   # as sync's: less CPU
         self.zk.start(timeout=30)
         self.layout, self.prefix, self.groups = layout, prefix, groups
         self.rate, self.seconds, self.rng = rate, seconds, rng
@@ -224,7 +226,7 @@ def main(argv: list[str] | None = None) -> dict:
                  "--metrics-address", address, "--no-group-metrics",
                  "-q"],   # warnings only: a line per commit would be 1,000 lines a second
                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
-        sampler = Sampler(sync.pid)
+        sampler = Sampler(sync.pid, interval=1.0)   # every second: reading Pss costs CPU sync shares
         sampler.start()
         while scrape(address).get("zk2kafka_sync_offsets_mirrored_total", 0) < offsets:
             if sync.poll() is not None:
