@@ -54,7 +54,8 @@ def follow(settings: Settings) -> dict[str, Any]:
             from migrate.apply.sync_shards import Shards
             followers = Shards(settings, run_id, metadata, report / "sync-status.json")
         else:
-            followers = OneFollower(settings, journal, run_id, metadata, report / "sync-status.json")
+            followers = OneFollower(settings, journal, run_id, metadata,
+                                    report / "sync-status.json")
         if settings.metrics_address is not None:
             endpoint = Endpoint(settings.metrics_address, followers.registry,
                                 followers.health()).start()

@@ -7,9 +7,10 @@ Kafka, one OffsetCommit per group. A full re-scan every `--rescan-every` catches
 missed (new partitions, new groups, a lost session) and notices groups that gained live Kafka
 members. The first reads every group at once; later ones read their groups whole a slice at a
 time between passes, spread over half the interval, so that a change never waits behind a
-re-scan of the whole fleet (some 25 s at 10,000 groups). `--renew-every` re-commits the unchanged offsets of groups nobody consumes in Kafka yet,
-so they do not expire. A group whose Kafka group gained members is left alone from then on; a
-group whose old consumers all left `ids/` is reported ready to switch. Both are said once.
+re-scan of the whole fleet (some 25 s at 10,000 groups). `--renew-every` re-commits the
+unchanged offsets of groups nobody consumes in Kafka yet, so they do not expire. A group whose
+Kafka group gained members is left alone from then on; a group whose old consumers all left
+`ids/` is reported ready to switch. Both are said once.
 ZooKeeper is only read: it is the source. What sync does is counted in `Follower.metrics`
 (migrate.apply.metrics), which `--metrics-address` serves with a health check
 (migrate.apply.service).
@@ -96,8 +97,8 @@ class Follower:
                  partitions: Callable[[list[str]], dict[str, set[int]]],
                  journal: j.Journal | None, run_id: str, metadata: str, rescan_every: float,
                  renew_every: float | None, status_file: Path | None = None, *, dry_run: bool,
-                 status_every: float | None = 10.0, tick: float = 0.5, per_group_metrics: bool = True,
-                 owns: Callable[[str], bool] = lambda group: True):
+                 status_every: float | None = 10.0, tick: float = 0.5,
+                 per_group_metrics: bool = True, owns: Callable[[str], bool] = lambda group: True):
         if not dry_run and journal is None:
             raise ValueError("a sync that writes needs a journal")
         self.reader, self.kafka = reader, kafka
@@ -157,7 +158,7 @@ class Follower:
                 log.warning("sync: %s: %s; trying again at the next re-scan",
                             type(exc).__name__, exc)
                 self.sweep, at_once = None, True
-                next_rescan = min(next_rescan, now + RETRY_OUTAGE_AFTER)
+                next_rescan = now + RETRY_OUTAGE_AFTER
             if self.status_every is not None and now >= next_status:
                 self.report()
                 next_status = now + self.status_every
