@@ -1,6 +1,6 @@
 """`zk2kafka sync` without --execute: it reads, watches and decides as a writing run does, and
-writes nothing (no commit in Kafka, no run in the journal). Drives the real command as a process
-against the sandbox's ZooKeeper and Kafka.
+writes nothing (no commit in Kafka, no run in the journal), in one process and sharded over two.
+Drives the real command as a process against the sandbox's ZooKeeper and Kafka.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from migrate.apply.journal import Journal
 from seeding import kafka_offsets, make_topic, put
 from test_sync import wait_for
@@ -19,8 +21,9 @@ from test_sync import wait_for
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.mark.parametrize("writers", [1, 2])
 def test_sync_dry_run_follows_changes_and_writes_nothing(cluster, zk, zk_chroot, kafka_admin,
-                                                         prefix, tmp_path):
+                                                         prefix, tmp_path, writers):
     topic, group = f"{prefix}orders", f"{prefix}billing"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 0)
     put(zk, f"/consumers/{group}/offsets/{topic}/0", b"100")
@@ -29,7 +32,8 @@ def test_sync_dry_run_follows_changes_and_writes_nothing(cluster, zk, zk_chroot,
         sync = subprocess.Popen(
             [sys.executable, "-m", "migrate", "sync", "--zookeeper", zk_chroot,
              "--bootstrap-server", cluster.bootstrap_server, "--group", f"{prefix}.*",
-             "--state-dir", str(state), "--rescan-every", "1h", "--stop-after", "120s", "--json"],
+             "--state-dir", str(state), "--rescan-every", "1h", "--stop-after", "120s", "--json",
+             "--writers", str(writers)],
             stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)})
         try:
