@@ -25,7 +25,6 @@ being called ready.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import math
@@ -56,7 +55,6 @@ UNKNOWN = ("UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata"
            " (deleted, or not visible to this client)")
 RETRY_OUTAGE_AFTER = 5.0   # seconds: a store away longer than the retries is tried again this soon
 SPREAD = 0.5   # a re-scan after the first reads its groups over this share of --rescan-every
-NO_FULL_GC = 1_000_000   # gc threshold 2: no automatic full collection (see Follower.run)
 
 
 class Commits(NamedTuple):
@@ -120,17 +118,10 @@ class Follower:
         self._kafka_reads = ThreadPoolExecutor(2, thread_name_prefix="zk2kafka-sync-kafka")
 
     def run(self, stop: threading.Event) -> SyncStatus:
-        # Python's automatic full collections scan every object sync holds (about 100 per
-        # offset): at 10,000 groups a pause of 0.15-0.3 s every few seconds under 1,000 changes a
-        # second, during which no change is mirrored. The young generations are still collected;
-        # a full collection runs once per re-scan instead (continue_rescan).
-        thresholds = gc.get_threshold()
-        gc.set_threshold(thresholds[0], thresholds[1], NO_FULL_GC)
         self.watches.client.add_listener(self._on_session)
         try:
             return self._run(stop)
         finally:
-            gc.set_threshold(*thresholds)
             self.watches.client.remove_listener(self._on_session)
             self._kafka_reads.shutdown(wait=False, cancel_futures=True)
 
@@ -194,7 +185,6 @@ class Follower:
         sweep.done += len(due)
         if sweep.done < len(sweep.names):
             return
-        gc.collect()   # what the young generations passed on since the last re-scan
         # Counted once it went through: /healthz tells a sync whose re-scans keep failing.
         self.sweep = None
         self.status.rescans += 1
