@@ -97,7 +97,9 @@ class Shards:
         self.registry.register(Merged(self._families))
         multiprocessing.set_forkserver_preload([__name__])
         ctx = multiprocessing.get_context(CONTEXT)
-        self._stop, self._records = ctx.Event(), ctx.Queue()
+        # `go`: the shards open their sessions at once, and follow (write) only once `run` is
+        # called, after the command has bound its endpoint and journaled the run.
+        self._stop, self._go, self._records = ctx.Event(), ctx.Event(), ctx.Queue()
         # The shards' log records are written here, by this process's handlers: one format,
         # secrets scrubbed.
         self._listener = QueueListener(self._records, *logging.getLogger().handlers,
@@ -111,7 +113,8 @@ class Shards:
                 mine, theirs = ctx.Pipe(duplex=False)
                 worker = ctx.Process(target=_follow_shard, name=f"zk2kafka-sync-{k}", daemon=True,
                                      args=(settings, run_id, metadata, k, n, os.getpid(),
-                                           self._stop, self._records, levels, theirs))
+                                           self._stop, self._go, self._records, levels,
+                                           theirs))
                 worker.start()
                 theirs.close()
                 self.workers.append(worker)
@@ -137,6 +140,7 @@ class Shards:
     def run(self, stop: threading.Event) -> dict[str, Any]:
         """Follow until `stop` is set (or Ctrl-C); the shards' figures merged. Raises ShardFailed
         when a shard fails or dies."""
+        self._go.set()
         next_status = time.monotonic() + STATUS_EVERY
         final: set[int] = set()
         deadline = None
@@ -287,7 +291,7 @@ class Merged(Collector):
 # -- in a follower process ------------------------------------------------------------------------
 
 def _follow_shard(settings: Settings, run_id: str, metadata: str, k: int, n: int, parent: int,
-                  stop, records, levels: dict[str, int], pipe) -> None:
+                  stop, go, records, levels: dict[str, int], pipe) -> None:
     """A follower process: the groups of shard `k` of `n` followed until `stop`, its figures sent
     down `pipe` every REPORT_EVERY and once more at the end."""
     become_child(parent, records, levels)
@@ -318,6 +322,8 @@ def _follow_shard(settings: Settings, run_id: str, metadata: str, k: int, n: int
                 thread = threading.Thread(target=reporter, name="zk2kafka-sync-report",
                                           daemon=True)
                 thread.start()
+                while not go.wait(0.2) and not stop.is_set():
+                    pass
                 follower.run(stop)
                 done.set()
                 thread.join()
