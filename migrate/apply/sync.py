@@ -25,6 +25,7 @@ being called ready.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -112,7 +113,10 @@ class Follower:
         self.last_rescan: float | None = None   # time.monotonic() when the last re-scan finished
         self.sweep: Sweep | None = None           # the re-scan under way
         self._dirty: set[str] = set()
-        self._changed = False
+        # Counts the changes the status file shows at once (a group ready, stopped, or with rows
+        # it cannot mirror); the rest it shows every status interval.
+        self.changes = 0
+        self._written = 0
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._kafka_reads = ThreadPoolExecutor(2, thread_name_prefix="zk2kafka-sync-kafka")
@@ -153,7 +157,7 @@ class Follower:
             if self.status_every is not None and now >= next_status:
                 self.report()
                 next_status = now + self.status_every
-            elif self._changed:
+            elif self.changes != self._written:
                 self._write_status()   # a group ready or stopped shows in the file at once
             self._wake.wait(self.tick)
             self._wake.clear()
@@ -190,6 +194,7 @@ class Follower:
         self.status.rescans += 1
         self.last_rescan = time.monotonic()
         self.metrics.rescan_seconds.observe(self.last_rescan - sweep.started)
+        settle_heap()
 
     def sync(self, names: list[str], renew: frozenset[str] = frozenset(),
              whole: bool = False) -> None:
@@ -277,14 +282,15 @@ class Follower:
         left behind."""
         group = self.groups[name]
         if group.ready and group.unmirrored:   # e.g. its topic was deleted since: no longer true
-            group.ready, self._changed = False, True
+            group.ready = False
+            self.changes += 1
             log.warning("sync: group %s is no longer ready: %s", name, _rows(group.unmirrored))
         if group.stopped is not None or group.ready or group.old_consumers != 0 or unconfirmed:
             return
         if group.unmirrored:
             if group.said_unmirrored != group.unmirrored:
                 group.said_unmirrored = dict(group.unmirrored)
-                self._changed = True
+                self.changes += 1
                 more = len(group.unmirrored) - SHOWN
                 log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, but not ready:"
                             " %d row(s) sync cannot mirror: %s%s",
@@ -293,7 +299,7 @@ class Follower:
             return
         if group.offsets:
             group.ready = True
-            self._changed = True
+            self.changes += 1
             log.warning("sync: group %s: no old consumer left in ZooKeeper ids/ and every offset"
                         " is in Kafka; ready to start its new consumers", name)
 
@@ -399,7 +405,7 @@ class Follower:
         if group.stopped is not None:
             return
         group.stopped, group.stop_reason = why, reason
-        self._changed = True
+        self.changes += 1
         log.warning("sync: group %s is no longer synced: %s", name, why)
         if not self.dry_run:
             self.journal.set_group(self.run_id, name, j.SKIPPED, why)
@@ -412,7 +418,7 @@ class Follower:
         self._write_status()
 
     def _write_status(self) -> None:
-        self._changed = False
+        self._written = self.changes
         if self.status_file is not None:
             tmp = self.status_file.with_suffix(".tmp")
             tmp.write_text(json.dumps(self.status.to_json(self.groups), indent=2) + "\n")
@@ -434,6 +440,19 @@ def _taken_over(foreign: list[Key], held: Held, wanted: dict[Key, int]) -> str:
 
 def _rows(unmirrored: dict[str, str]) -> str:
     return "; ".join(f"{row}: {why}" for row, why in sorted(unmirrored.items())[:SHOWN])
+
+
+def settle_heap() -> None:
+    """Collect every cycle once, then freeze what is left out of Python's automatic collections.
+
+    At 10,000 groups a full collection walks millions of long-lived objects (the groups' state),
+    a 0.15-0.3 s pause every few seconds while changes stream in, straight into their latency.
+    Frozen, they are walked once a re-scan instead; unfrozen first, so that cycles that died among
+    them since are collected then.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def _show(offsets: dict[Key, int], most: int = 3) -> str:

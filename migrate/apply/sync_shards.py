@@ -39,7 +39,7 @@ from migrate.apply.follow import make_follower, open_sessions
 from migrate.apply.journal import Journal
 from migrate.apply.service import Health
 from migrate.apply.shards import CONTEXT, become_child, log_levels
-from migrate.apply.sync_state import status_line
+from migrate.apply.sync_state import group_lists, status_line
 from migrate.errors import EXIT_ERROR, MigrateError
 from migrate.kafka.client import open_admin
 from migrate.settings import Settings
@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 REPORT_EVERY = 1.0     # seconds between two reports of a shard's figures
 STATUS_EVERY = 10.0    # seconds between two status lines, as one Follower logs them
 STOP_WAIT = 60.0       # seconds a shard has to finish its pass and report once stopped
+NO_GROUPS = group_lists({})
 
 
 def shard_of(group: str, shards: int) -> int:
@@ -63,7 +64,10 @@ class Report(NamedTuple):
 
     shard: int
     families: list[Metric]          # its registry, collected
-    status: dict[str, Any]          # SyncStatus.to_json of its groups
+    figures: dict[str, Any]         # SyncStatus.figures
+    # sync_state.group_lists of its groups, sent when they changed, every STATUS_EVERY and at the
+    # end (at 10,000 groups they are most of a report); None: as last sent
+    groups: dict[str, Any] | None
     zk_state: str                   # its kazoo session's state
     last_rescan: float | None       # time.monotonic() (one clock for every process of the host)
     final: bool = False
@@ -92,6 +96,7 @@ class Shards:
         self.settings, self.status_file = settings, status_file
         self.started = time.time()
         self.reports: dict[int, Report] = {}
+        self.groups: dict[int, dict[str, Any]] = {}   # each shard's group lists, as last sent
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(Merged(self._families))
@@ -154,7 +159,7 @@ class Shards:
                 if now >= next_status:
                     log.info(status_line(self.status()))
                     next_status = now + STATUS_EVERY
-                if changed:
+                if changed:   # a shard's group lists came
                     self._write_status()
             except KeyboardInterrupt:
                 stop.set()
@@ -163,7 +168,7 @@ class Shards:
         return self.status()
 
     def _receive(self, final: set[int], deadline: float | None) -> bool:
-        """Read the shards' reports for up to a tenth of a second; whether any came."""
+        """Read the shards' reports for up to a tenth of a second; whether group lists came."""
         came = False
         for k, pipe in enumerate(self.pipes):
             if k in final:
@@ -178,7 +183,9 @@ class Shards:
             if isinstance(message, Report):
                 with self._lock:
                     self.reports[k] = message
-                came = True
+                    if message.groups is not None:
+                        self.groups[k] = message.groups
+                        came = True
                 if message.final:
                     final.add(k)
             elif not self.workers[k].is_alive() and not pipe.poll(0):
@@ -194,7 +201,8 @@ class Shards:
     def status(self) -> dict[str, Any]:
         """The shards' SyncStatus figures as one sync's."""
         with self._lock:
-            parts = [r.status for r in self.reports.values()]
+            parts = [{**r.figures, **self.groups.get(k, NO_GROUPS)}
+                     for k, r in self.reports.items()]
         return merged_status(parts, len(self.workers), self.started)
 
     def _families(self) -> list[list[Metric]]:
@@ -304,11 +312,17 @@ def _follow_shard(settings: Settings, run_id: str, metadata: str, k: int, n: int
                                          None, status_every=None,
                                          owns=lambda group: shard_of(group, n) == k)
 
+                lists_sent = [-1, 0.0]   # the follower's changes then, and when
+
                 def report(final: bool = False) -> None:
-                    # dict() copies in one step under the GIL: the follower adds groups meanwhile.
-                    groups = dict(follower.groups)
+                    groups = None
+                    now, changes = time.monotonic(), follower.changes
+                    if final or changes != lists_sent[0] or now >= lists_sent[1] + STATUS_EVERY:
+                        # dict() copies in one step under the GIL: the follower adds groups.
+                        groups = group_lists(dict(follower.groups))
+                        lists_sent[:] = changes, now
                     message = Report(k, list(follower.metrics.registry.collect()),
-                                     follower.status.to_json(groups), str(client.state),
+                                     follower.status.figures(), groups, str(client.state),
                                      follower.last_rescan, final)
                     with sending:
                         pipe.send(message)

@@ -54,18 +54,26 @@ class SyncStatus:
         return status_line(self.to_json(groups))
 
     def to_json(self, groups: dict[str, GroupState]) -> dict[str, Any]:
-        live = {name: g for name, g in sorted(groups.items()) if g.stopped is None}
+        return {**self.figures(), **group_lists(groups)}
+
+    def figures(self) -> dict[str, Any]:
+        """The run's figures, without the groups."""
         return {"started": iso(self.started), "updated": iso(time.time()),
                 "commits": self.commits, "offsets_mirrored": self.offsets,
                 "renewals": self.renewals, "rescans": self.rescans, "errors": self.errors,
                 "last_change": self.last_change,
-                "last_change_at": iso(self.last_change_at) if self.last_change_at else None,
-                "groups_synced": list(live),
-                "groups_ready": sorted(name for name, g in groups.items() if g.ready),
-                "groups_unmirrored": {name: dict(sorted(g.unmirrored.items()))
-                                      for name, g in live.items() if g.unmirrored},
-                "groups_stopped": {name: g.stopped for name, g in sorted(groups.items())
-                                   if g.stopped}}
+                "last_change_at": iso(self.last_change_at) if self.last_change_at else None}
+
+
+def group_lists(groups: dict[str, GroupState]) -> dict[str, Any]:
+    """The groups by state, as sync-status.json names them."""
+    live = {name: g for name, g in sorted(groups.items()) if g.stopped is None}
+    return {"groups_synced": list(live),
+            "groups_ready": sorted(name for name, g in groups.items() if g.ready),
+            "groups_unmirrored": {name: dict(sorted(g.unmirrored.items()))
+                                  for name, g in live.items() if g.unmirrored},
+            "groups_stopped": {name: g.stopped for name, g in sorted(groups.items())
+                               if g.stopped}}
 
 
 def status_line(status: dict[str, Any]) -> str:

@@ -96,18 +96,22 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
         self.samples: list[tuple[float, int, int]] = []
+        self.per_pid: dict[int, list[tuple[float, int]]] = {}   # each process's own, to tell which grows
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.is_set():
             python = jvm = 0
+            now = time.time()
             for pid in _tree(self.pid):
                 name, rss = _rss(pid)
                 if name == "java":
                     jvm += rss
                 else:
                     python += rss      # zk2kafka and its reader processes (the JVM launcher shell is tiny)
-            self.samples.append((time.time(), python, jvm))
+                if rss:
+                    self.per_pid.setdefault(pid, []).append((now, rss))
+            self.samples.append((now, python, jvm))
             self.done.wait(self.interval)
 
     def peak(self, since: float = 0.0, until: float = float("inf")) -> tuple[int, int]:

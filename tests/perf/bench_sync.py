@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))          # run as a script from anywhere
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_migrate import Layout, make_topics, seed_zookeeper, stores  # noqa: E402
-from bench_scale import MIB, Sampler  # noqa: E402
+from bench_scale import MIB, Sampler, _tree  # noqa: E402
 from kafka import KafkaConsumer, TopicPartition  # noqa: E402
 from kazoo.client import KazooClient  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
@@ -58,6 +58,7 @@ from migrate.zk.client import PollingHandler  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK = 0.01   # seconds between two bursts of changes
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -192,6 +193,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--rescan-every", default="5m", help="sync --rescan-every")
     ap.add_argument("--writers", type=int, default=1, help="sync --writers: follower processes")
     ap.add_argument("--drain", type=float, default=30.0, help="seconds after the stream for the last changes")
+    ap.add_argument("--window", type=float, default=60.0, help="seconds of each window of latencies reported")
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
@@ -206,7 +208,7 @@ def main(argv: list[str] | None = None) -> dict:
     cluster = sync = None
     figures: dict = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
                      "rates": args.rate, "minutes": args.minutes, "writers": args.writers,
-                     "rescan_every": args.rescan_every, "cores": os.cpu_count(), "ok": False}
+                     "rescan_every": args.rescan_every, "window": args.window, "cores": os.cpu_count(), "ok": False}
     try:
         cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work,
                                                zk_heap="1g", broker_heap="2g")
@@ -242,7 +244,7 @@ def main(argv: list[str] | None = None) -> dict:
         for rate in args.rate:
             _say(f"{rate:g} changes/s for {args.minutes:g} min")
             changes = Changes(zookeeper, layout, prefix, args.groups, rate, args.minutes * 60, rng, current)
-            figures["streams"].append(stream(changes, commits, sampler, args.drain))
+            figures["streams"].append(stream(changes, commits, sampler, args.drain, args.window))
             _say(f"  p50 {figures['streams'][-1]['p50_s']} s, p99 {figures['streams'][-1]['p99_s']} s, "
                  f"missed {figures['streams'][-1]['missed']}")
         commits.halt.set()
@@ -264,14 +266,17 @@ def main(argv: list[str] | None = None) -> dict:
     return figures
 
 
-def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float) -> dict:
+def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float, window: float) -> dict:
     """One stream of changes, run; its figures once every change was mirrored or `drain` ran out."""
     start = time.time()
+    cpu_before, machine_before, own_before = cpu_seconds(sampler.pid), machine_cpu_seconds(), time.process_time()
     changes.start()
     changes.join()
     end = time.time()
+    cpu_after, machine_after, own_after = cpu_seconds(sampler.pid), machine_cpu_seconds(), time.process_time()
     deadline = time.monotonic() + drain
     latencies, missed = [], []
+    by_window: dict[int, list[float]] = {}   # latencies by the window their change was sent in
     for key, offset, sent in changes.sent:
         at = commits.mirrored_at(key, offset)
         while at is None and time.monotonic() < deadline:
@@ -281,7 +286,9 @@ def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float) -
             missed.append((key, offset))
         else:
             latencies.append(max(0.0, at - sent))
+            by_window.setdefault(int((sent - start) // window), []).append(max(0.0, at - sent))
     rss = [(t, python) for t, python, _ in sampler.samples if start <= t <= end]
+    seconds = end - start
     return {"rate": changes.rate, "changes": len(changes.sent), "zk_writes_failed": changes.failed,
             # The machine's load at the stream's end: figures on a shared machine depend on it.
             "load_1m": round(os.getloadavg()[0], 1),
@@ -294,7 +301,48 @@ def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float) -
             "rss_peak_mib": round(max(r for _, r in rss) / MIB) if rss else None,
             "rss_end_mib": round(rss[-1][1] / MIB) if rss else None,
             "rss_slope_mib_per_min": round(_slope(rss) * 60 / MIB, 2) if len(rss) > 1 else None,
+            # Where the tail and the growth are: each window's latencies, each process's memory and
+            # CPU (sync's command, its forkserver and its shards; the rest of the machine is this
+            # benchmark, ZooKeeper and the broker).
+            "windows": [{"from_s": w * window, "changes": len(v), "p50_s": round(percentile(v, 0.50), 3),
+                         "p99_s": round(percentile(v, 0.99), 3), "max_s": round(max(v), 3)}
+                        for w, v in sorted(by_window.items())],
+            "processes": [_process(pid, [(t, r) for t, r in sampler.per_pid.get(pid, []) if start <= t <= end],
+                                   (cpu_after.get(pid, 0.0) - used) / seconds)
+                          for pid, used in sorted(cpu_before.items())],
+            "machine_cpu_pct": round(100 * (machine_after - machine_before) / seconds),
+            "benchmark_cpu_pct": round(100 * (own_after - own_before) / seconds),
             "missed_examples": [list(k) + [o] for k, o in missed[:5]]}
+
+
+def _process(pid: int, rss: list[tuple[float, int]], cpu: float) -> dict:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        command = "?"
+    return {"pid": pid, "command": command[-60:], "cpu_pct": round(100 * cpu),
+            "rss_start_mib": round(rss[0][1] / MIB) if rss else None,
+            "rss_peak_mib": round(max(r for _, r in rss) / MIB) if rss else None,
+            "rss_end_mib": round(rss[-1][1] / MIB) if rss else None,
+            "rss_slope_mib_per_min": round(_slope(rss) * 60 / MIB, 2) if len(rss) > 1 else None}
+
+
+def cpu_seconds(root: int) -> dict[int, float]:
+    """CPU time (user + system) of `root` and each process below it."""
+    used = {}
+    for pid in _tree(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        used[pid] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return used
+
+
+def machine_cpu_seconds() -> float:
+    """CPU time the whole machine spent busy (every core, /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / CLOCK_TICKS   # less idle and iowait
 
 
 def _slope(samples: list[tuple[float, int]]) -> float:
@@ -321,6 +369,14 @@ def render(f: dict) -> str:
                      f"{s['p50_s']} s | {s['p99_s']} s | {s['max_s']} s | {s['missed']:,} | {s['rss_start_mib']} / "
                      f"{s['rss_peak_mib']} / {s['rss_end_mib']} MiB | {s['rss_slope_mib_per_min']} MiB/min | "
                      f"{s['load_1m']} |")
+    for s in f["streams"]:
+        lines.append(f"\n{s['rate']:,.0f} changes/s, p99 by window of {f['window']:g} s: "
+                     + " ".join(str(w["p99_s"]) for w in s["windows"]))
+        lines.append(f"CPU: machine {s['machine_cpu_pct']}%, this benchmark {s['benchmark_cpu_pct']}%; "
+                     "sync's processes:")
+        for p in s["processes"]:
+            lines.append(f"- {p['pid']} `{p['command']}`: CPU {p['cpu_pct']}%, RSS {p['rss_start_mib']} / "
+                         f"{p['rss_peak_mib']} / {p['rss_end_mib']} MiB, {p['rss_slope_mib_per_min']} MiB/min")
     return "\n".join(lines)
 
 
