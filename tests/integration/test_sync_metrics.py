@@ -221,7 +221,12 @@ def test_no_group_metrics_keeps_only_the_totals(cluster, zk, zk_chroot, kafka_ad
     assert not [name for name, _ in samples if name.startswith("zk2kafka_sync_group_")]
 
 
-def test_a_metrics_address_in_use_is_one_clear_line(cluster, zk_chroot, prefix, tmp_path):
+@pytest.mark.parametrize("writers", [1, 2])
+def test_a_metrics_address_in_use_is_one_clear_line(cluster, zk, zk_chroot, kafka_admin, prefix,
+                                                    tmp_path, writers):
+    topic, group = f"{prefix}orders", f"{prefix}billing"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 100)
+    put(zk, f"/consumers/{group}/offsets/{topic}/0", b"10")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -230,7 +235,7 @@ def test_a_metrics_address_in_use_is_one_clear_line(cluster, zk_chroot, prefix, 
             [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot,
              "--bootstrap-server", cluster.bootstrap_server, "--group", f"{prefix}.*",
              "--state-dir", str(tmp_path / "state"), "--stop-after", "30s",
-             "--metrics-address", address],
+             "--metrics-address", address, "--writers", str(writers)],
             capture_output=True, text=True, cwd=ROOT, timeout=120,
             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
@@ -238,3 +243,5 @@ def test_a_metrics_address_in_use_is_one_clear_line(cluster, zk_chroot, prefix, 
     assert "Traceback" not in done.stderr
     with Journal.open(tmp_path / "state") as journal:
         assert journal.runs() == [], "a run that never ran is journaled"
+    # Nor did it write: the shards had their sessions open, and wait for the command to start.
+    assert kafka_offsets(kafka_admin, [group])[group] == {}
