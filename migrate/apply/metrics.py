@@ -36,12 +36,10 @@ def state_of(group: GroupState) -> str:
 
 
 def lag(group: GroupState) -> tuple[int, int]:
-    """(partitions whose Kafka offset differs from ZooKeeper's, the sum of the differences), as of
-    sync's last read of the group. A partition Kafka holds no offset for counts its whole
-    ZooKeeper offset."""
+    """(partitions whose Kafka offset differs from ZooKeeper's, the sum of the differences). A
+    partition Kafka holds no offset for counts its whole ZooKeeper offset."""
     differ = total = 0
-    # A copy taken in one step: the Follower may drop a row from the dict while Prometheus scrapes.
-    for key, zk in dict(group.offsets).items():
+    for key, zk in group.offsets.items():
         held = group.kafka.get(key)
         if held != zk.offset:
             differ += 1
@@ -103,14 +101,15 @@ class _GroupCollector(Collector):
         stopped = dict.fromkeys(STOP_REASONS, 0)
         differ_all = total_all = 0
         per_group = []
-        for name, group in sorted(groups.items()):
+        for name, group in groups.items():
             state = state_of(group)
             counts[state] += 1
             if group.stop_reason is not None:
                 stopped[group.stop_reason] += 1
-            differ, total = lag(group) if state != "stopped" else (0, 0)
+            differ, total = group.lag if state != "stopped" else (0, 0)
             differ_all, total_all = differ_all + differ, total_all + total
-            per_group.append((name, state, group, differ, total))
+            if self.per_group:
+                per_group.append((name, state, group, differ, total))
         for state, n in counts.items():
             by_state.add_metric([state], n)
         yield by_state
@@ -141,7 +140,7 @@ class _GroupCollector(Collector):
         lag_offsets = GaugeMetricFamily(f"{PREFIX}_group_lag_offsets",
                                         "Sum of the differences between the group's ZooKeeper"
                                         " and Kafka offsets", labels=["group"])
-        for name, group_state, group, differ, total in per_group:
+        for name, group_state, group, differ, total in sorted(per_group, key=lambda row: row[0]):
             for s in STATES:
                 state.add_metric([name, s], 1 if s == group_state else 0)
             last.add_metric([name], group.last_mirrored)

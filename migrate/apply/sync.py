@@ -43,7 +43,7 @@ from kazoo.protocol.states import KazooState
 from migrate.apply import journal as j
 from migrate.apply.authorship import Authorship, Held
 from migrate.apply.dual_commit import OUTAGES
-from migrate.apply.metrics import STOP_REASONS, SyncMetrics
+from migrate.apply.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.apply.sync_state import SHOWN, GroupState, SyncStatus
 from migrate.apply.watch import GroupWatches, ZkOffset, label
 from migrate.diff.plan import Planned
@@ -227,6 +227,7 @@ class Follower:
         done = self._commit(todo.changes, committed, renewal=False)
         self._commit(todo.renewals, committed, renewal=True)
         for name in names:
+            self.groups[name].lag = lag(self.groups[name])
             self._readiness(name, unconfirmed=name in todo.changes and name not in done)
 
     def _topics(self, names: list[str]) -> set[str]:

@@ -31,6 +31,9 @@ class GroupState:
     kafka: dict[Key, int] = field(default_factory=dict)  # Kafka's offsets after sync's last pass
     last_mirrored: float = 0.0   # when Kafka last accepted a change of its offsets (not a renewal)
     offsets_mirrored: int = 0
+    # metrics.lag as of sync's last pass of the group: worked out once a pass, not for every
+    # group at every scrape (6 % of a core in a shard of 5,000 groups, collected every second).
+    lag: tuple[int, int] = (0, 0)
 
     def wanted(self) -> dict[Key, int]:
         """The offsets Kafka should hold: ZooKeeper's, where sync can mirror them."""
