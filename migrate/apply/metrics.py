@@ -2,10 +2,10 @@
 a process that imports zk2kafka as a library exports nothing by surprise).
 
 Counters are counted as sync works; the per-state and per-group figures are read from the
-Follower's groups when Prometheus scrapes, so nothing is kept twice and a group's series need no
-bookkeeping when it stops. Label cardinality is bounded: `group` at most (never a partition), and
-`per_group=False` (`--no-group-metrics`) drops every series labelled by group, for fleets of
-10,000+ groups; the totals over all groups stay.
+Follower's groups when Prometheus scrapes (a group's lag as its last pass worked it out), so a
+group's series need no bookkeeping when it stops. Label cardinality is bounded: `group` at most
+(never a partition), and `per_group=False` (`--no-group-metrics`) drops every series labelled by
+group, for fleets of 10,000+ groups; the totals over all groups stay.
 """
 
 from __future__ import annotations
