@@ -3,11 +3,12 @@ consumers run.
 
 Each group read is watched (migrate.apply.watch); a fired watch marks its group dirty. Dirty
 groups are read again, batched, within `tick` seconds and their changed offsets committed to
-Kafka, one OffsetCommit per group. A full re-scan every `--rescan-every` catches what a watch
-missed (new partitions, new groups, a lost session) and notices groups that gained live Kafka
-members. The first reads every group at once; later ones read their groups whole a slice at a
-time between passes, spread over half the interval, so that a change never waits behind a
-re-scan of the whole fleet (some 25 s at 10,000 groups). `--renew-every` re-commits the
+Kafka, one OffsetCommit per group. A re-scan every `--rescan-every` catches what no watch tells
+(new partitions, new groups), checks Kafka's side of every group and notices groups that gained
+live Kafka members; of ZooKeeper it lists every group but reads again only the offset znodes
+whose watch is not armed. The first reads every group at once; later ones read their groups a
+slice at a time between passes, spread over half the interval, so that a change never waits
+behind a re-scan of the whole fleet (some 25 s at 10,000 groups). `--renew-every` re-commits the
 unchanged offsets of groups nobody consumes in Kafka yet, so they do not expire. A group whose
 Kafka group gained members is left alone from then on; a group whose old consumers all left
 `ids/` is reported ready to switch. Both are said once.
@@ -147,9 +148,11 @@ class Follower:
                     self.renew()
             except OUTAGES as exc:
                 # A store away for longer than the retries: say so and go on; a re-scan of every
-                # group at once, soon, catches up (the dirty groups of a failed pass included).
+                # group at once, soon, reading every znode again (whether a watch request that
+                # failed set its watch is unknown), catches up, the failed pass's groups included.
                 self.status.errors += 1
                 self.metrics.outages.labels(type(exc).__name__).inc()
+                self.watches.forget()
                 log.warning("sync: %s: %s; trying again at the next re-scan",
                             type(exc).__name__, exc)
                 self.sweep, at_once = None, True
@@ -317,8 +320,9 @@ class Follower:
     def _on_session(self, state: KazooState) -> None:
         """kazoo's connection listener (on its thread): count a lost session.
 
-        Nothing more to do: on expiry kazoo calls every watcher once (an event of type NONE), so
-        every group read is marked and read again, which arms its watches on the new session.
+        Nothing more to do: on a lost connection or session kazoo calls every watcher once (an
+        event of type NONE), so every group read is marked and read again, whole, which arms its
+        watches again.
         """
         if state == KazooState.LOST:
             self.metrics.sessions_lost.inc()

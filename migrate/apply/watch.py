@@ -14,6 +14,12 @@ znode by znode: each changed znode is read with a watch set by the same request,
 after it fires again, and the rest of the group is as its last read left it (its other watches
 have not fired). Anything else (ids/ changed, a znode created or deleted, a lost session, a group
 with a partition under both layouts, a read that failed) reads the group whole.
+
+A whole read of a group where no watch fired (a re-scan, a renewal) lists its directories and
+ids/ as any whole read does, so new partitions, topics and consumers are seen, but reads again only
+the offset znodes whose watch is not armed, and one more, whose row tells ids/: a re-scan of a quiet
+group costs its listings rather than a request per partition. Where a request failed in a way that
+leaves unknown whether its watch was set (an outage), `forget()` makes every next read full.
 """
 
 from __future__ import annotations
@@ -98,6 +104,7 @@ class GroupWatches:
         fired, else (or if `whole`) whole."""
         with self._lock:
             changed = {n: self._changed.pop(n, set()) for n in names}
+            news = {n for n in names if changed[n] or n in self._whole}
             whole = set(names) if whole else {
                 n for n in names if n in self._whole or not changed[n]
                 or not changed[n] <= self._leaves.get(n, {}).keys()}
@@ -105,8 +112,16 @@ class GroupWatches:
         reads = self._by_znode({n: changed[n] for n in names if n not in whole})
         rest = [n for n in names if n not in reads]
         if rest:
-            reads.update(self._whole_groups(rest))
+            reads.update(self._whole_groups(rest, quiet=[n for n in rest if n not in news]))
         return reads
+
+    def forget(self) -> None:
+        """Trust no watch this object counts as armed (a request to ZooKeeper failed in a way that
+        leaves unknown whether its watch was set): the next read of each group is whole, reads
+        every znode and arms every watch again."""
+        with self._lock:
+            self._armed.clear()
+            self._leaves.clear()
 
     def _by_znode(self, changed: dict[str, set[str]]) -> dict[str, GroupRead]:
         """The groups whose changed znodes were read (and watched again), each with the rest as
@@ -156,12 +171,26 @@ class GroupWatches:
                 unmirrored[label(key)] = f"{row['status']}: {row['reason']}"
         return GroupRead(offsets, unmirrored, last.old_consumers)
 
-    def _whole_groups(self, names: list[str]) -> dict[str, GroupRead]:
-        """Read `names` whole and arm their watches again."""
+    def _whole_groups(self, names: list[str], quiet: list[str] = ()) -> dict[str, GroupRead]:
+        """Read `names` whole and arm their watches again. In the `quiet` ones (no watch fired
+        since their last read), an offset znode whose watch is still armed is not read again (but
+        one per group, whose row tells ids/): it is as that read saw it."""
+        watched_since = self._watched_since_read(quiet)
+        kept: dict[str, dict[str, tuple[Key, str]]] = {}   # group -> the znodes not read again
+
+        def unchanged(group: str, path: str) -> bool:
+            if path not in watched_since.get(group, ()):
+                return False
+            if group not in kept:
+                kept[group] = {}
+                return False
+            kept[group][path] = watched_since[group][path]
+            return True
+
         found: dict[str, dict[Key, list[dict]]] = {n: {} for n in names}
         unkeyed: dict[str, dict[str, str]] = {n: {} for n in names}
         consumers: dict[str, int] = {}
-        for batch in self.reader.batches(names):
+        for batch in self.reader.batches(names, unchanged if watched_since else None):
             for row in batch.to_pylist():
                 consumers[row["group"]] = row["zk_consumers"] or 0
                 if row["partition"] is None or row["topic"] is None:
@@ -170,9 +199,22 @@ class GroupWatches:
                 else:
                     key = (row["topic"], row["partition"])
                     found[row["group"]].setdefault(key, []).append(row)
-        reads, watched = {}, []
+        # A znode read under the other layout for a kept one's partition: the row that stands for
+        # it is layouts.pick's, which wants both read.
+        clash = [n for n, paths in kept.items()
+                 if any(key in found[n] for key, _ in paths.values())]
+        reads = self._whole_groups(clash) if clash else {}
+        watched = []
         for name in names:
+            if name in reads:
+                continue
             read = GroupRead({}, dict(unkeyed[name]), consumers.get(name, 0))
+            last = self._last.get(name)
+            for key, _ in kept.get(name, {}).values():
+                if key in last.offsets:
+                    read.offsets[key] = last.offsets[key]
+                else:
+                    read.unmirrored[label(key)] = last.unmirrored[label(key)]
             for key, rows in found[name].items():
                 watched += [_Watch(name, r["path"], r["version"]) for r in rows]
                 row = layouts.pick(rows)
@@ -185,6 +227,7 @@ class GroupWatches:
             if all(len(rows) == 1 for rows in found[name].values()):
                 self._leaves[name] = {rows[0]["path"]: (key, rows[0]["layout"])
                                       for key, rows in found[name].items()}
+                self._leaves[name].update(kept.get(name, {}))
             else:
                 self._leaves.pop(name, None)
             ids = f"{self.reader.root}/{name}/ids"
@@ -193,6 +236,21 @@ class GroupWatches:
             watched += [_Watch(name, ids, None), _Watch(name, ids, None, children=True)]
         self._arm(watched)
         return reads
+
+    def _watched_since_read(self, names: list[str]) -> dict[str, dict[str, tuple[Key, str]]]:
+        """Per group of `names` last read whole under one layout, its offset znodes whose watch is
+        armed and whose row that read (or a later one of the znode) holds."""
+        out = {}
+        with self._lock:
+            for name in names:
+                armed, last = self._armed.get(name, set()), self._last.get(name)
+                leaves = {path: (key, layout)
+                          for path, (key, layout) in self._leaves.get(name, {}).items()
+                          if (path, False) in armed and (key in last.offsets
+                                                         or label(key) in last.unmirrored)}
+                if leaves:
+                    out[name] = leaves
+        return out
 
     def _arm(self, watches: list[_Watch]) -> None:
         # Every request is sent before any answer is awaited: one round trip for all the groups.
@@ -218,6 +276,8 @@ class GroupWatches:
                 continue
             version = request.watch.version
             if version is not None and (stat is None or stat.version != version):
+                with self._lock:   # the read is stale: the next reads the group whole
+                    self._whole.add(request.watch.group)
                 self.on_change(request.watch.group)
         self.on_armed(len(todo), time.monotonic() - started)
 
@@ -245,8 +305,8 @@ class GroupWatches:
                 armed.discard((event.path, False))
                 armed.discard((event.path, True))
             elif event.type != EventType.CHANGED:
-                # NONE: the session expired and kazoo dropped every watch, calling each watcher
-                # once; the whole group is to be armed again.
+                # NONE: the connection or the session was lost and kazoo dropped every watch,
+                # calling each watcher once; the whole group is to be armed again.
                 armed.clear()
         self.on_change(group)
 

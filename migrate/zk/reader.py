@@ -12,7 +12,7 @@ walk goes level by level for a batch of groups, every level pipelined through
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -172,10 +172,15 @@ class ZkOffsetReader:
             raise ZkUnavailable(f"cannot list {self.root or '/'}: {type(answer).__name__}{hint}")
         return sorted(g for g in answer if self.selection.group(g))
 
-    def batches(self, groups: list[str]) -> Iterator[pa.RecordBatch]:
-        """One record batch per slice of `group_batch` groups, in the order given."""
+    def batches(self, groups: list[str], unchanged: Callable[[str, str], bool] | None = None
+                ) -> Iterator[pa.RecordBatch]:
+        """One record batch per slice of `group_batch` groups, in the order given.
+
+        `unchanged(group, path)`: True for an offset znode the caller knows to be as it last read
+        it (sync: its watch has not fired); it is not read, and gives no row. Asked once per znode.
+        """
         for i in range(0, len(groups), self.group_batch):
-            rows = self._read(groups[i:i + self.group_batch])
+            rows = self._read(groups[i:i + self.group_batch], unchanged)
             yield pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
 
     def offset_row(self, group: str, path: str, layout: str, topic: str, partition: int,
@@ -192,12 +197,16 @@ class ZkOffsetReader:
         node = _Node(group, path, template, len(template.segments), topic, str(partition))
         return self._row(node, answer, _NO_LIVENESS)
 
-    def _read(self, groups: list[str]) -> list[dict]:
+    def _read(self, groups: list[str],
+              unchanged: Callable[[str, str], bool] | None = None) -> list[dict]:
         frontier = [_Node(g, f"{self.root}/{g}", t, 0) for g in groups for t in self.templates]
         liveness = self._liveness(groups) if self.liveness else {}
         leaves: list[_Leaf] = []
         while frontier:
             frontier = self._descend(frontier, leaves)
+        if unchanged is not None:
+            leaves = [leaf for leaf in leaves
+                      if leaf.answer is not None or not unchanged(leaf.node.group, leaf.node.path)]
         pending = [i for i, leaf in enumerate(leaves) if leaf.answer is None]
         answers = self.batch.run(Request(i, "get", leaves[i].node.path) for i in pending)
         rows = (self._row(leaf.node, answers.get(i, leaf.answer),

@@ -15,16 +15,28 @@ OLD = "kafka-1.1.0-offset"
 
 
 class Spy:
-    """Counts the group reads that walk the whole group (ZkOffsetReader.batches)."""
+    """Counts the group reads that walk the whole group (ZkOffsetReader.batches), and keeps the
+    znodes they read (`got`)."""
 
     def __init__(self, reader: ZkOffsetReader):
         self.whole = 0
-        self._batches = reader.batches
-        reader.batches = self
+        self.got: list[str] = []
+        self._batches, self._run = reader.batches, reader.batch.run
+        reader.batches, reader.batch.run = self, self._counted
+        self.after_gets = lambda: None   # run once, after the next batch of reads answered
 
-    def __call__(self, groups):
+    def __call__(self, groups, unchanged=None):
         self.whole += 1
-        return self._batches(groups)
+        return self._batches(groups, unchanged)
+
+    def _counted(self, requests):
+        requests = list(requests)
+        self.got += [r.path for r in requests if r.op == "get"]
+        answers = self._run(requests)
+        if any(r.op == "get" for r in requests):
+            self.after_gets, after = (lambda: None), self.after_gets
+            after()
+        return answers
 
 
 class Fired:
@@ -116,3 +128,61 @@ def test_a_group_with_a_partition_under_both_layouts_is_read_whole(zk, prefix):
     fired.wait(group)
     assert offsets(watches.read([group])[group]) == {0: 50}
     assert spy.whole == 2
+
+
+def test_a_whole_read_of_a_quiet_group_reads_only_what_no_watch_covers(zk, prefix):
+    """A re-scan's read: listings show what no watch tells (a new partition); an offset znode still
+    watched since its last read is not read again, but one per group is, whose row tells ids/."""
+    group, topic, watches, fired, spy = setup(zk, prefix, partitions=4)
+    zk.create(f"/consumers/{group}/ids/consumer-1", b"{}", ephemeral=True)
+    watches.read([group])
+    assert len(spy.got) == 4
+    spy.got.clear()
+    read = watches.read([group], whole=True)[group]
+    assert offsets(read) == {0: 10, 1: 11, 2: 12, 3: 13} and read.old_consumers == 1
+    assert len(spy.got) == 1
+
+    spy.got.clear()
+    put(zk, f"{topic}/4", b"14")   # tells no watch: only a listing finds it
+    read = watches.read([group], whole=True)[group]
+    assert offsets(read) == {0: 10, 1: 11, 2: 12, 3: 13, 4: 14}
+    assert f"{topic}/4" in spy.got and len(spy.got) == 2
+
+    # A change read alone, then a quiet whole read: the kept row is the one read alone.
+    zk.set(f"{topic}/2", b"22")
+    fired.wait(group)
+    watches.read([group])
+    spy.got.clear()
+    assert offsets(watches.read([group], whole=True)[group]) == {0: 10, 1: 11, 2: 22, 3: 13, 4: 14}
+    assert len(spy.got) == 1
+
+    # A group with news is read in full, whole or not.
+    zk.set(f"{topic}/1", b"21")
+    fired.wait(group)
+    spy.got.clear()
+    assert offsets(watches.read([group], whole=True)[group]) == {0: 10, 1: 21, 2: 22, 3: 13, 4: 14}
+    assert len(spy.got) == 5
+    # After forget() (an outage) every znode is read again, and a change still fires.
+    watches.forget()
+    spy.got.clear()
+    assert offsets(watches.read([group], whole=True)[group])[1] == 21 and len(spy.got) == 5
+    zk.set(f"{topic}/3", b"33")
+    fired.wait(group)
+    assert offsets(watches.read([group])[group])[3] == 33
+
+
+def test_a_quiet_read_that_finds_a_kept_partition_under_the_other_layout_reads_both(zk, prefix):
+    group, topic, watches, fired, spy = setup(zk, prefix, partitions=2)
+    watches.read([group])
+    put(zk, f"/consumers/{group}/offset/{prefix}t/1", b"5")   # newer; tells no watch
+    assert offsets(watches.read([group], whole=True)[group]) == {0: 10, 1: 5}
+
+
+def test_a_change_between_the_read_and_its_watch_reads_the_group_in_full(zk, prefix):
+    """The watch armed after the read is already past the value read: the next read of the group
+    reads that znode again, rather than keep the stale row as watched since."""
+    group, topic, watches, fired, spy = setup(zk, prefix)
+    spy.after_gets = lambda: zk.set(f"{topic}/1", b"99")
+    assert offsets(watches.read([group])[group])[1] == 11
+    fired.wait(group)
+    assert offsets(watches.read([group])[group])[1] == 99
