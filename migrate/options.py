@@ -170,6 +170,13 @@ OPTIONS: tuple[Option, ...] = (
            "sync: leave out the per-group series (for fleets of 10,000+ groups); "
            "the totals over all groups stay",
            commands=("sync",)),
+    # One rule for both (migrate/zk/quiet.py): a group whose offset znodes changed within this
+    # window is not ready; the default is twice the old consumer's 60 s auto-commit interval.
+    Option("quiet_for", "duration", 120.0,
+           "sync: call a group ready only once none of its offset znodes changed for this long; "
+           "ready-for-kraft: watch ZooKeeper this long for writes (e.g. 2m; at least the old "
+           "consumers' auto.commit.interval.ms, 60s by default, with room to spare)",
+           commands=("sync", "ready-for-kraft"), metavar="DURATION"),
     Option("allow_live_zk_consumers", "bool", False,
            "migrate groups whose old consumers are still registered in ZooKeeper",
            commands=PLAN_COMMANDS, recorded=True),

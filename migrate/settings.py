@@ -95,6 +95,7 @@ class Settings:
     rescan_every: float = 30.0
     renew_every: float | None = None
     stop_after: float | None = None
+    quiet_for: float = 120.0   # sync's ready and ready-for-kraft's watch (migrate/zk/quiet.py)
     translate_via_mm2: str | None = None
     mm2_target_alias: str | None = None
     offset_syncs_bootstrap_server: str | None = None

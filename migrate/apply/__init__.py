@@ -7,8 +7,8 @@
   `batches`: the batches in flight and a clean stop on Ctrl-C; `sessions`: the stores' sessions
   a writing command opens; `shards`: `--writers N`, the write phase over N processes.
 - `journal`: the run journal (SQLite) a resume starts from; `locks`: the one-writer lock.
-- `follow`, `sync`, `watch`, `authorship`: follow mode for a rolling cutover; `metrics` and
-  `service`: its Prometheus series and its /metrics and /healthz endpoint.
+- `follow`, `sync`, `watch`, `authorship`, `readiness`: follow mode for a rolling cutover;
+  `metrics` and `service`: its Prometheus series and its /metrics and /healthz endpoint.
 
 The stores' own writers are `migrate/kafka/writer.py` and `migrate/zk/writer.py`; the plan comes
 from `migrate/diff/`.

@@ -111,7 +111,8 @@ def make_follower(settings: Settings, client: KazooClient, admin: KafkaAdminClie
                     kafka_groups, kafka_partitions, journal, run_id, metadata,
                     settings.rescan_every, settings.renew_every, status_file,
                     dry_run=not settings.execute,
-                    per_group_metrics=not settings.no_group_metrics, **options)
+                    per_group_metrics=not settings.no_group_metrics,
+                    quiet_for=settings.quiet_for, **options)
 
 
 def open_sessions(settings: Settings) -> tuple[KafkaAdminClient, KazooClient]:

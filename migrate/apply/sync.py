@@ -45,11 +45,13 @@ from migrate.apply import journal as j
 from migrate.apply.authorship import Authorship, Held
 from migrate.apply.dual_commit import OUTAGES
 from migrate.apply.metrics import STOP_REASONS, SyncMetrics, lag
-from migrate.apply.sync_state import SHOWN, GroupState, SyncStatus
+from migrate.apply.readiness import Readiness
+from migrate.apply.sync_state import GroupState, SyncStatus
 from migrate.apply.watch import GroupWatches, ZkOffset, label
 from migrate.diff.plan import Planned
 from migrate.kafka.snapshot import IDLE_STATES
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
+from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader
 
 log = logging.getLogger(__name__)
@@ -98,7 +100,8 @@ class Follower:
                  journal: j.Journal | None, run_id: str, metadata: str, rescan_every: float,
                  renew_every: float | None, status_file: Path | None = None, *, dry_run: bool,
                  status_every: float | None = 10.0, tick: float = 0.5,
-                 per_group_metrics: bool = True, owns: Callable[[str], bool] = lambda group: True):
+                 per_group_metrics: bool = True, owns: Callable[[str], bool] = lambda group: True,
+                 quiet_for: float = QUIET_FOR):
         if not dry_run and journal is None:
             raise ValueError("a sync that writes needs a journal")
         self.reader, self.kafka = reader, kafka
@@ -118,6 +121,7 @@ class Follower:
         # it cannot mirror); the rest it shows every status interval.
         self.changes = 0
         self._written = 0
+        self.readiness = Readiness(quiet_for, self._changed)
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._kafka_reads = ThreadPoolExecutor(2, thread_name_prefix="zk2kafka-sync-kafka")
@@ -146,6 +150,7 @@ class Follower:
                     self.continue_rescan()
                 if self.renew_every:
                     self.renew()
+                self._judge_again()
             except OUTAGES as exc:
                 # A store away for longer than the retries: say so and go on; a re-scan of every
                 # group at once, soon, reading every znode again (whether a watch request that
@@ -213,8 +218,10 @@ class Follower:
         before = self._topics(names)
         asked = self._kafka_reads.submit(self.partitions, sorted(before)) if before else None
         fetched = self._kafka_reads.submit(self.kafka.committed_many, names)
+        seen = time.time()
         for name, read in self.watches.read(names, whole).items():
             group = self.groups[name]
+            _note_moves(group, read.offsets, seen)
             group.offsets, group.unmirrored = read.offsets, read.unmirrored
             group.old_consumers = read.old_consumers
         known = asked.result() if asked is not None else {}
@@ -231,7 +238,8 @@ class Follower:
         self._commit(todo.renewals, committed, renewal=True)
         for name in names:
             self.groups[name].lag = lag(self.groups[name])
-            self._readiness(name, unconfirmed=name in todo.changes and name not in done)
+            self.readiness.judge(name, self.groups[name],
+                                 unconfirmed=name in todo.changes and name not in done)
 
     def _topics(self, names: list[str]) -> set[str]:
         return {topic for n in names for topic, _ in self.groups[n].offsets}
@@ -281,31 +289,18 @@ class Follower:
                     todo.renewals[name] = {k: o for k, o in wanted.items() if k not in theirs}
         return todo
 
-    def _readiness(self, name: str, unconfirmed: bool) -> None:
-        """Say once that a group can switch: no old consumer left, every offset in Kafka, no row
-        left behind."""
-        group = self.groups[name]
-        if group.ready and group.unmirrored:   # e.g. its topic was deleted since: no longer true
-            group.ready = False
-            self.changes += 1
-            log.warning("sync: group %s is no longer ready: %s", name, _rows(group.unmirrored))
-        if group.stopped is not None or group.ready or group.old_consumers != 0 or unconfirmed:
-            return
-        if group.unmirrored:
-            if group.said_unmirrored != group.unmirrored:
-                group.said_unmirrored = dict(group.unmirrored)
-                self.changes += 1
-                more = len(group.unmirrored) - SHOWN
-                log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, but not ready:"
-                            " %d row(s) sync cannot mirror: %s%s",
-                            name, len(group.unmirrored), _rows(group.unmirrored),
-                            f" (+{more} more)" if more > 0 else "")
-            return
-        if group.offsets:
-            group.ready = True
-            self.changes += 1
-            log.warning("sync: group %s: no old consumer left in ZooKeeper ids/ and every offset"
-                        " is in Kafka; ready to start its new consumers", name)
+    def _judge_again(self) -> None:
+        """Judge again the groups whose quiet window ended with no change read since (a group
+        with a fired watch is judged when it is read)."""
+        with self._lock:
+            dirty = set(self._dirty)
+        for name in self.readiness.due():
+            if name in dirty or self.groups[name].stopped is not None:
+                continue
+            self.readiness.judge(name, self.groups[name], unconfirmed=False)
+
+    def _changed(self) -> None:
+        self.changes += 1
 
     def _take_dirty(self) -> list[str]:
         with self._lock:
@@ -443,8 +438,12 @@ def _taken_over(foreign: list[Key], held: Held, wanted: dict[Key, int]) -> str:
             " so the group is left to it")
 
 
-def _rows(unmirrored: dict[str, str]) -> str:
-    return "; ".join(f"{row}: {why}" for row, why in sorted(unmirrored.items())[:SHOWN])
+def _note_moves(group: GroupState, read: dict[Key, ZkOffset], at: float) -> None:
+    """Note, on sync's own clock, each offset znode whose new read shows a change since the last."""
+    for key, zk in read.items():
+        last = group.offsets.get(key)
+        if last is not None and (last.version != zk.version or last.path != zk.path):
+            group.moved[key] = at
 
 
 def settle_heap() -> None:

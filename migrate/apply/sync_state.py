@@ -26,7 +26,11 @@ class GroupState:
     old_consumers: int | None = None
     stopped: str | None = None   # why it is no longer synced
     stop_reason: str | None = None   # the same as one of metrics.STOP_REASONS, for the series
-    ready: bool = False          # old consumers gone, all mirrored, none unmirrorable: said once
+    ready: bool = False          # old consumers gone, all mirrored, none unmirrorable, offsets
+    #                              still for --quiet-for: said once
+    # offsets sync saw change (a new version read), and when on its own clock (time.time())
+    moved: dict[Key, float] = field(default_factory=dict)
+    said_moving: bool = False    # "not ready: its offsets moved" was said since it last was ready
     last_commit: float = 0.0
     kafka: dict[Key, int] = field(default_factory=dict)  # Kafka's offsets after sync's last pass
     last_mirrored: float = 0.0   # when Kafka last accepted a change of its offsets (not a renewal)
@@ -72,7 +76,7 @@ def group_lists(groups: dict[str, GroupState]) -> dict[str, Any]:
     """The groups by state, as sync-status.json names them."""
     live = {name: g for name, g in sorted(groups.items()) if g.stopped is None}
     return {"groups_synced": list(live),
-            "groups_ready": sorted(name for name, g in groups.items() if g.ready),
+            "groups_ready": sorted(name for name, g in live.items() if g.ready),
             "groups_unmirrored": {name: dict(sorted(g.unmirrored.items()))
                                   for name, g in live.items() if g.unmirrored},
             "groups_stopped": {name: g.stopped for name, g in sorted(groups.items())

@@ -36,6 +36,7 @@ from kazoo.protocol.states import EventType, WatchedEvent
 
 from migrate.kafka.writer import Key
 from migrate.zk import layouts
+from migrate.zk.quiet import seconds
 from migrate.zk.reader import ZkOffsetReader
 
 ANSWER_TIMEOUT = 30   # seconds arming waits for ZooKeeper's answer to each watch request
@@ -48,6 +49,7 @@ class ZkOffset(NamedTuple):
     path: str
     version: int | None
     layout: str
+    mtime: float | None = None   # when ZooKeeper last changed it, seconds since the epoch
 
 
 class GroupRead(NamedTuple):
@@ -166,7 +168,8 @@ class GroupWatches:
             offsets.pop(key, None)
             unmirrored.pop(label(key), None)
             if row["status"] == layouts.OK:
-                offsets[key] = ZkOffset(row["offset"], path, row["version"], layout)
+                offsets[key] = ZkOffset(row["offset"], path, row["version"], layout,
+                                        seconds(row["mtime"]))
             else:
                 unmirrored[label(key)] = f"{row['status']}: {row['reason']}"
         return GroupRead(offsets, unmirrored, last.old_consumers)
@@ -220,7 +223,7 @@ class GroupWatches:
                 row = layouts.pick(rows)
                 if row["status"] == layouts.OK:
                     read.offsets[key] = ZkOffset(row["offset"], row["path"], row["version"],
-                                                 row["layout"])
+                                                 row["layout"], seconds(row["mtime"]))
                 else:
                     read.unmirrored[label(key)] = f"{row['status']}: {row['reason']}"
             self._last[name], reads[name] = read, _copy(read)

@@ -209,7 +209,8 @@ def test_sync_never_calls_a_group_with_unmirrorable_rows_ready(cluster, zk, zk_c
     state = tmp_path / "state"
 
     # Re-scans every second: each group is read again after its first commit, when nothing is left to change.
-    code, result, err = run_sync(cluster, zk_chroot, state, prefix, "--rescan-every", "1s", stop_after="4s")
+    code, result, err = run_sync(cluster, zk_chroot, state, prefix, "--rescan-every", "1s",
+                                   "--quiet-for", "1s", stop_after="4s")
     assert code == 0, err
     assert kafka_offsets(kafka_admin, [group])[group] == {(topic, 0): (5, f"zk2kafka sync {result['run']}")}
     assert group not in result["groups_ready"], "a group with MALFORMED and UNREADABLE rows was called ready"

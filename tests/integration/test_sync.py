@@ -134,6 +134,7 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
     sync = subprocess.Popen([sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zookeeper,
                              "--bootstrap-server", cluster.bootstrap_server, "--group", f"{prefix}.*",
                              "--state-dir", str(state), "--rescan-every", "2s", "--renew-every", "3s",
+                             "--quiet-for", f"{3 * COMMIT_INTERVAL:g}s",
                              "--stop-after", "300s", "--json"],
                             stdout=subprocess.PIPE, stderr=sync_log, text=True, cwd=HERE.parents[1],
                             env={**os.environ, "PYTHONPATH": str(HERE.parents[1])})

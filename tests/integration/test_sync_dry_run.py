@@ -33,6 +33,7 @@ def test_sync_dry_run_follows_changes_and_writes_nothing(cluster, zk, zk_chroot,
             [sys.executable, "-m", "migrate", "sync", "--zookeeper", zk_chroot,
              "--bootstrap-server", cluster.bootstrap_server, "--group", f"{prefix}.*",
              "--state-dir", str(state), "--rescan-every", "1h", "--stop-after", "120s", "--json",
+             "--quiet-for", "1s",
              "--writers", str(writers)],
             stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -44,6 +45,9 @@ def test_sync_dry_run_follows_changes_and_writes_nothing(cluster, zk, zk_chroot,
             # Only a watch can bring this change in before the next re-scan, an hour away.
             zk.set(f"/consumers/{group}/offsets/{topic}/0", b"150")
             wait_for("the watched change", lambda: said(150))
+            # Ready again once the changed offset stayed still for --quiet-for.
+            wait_for("the group ready again", lambda: log.read_text().split(
+                f"would commit {topic}-0 -> 150")[1].count("ready to start its new consumers") == 1)
         finally:
             sync.send_signal(signal.SIGTERM)
             out, _ = sync.communicate(timeout=60)

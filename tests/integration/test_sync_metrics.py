@@ -94,7 +94,8 @@ def start_sync(zk_chroot: str, bootstrap: str, prefix: str, state: Path, address
     return subprocess.Popen(
         [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot,
          "--bootstrap-server", bootstrap, "--group", f"{prefix}.*", "--state-dir", str(state),
-         "--rescan-every", "2s", "--stop-after", "300s", "--metrics-address", address, *extra],
+         "--rescan-every", "2s", "--stop-after", "300s", "--metrics-address", address,
+         "--quiet-for", "1s", *extra],
         stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
 

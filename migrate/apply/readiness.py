@@ -1,0 +1,99 @@
+"""When sync calls a group ready to switch: no old consumer registered under ids/, every offset
+in Kafka, no row sync cannot mirror, and its offsets still in ZooKeeper for `--quiet-for`
+(migrate.zk.quiet, the rule ready-for-kraft applies too). Each change of a group's readiness
+is said once.
+
+A group whose offsets moved within the window is not ready even with ids/ empty: whatever wrote
+them (an OffsetCommit v0 client, a custom committer) never registers, and starting the new
+consumers beside it would read the same partitions twice. Such a group is judged again when
+the window ends, without waiting for a re-scan.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from migrate.apply.sync_state import SHOWN, GroupState
+from migrate.zk.quiet import Moved, Stamp, moved_within, shown, still_at, when
+
+log = logging.getLogger("migrate.apply.sync")
+
+
+class Readiness:
+    """Judges groups ready or not, logs each change once and calls `changed()` for it (the
+    status file shows it at once). `quiet_for`: seconds a group's offsets must be still."""
+
+    def __init__(self, quiet_for: float, changed: Callable[[], None]):
+        self.quiet_for, self.changed = quiet_for, changed
+        self._due: dict[str, float] = {}   # group -> when its window ends (time.time())
+
+    def due(self, now: float | None = None) -> list[str]:
+        """The groups whose window has ended since they were last judged: judge them again."""
+        now = time.time() if now is None else now
+        ended = sorted(name for name, at in self._due.items() if at <= now)
+        for name in ended:
+            del self._due[name]
+        return ended
+
+    def judge(self, name: str, group: GroupState, unconfirmed: bool) -> None:
+        """Say once that a group can switch, or why it no longer can."""
+        moved = self.moved(group)
+        if group.ready and (group.unmirrored or moved):   # e.g. a topic deleted, a late writer
+            group.ready = False
+            group.said_moving = bool(moved) and not group.unmirrored   # said here
+            self.changed()
+            why = _rows(group.unmirrored) if group.unmirrored else \
+                f"its offsets moved in ZooKeeper: {shown(moved)}"
+            log.warning("sync: group %s is no longer ready: %s", name, why)
+        if group.stopped is not None or group.ready or group.old_consumers != 0 or unconfirmed:
+            return
+        if group.unmirrored:
+            if group.said_unmirrored != group.unmirrored:
+                group.said_unmirrored = dict(group.unmirrored)
+                self.changed()
+                more = len(group.unmirrored) - SHOWN
+                log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, but not ready:"
+                            " %d row(s) sync cannot mirror: %s%s",
+                            name, len(group.unmirrored), _rows(group.unmirrored),
+                            f" (+{more} more)" if more > 0 else "")
+            return
+        if moved:
+            self._due[name] = still_at(moved, self.quiet_for)
+            if not group.said_moving:
+                group.said_moving = True
+                self.changed()
+                log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, but not ready:"
+                            " its offsets moved within the last %s: %s; something that does not"
+                            " register in ids/ may still commit (an OffsetCommit v0 client, a"
+                            " custom committer); ready once they are still for %s (not before %s)",
+                            name, _span(self.quiet_for), shown(moved), _span(self.quiet_for),
+                            when(self._due[name]))
+            return
+        if group.offsets:
+            group.ready, group.said_moving = True, False
+            self._due.pop(name, None)
+            self.changed()
+            log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, every offset is"
+                        " in Kafka and none moved for %s; ready to start its new consumers",
+                        name, _span(self.quiet_for))
+
+    def moved(self, group: GroupState) -> list[Moved]:
+        """The group's offset znodes that changed within the window, by ZooKeeper's mtime or as
+        sync saw them change."""
+        stamps = [Stamp(zk.path, zk.mtime) for zk in group.offsets.values()]
+        seen = {group.offsets[key].path: at for key, at in group.moved.items()
+                if key in group.offsets}
+        return moved_within(stamps, time.time() - self.quiet_for, seen)
+
+
+def _rows(unmirrored: dict[str, str]) -> str:
+    return "; ".join(f"{row}: {why}" for row, why in sorted(unmirrored.items())[:SHOWN])
+
+
+def _span(seconds: float) -> str:
+    """A window as the flags write it: 2m, 90s, 1.5s."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g}m"
+    return f"{seconds:g}s"

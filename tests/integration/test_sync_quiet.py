@@ -1,0 +1,112 @@
+"""`sync`'s "ready" needs quiet, not only an empty ids/.
+
+Both run the real `zk2kafka sync --execute` as a process against the session cluster. The writer that never
+registers is a real OffsetCommit v0 client (offset_commit_v0.py) committing through the 3.9 broker, which
+stores each commit in its own ZooKeeper: sync sees only the writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from offset_commit_v0 import Committer
+from seeding import kafka_offsets, make_topic
+
+ROOT = Path(__file__).parents[2]
+QUIET_FOR = 4.0   # seconds: sync's --quiet-for here, far above the client's commit interval
+EVERY = 0.4       # the v0 client's commit interval
+
+
+def start_sync(zookeeper: str, bootstrap: str, prefix: str, state: Path, log: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zookeeper, "--bootstrap-server",
+         bootstrap, "--group", f"{prefix}.*", "--state-dir", str(state), "--quiet-for", f"{QUIET_FOR:g}s",
+         "--rescan-every", "30s", "--stop-after", "60s", "--json", *extra],
+        stdout=subprocess.PIPE, stderr=log.open("w"), text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def status(state: Path) -> dict:
+    found = next(state.glob("reports/*/sync-status.json"), None)
+    try:
+        return json.loads(found.read_text()) if found else {}
+    except ValueError:   # replaced while read
+        return {}
+
+
+def wait_for(what, check, timeout=20.0, every=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def stop(sync: subprocess.Popen) -> dict:
+    sync.send_signal(signal.SIGTERM)
+    out, _ = sync.communicate(timeout=60)
+    assert sync.returncode == 0
+    return json.loads(out)
+
+
+@pytest.fixture
+def broker_zk(cluster, prefix):
+    """A kazoo client on the brokers' chroot, where a v0 commit lands; this test's groups are removed after."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=cluster.zookeeper)
+    client.start(timeout=15)
+    yield client
+    for group in client.get_children("/consumers") if client.exists("/consumers") else []:
+        if group.startswith(prefix):
+            client.delete(f"/consumers/{group}", recursive=True)
+    client.stop()
+    client.close()
+
+
+def test_a_group_an_unregistered_v0_client_commits_is_not_ready_until_quiet(cluster, broker_zk, kafka_admin, prefix,
+                                                                            tmp_path):
+    topic, group = f"{prefix}events", f"{prefix}legacy-app"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 100)
+    client = Committer(cluster.bootstrap_server, group, topic, 0, start=10, every=EVERY)
+    client.start()
+    znode = f"/consumers/{group}/offsets/{topic}/0"
+    wait_for("the v0 client's first commit in ZooKeeper", lambda: broker_zk.exists(znode))
+    assert not broker_zk.exists(f"/consumers/{group}/ids"), "a v0 client registers nowhere"
+
+    state, log = tmp_path / "state", tmp_path / "sync.log"
+    sync = start_sync(cluster.zookeeper, cluster.bootstrap_server, prefix, state, log)
+    try:
+        wait_for("sync's first pass", lambda: group in status(state).get("groups_synced", []))
+        # While the client commits, sync mirrors every commit and never calls the group ready.
+        until = time.monotonic() + 2.5 * QUIET_FOR
+        while time.monotonic() < until:
+            assert group not in status(state)["groups_ready"], "ready while an unregistered client commits"
+            time.sleep(0.1)
+        last = client.stop()
+        final = client.committed[-1][1]
+        wait_for("the last commit in Kafka", lambda: kafka_offsets(kafka_admin, [group])[group].get((topic, 0),
+                                                                                                    (0,))[0] == final)
+        ready_after = wait_for("the group ready once quiet", lambda: group in status(state)["groups_ready"]
+                               and time.time() - last, timeout=QUIET_FOR + 10)
+        assert ready_after >= QUIET_FOR - 0.5, f"ready {ready_after:.1f}s after the last commit"
+    finally:
+        if client.is_alive():
+            client.stop()
+        result = stop(sync)
+
+    assert group in result["groups_ready"] and result["offsets_mirrored"] >= 2 * QUIET_FOR / EVERY
+    text = log.read_text()
+    assert (f"group {group}: no old consumer left in ZooKeeper ids/, but not ready: its offsets moved within the "
+            f"last {QUIET_FOR:g}s: {znode} at ") in text, text[-2000:]
+    assert text.count(f"group {group}: no old consumer left in ZooKeeper ids/, but not ready") == 1   # said once
+    assert f"group {group}: no old consumer left in ZooKeeper ids/, every offset is in Kafka and none moved" in text

@@ -1,0 +1,82 @@
+"""The quiet rule shared by sync's "ready" and ready-for-kraft (migrate/zk/quiet.py), and sync's readiness."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+
+from migrate.apply.readiness import Readiness
+from migrate.apply.sync_state import GroupState
+from migrate.apply.watch import ZkOffset
+from migrate.zk.quiet import Moved, Stamp, moved_within, seconds, still_at
+
+NOW = 1_800_000_000.0
+
+
+def test_a_znode_changed_within_the_window_moved_and_an_older_one_did_not():
+    stamps = [Stamp("/c/g/offsets/t/0", NOW - 30), Stamp("/c/g/offsets/t/1", NOW - 300),
+              Stamp("/c/g/offsets/t/2", None)]
+    assert moved_within(stamps, since=NOW - 120) == [Moved("/c/g/offsets/t/0", NOW - 30)]
+    assert moved_within(stamps, since=NOW - 10) == []
+
+
+def test_a_change_the_caller_saw_counts_when_zookeepers_clock_runs_behind():
+    # ZooKeeper's mtime says an hour ago (its clock is behind); the caller saw the change 5 s ago.
+    stamps = [Stamp("/c/g/offsets/t/0", NOW - 3600)]
+    assert moved_within(stamps, NOW - 120, seen={"/c/g/offsets/t/0": NOW - 5}) == [Moved("/c/g/offsets/t/0", NOW - 5)]
+
+
+def test_latest_first_and_when_the_group_becomes_still():
+    moved = moved_within([Stamp("a", NOW - 50), Stamp("b", NOW - 10)], NOW - 120)
+    assert [m.path for m in moved] == ["b", "a"]
+    assert still_at(moved, 120) == NOW - 10 + 120
+    assert still_at([], 120) is None
+
+
+def test_mtime_from_a_stat_and_from_a_snapshot_row_are_the_same_seconds():
+    stamp = dt.datetime(2027, 1, 15, 8, 0, 0, tzinfo=dt.timezone.utc)
+    assert seconds(int(stamp.timestamp() * 1000)) == seconds(stamp) == stamp.timestamp()
+    assert seconds(None) is None
+
+
+def _group(mtime: float, old_consumers: int = 0) -> GroupState:
+    return GroupState(offsets={("t", 0): ZkOffset(5, "/consumers/g/offsets/t/0", 3, "standard", mtime)},
+                      old_consumers=old_consumers)
+
+
+def test_readiness_waits_for_quiet_then_says_ready_once(caplog):
+    changes = []
+    readiness = Readiness(60.0, lambda: changes.append(1))
+    group = _group(time.time() - 5)
+    with caplog.at_level(logging.WARNING):
+        readiness.judge("g", group, unconfirmed=False)
+        readiness.judge("g", group, unconfirmed=False)
+    assert not group.ready
+    assert sum("but not ready: its offsets moved within the last 1m: /consumers/g/offsets/t/0 at " in r.message
+               for r in caplog.records) == 1
+    assert readiness.due(time.time()) == []
+    assert readiness.due(time.time() + 60) == ["g"]   # judged again when the window ends
+
+    group.offsets[("t", 0)] = group.offsets[("t", 0)]._replace(mtime=time.time() - 61)
+    readiness.judge("g", group, unconfirmed=False)
+    assert group.ready and len(changes) == 2
+
+
+def test_a_ready_group_whose_offsets_move_again_is_no_longer_ready(caplog):
+    readiness = Readiness(60.0, lambda: None)
+    group = _group(time.time() - 600)
+    readiness.judge("g", group, unconfirmed=False)
+    assert group.ready
+    group.moved[("t", 0)] = time.time()   # sync read a new version
+    with caplog.at_level(logging.WARNING):
+        readiness.judge("g", group, unconfirmed=False)
+    assert not group.ready
+    assert any("is no longer ready: its offsets moved in ZooKeeper" in r.message for r in caplog.records)
+
+
+def test_an_old_consumer_still_registered_keeps_a_quiet_group_from_ready():
+    readiness = Readiness(60.0, lambda: None)
+    group = _group(time.time() - 600, old_consumers=1)
+    readiness.judge("g", group, unconfirmed=False)
+    assert not group.ready
