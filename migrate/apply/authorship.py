@@ -44,6 +44,20 @@ class Authorship:
             out = [k for k in out if not self._ours(group, k, held[k], written)]
         return out
 
+    def other_runs(self, held: Held, keys: list[Key]) -> dict[Key, str]:
+        """Those of `keys` whose value in `held` names, in its metadata, a zk2kafka run this
+        state dir's journal does not hold (another --state-dir's): key -> the metadata."""
+        if self.journal is None:
+            return {}
+        runs = self._writing_runs()
+        out = {}
+        for key in keys:
+            metadata = held[key][1] if key in held else None
+            named = _NAMES_A_RUN.fullmatch(metadata or "")
+            if named is not None and named.group(2) not in runs:
+                out[key] = metadata
+        return out
+
     def _this_run(self, value: tuple[int, str], mirrored: int | None) -> bool:
         offset, metadata = value
         return metadata == self.metadata and mirrored == offset
@@ -75,3 +89,10 @@ class Authorship:
                     default = f"zk2kafka {run.kind} {run.run_id}"
                     self._runs[run.run_id] = custom if custom is not None else default
         return self._runs
+
+
+def named_run(metadata: str | None) -> str | None:
+    """The run a commit's metadata names in zk2kafka's default form ("zk2kafka migrate <run>"),
+    or None."""
+    named = _NAMES_A_RUN.fullmatch(metadata or "")
+    return named.group(2) if named else None

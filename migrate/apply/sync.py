@@ -276,7 +276,10 @@ class Follower:
             # The group is left alone.
             asked = sorted(set(changed) | set(group.mirrored))
             foreign = self.authorship.foreign(name, held, asked, group.mirrored)
-            if foreign:
+            others = self.authorship.other_runs(held, foreign)
+            if foreign and len(others) == len(foreign):
+                self._stop(name, _other_run(foreign, held, wanted), "other_run")
+            elif foreign:
                 self._stop(name, _taken_over(foreign, held, wanted), "taken_over")
             elif changed:
                 todo.changes[name] = changed
@@ -436,6 +439,14 @@ def _taken_over(foreign: list[Key], held: Held, wanted: dict[Key, int]) -> str:
                       f" ZooKeeper {wanted.get(k)})" for k in foreign[:3])
     return (f"taken over: Kafka holds {shown}, not written by zk2kafka: a new consumer committed,"
             " so the group is left to it")
+
+
+def _other_run(keys: list[Key], held: Held, wanted: dict[Key, int]) -> str:
+    shown = ", ".join(f"{label(k)} = {held[k][0]} ({held[k][1]}; ZooKeeper {wanted.get(k)})"
+                      for k in keys[:3])
+    return (f"written by another zk2kafka run: Kafka holds {shown}, a run this state dir's"
+            " journal does not hold (another --state-dir); sync writes only over values of the"
+            " runs it knows, so the group is left alone: follow it with that run's --state-dir")
 
 
 def _note_moves(group: GroupState, read: dict[Key, ZkOffset], at: float) -> None:

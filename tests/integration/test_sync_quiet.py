@@ -1,4 +1,4 @@
-"""`sync`'s "ready" needs quiet, not only an empty ids/.
+"""`sync`'s "ready" needs quiet, not only an empty ids/, and a group another zk2kafka run wrote is named as such.
 
 Both run the real `zk2kafka sync --execute` as a process against the session cluster. The writer that never
 registers is a real OffsetCommit v0 client (offset_commit_v0.py) committing through the 3.9 broker, which
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from offset_commit_v0 import Committer
-from seeding import kafka_offsets, make_topic
+from seeding import kafka_offsets, make_topic, put
 
 ROOT = Path(__file__).parents[2]
 QUIET_FOR = 4.0   # seconds: sync's --quiet-for here, far above the client's commit interval
@@ -110,3 +110,33 @@ def test_a_group_an_unregistered_v0_client_commits_is_not_ready_until_quiet(clus
             f"last {QUIET_FOR:g}s: {znode} at ") in text, text[-2000:]
     assert text.count(f"group {group}: no old consumer left in ZooKeeper ids/, but not ready") == 1   # said once
     assert f"group {group}: no old consumer left in ZooKeeper ids/, every offset is in Kafka and none moved" in text
+
+
+def test_sync_names_a_group_another_state_dir_migrated_as_another_zk2kafka_run(cluster, zk, zk_chroot, kafka_admin,
+                                                                               prefix, tmp_path):
+    topic, group = f"{prefix}orders", f"{prefix}billing"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 200)
+    put(zk, f"/consumers/{group}/offsets/{topic}/0", b"100")
+    migrated = subprocess.run(
+        [sys.executable, "-m", "migrate", "migrate", "--execute", "--zookeeper", zk_chroot, "--bootstrap-server",
+         cluster.bootstrap_server, "--group", group, "--state-dir", str(tmp_path / "first"), "--json", "-q"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert migrated.returncode == 0, migrated.stderr
+    first = json.loads(migrated.stdout)["run"]
+    assert kafka_offsets(kafka_admin, [group])[group] == {(topic, 0): (100, f"zk2kafka migrate {first}")}
+    time.sleep(QUIET_FOR)   # the migration's own write to the znode is older than the window
+
+    state, log = tmp_path / "other", tmp_path / "sync.log"
+    sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, state, log)
+    try:
+        wait_for("the group ready: its offset is in Kafka", lambda: group in status(state).get("groups_ready", []))
+        zk.set(f"/consumers/{group}/offsets/{topic}/0", b"120")   # a straggler commits to ZooKeeper
+        wait_for("the group left alone", lambda: group in status(state)["groups_stopped"])
+    finally:
+        result = stop(sync)
+
+    why = result["groups_stopped"][group]
+    assert why.startswith("written by another zk2kafka run: Kafka holds ") and f"zk2kafka migrate {first}" in why
+    assert "new consumer" not in why
+    assert group not in result["groups_ready"], "called both ready and stopped"
+    assert kafka_offsets(kafka_admin, [group])[group] == {(topic, 0): (100, f"zk2kafka migrate {first}")}
