@@ -114,16 +114,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SANDBOX_ACTIONS: dict[str, str] = {
+    "up": "start ZooKeeper + a ZooKeeper-mode Kafka and print export lines",
+    "down": "stop every server of the sandbox",
+    "status": "where the sandbox listens, which mode it is in, and whether each server is alive",
+    "seed": "create topics with messages and legacy ZooKeeper offsets (the demo's groups, "
+            "and --groups N more)",
+    "kraft-migrate": "migrate the 3.9.2 sandbox to KRaft in place with Kafka's own KIP-866 "
+                     "migration, finalize it and stop ZooKeeper; print export lines",
+    "stop-old-consumers": "stop the sandbox's old consumers of the --group groups: their "
+                          "registrations under ids/ and owners/ go, as when they stop",
+    "kafka-consumer-groups": "run the sandbox release's own kafka-consumer-groups "
+                             "(its pinned jars): zk2kafka sandbox kafka-consumer-groups -- ARGS",
+    "kafka-get-offsets": "run the sandbox release's own kafka-get-offsets "
+                         "(its pinned jars): zk2kafka sandbox kafka-get-offsets -- ARGS",
+}
+
+
 def _add_sandbox_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("up", "down", "status", "seed"),
-                   help="up: start ZooKeeper + a ZooKeeper-mode Kafka and print export lines; "
-                        "down: stop them; status: where they listen; "
-                        "seed: create topics with messages and legacy ZooKeeper offsets")
-    p.add_argument("--kraft", action="store_true",
-                   help="with up: also start a Kafka 4.x KRaft broker as a separate target cluster")
-    p.add_argument("--kafka-version", metavar="V", default=None,
-                   help="with up: the ZooKeeper-mode Kafka release, with the ZooKeeper it ships "
-                        f"(default {DEFAULT_KAFKA_VERSION}; supported: {', '.join(RELEASES)})")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, summary in SANDBOX_ACTIONS.items():
+        # No abbreviations: a prefix of one flag must not pass for another.
+        a = actions.add_parser(name, help=summary, description=summary, allow_abbrev=False,
+                               parents=[_options_parser("sandbox")],
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        own = a.add_argument_group(f"sandbox {name} options")
+        if name == "up":
+            own.add_argument("--kraft", action="store_true",
+                             help="also start a Kafka 4.x KRaft broker as a separate target "
+                                  "cluster")
+            own.add_argument("--kafka-version", metavar="V", default=None,
+                             help="the ZooKeeper-mode Kafka release, with the ZooKeeper it ships "
+                                  f"(default {DEFAULT_KAFKA_VERSION}; supported: "
+                                  f"{', '.join(RELEASES)})")
+        elif name == "seed":
+            own.add_argument("--groups", dest="seed_groups", metavar="N", type=_count, default=0,
+                             help="also seed N groups bulk-00001 ... on the topic `bulk`, in "
+                                  "ZooKeeper transactions (10,000 groups in seconds)")
+            own.add_argument("--partitions", dest="seed_partitions", metavar="P", type=_count,
+                             default=4, help="partitions of the topic `bulk` (default 4)")
+        elif name == "kraft-migrate":
+            own.add_argument("--keep-zookeeper", action="store_true",
+                             help="leave ZooKeeper running after the migration")
+        elif name.startswith("kafka-"):
+            own.add_argument("tool_args", metavar="-- ARGS", nargs=argparse.REMAINDER,
+                             help=f"{name}'s own arguments, after `--`; --bootstrap-server "
+                                  "defaults to the sandbox's broker")
+
+
+def _count(text: str) -> int:
+    """A positive integer flag value (argparse makes the error a usage error, exit 2)."""
+    if not text.isascii() or not text.isdigit() or not 0 < int(text) < 10**7:
+        raise argparse.ArgumentTypeError(f"expected a positive integer below 10,000,000, "
+                                         f"got {text!r}")
+    return int(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,9 @@ from migrate import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
 from migrate.report import text
 from migrate.result import Result
-from migrate.sandbox.commands import sandbox_down, sandbox_seed, sandbox_status, sandbox_up
+from migrate.sandbox.commands import (sandbox_down, sandbox_kraft_migrate, sandbox_seed,
+                                      sandbox_status, sandbox_stop_old_consumers, sandbox_tool,
+                                      sandbox_up)
 from migrate.settings import Settings
 
 
@@ -98,7 +100,14 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
         if action == "up":
             return sandbox_up(settings, kraft=args.get("kraft", False),
                               kafka_version=args.get("kafka_version"))
-        actions = {"down": sandbox_down, "status": sandbox_status, "seed": sandbox_seed}
+        if action == "seed":
+            return sandbox_seed(settings, args["seed_groups"], args["seed_partitions"])
+        if action == "kraft-migrate":
+            return sandbox_kraft_migrate(settings, args["keep_zookeeper"])
+        if action.startswith("kafka-"):
+            return sandbox_tool(settings, action, args["tool_args"])
+        actions = {"down": sandbox_down, "status": sandbox_status,
+                   "stop-old-consumers": sandbox_stop_old_consumers}
         return actions[action](settings)
     if command == "rollback":
         return rollback(settings, args["run_id"])

@@ -19,7 +19,7 @@ import base64
 import json
 import logging
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -44,8 +44,10 @@ ZK_JVM_OPTS = ["-Dzookeeper.jmx.log4j.disable=true"]
 class Endpoints:
     """Where a running sandbox listens."""
 
-    zookeeper: str  # connect string including the broker's chroot, where /consumers lives
-    zk_server: str  # the ZooKeeper server without chroot
+    # connect string including the broker's chroot, where /consumers lives; None once a
+    # `sandbox kraft-migrate` stopped ZooKeeper
+    zookeeper: str | None
+    zk_server: str | None  # the ZooKeeper server without chroot
     bootstrap_server: str  # the ZooKeeper-mode Kafka broker
     kraft_bootstrap_server: str | None = None  # the separate KRaft target cluster, when started
     # security=True: the same broker over SASL_PLAINTEXT (security.SCRAM_USER) and over SSL
@@ -59,11 +61,16 @@ class Endpoints:
 
     def exports(self) -> str:
         """Shell lines that point the zk2kafka CLI at this sandbox."""
-        lines = [f"export ZK2KAFKA_ZOOKEEPER={self.zookeeper}",
+        lines = [f"export ZK2KAFKA_ZOOKEEPER={self.zookeeper}" if self.zookeeper
+                 else "unset ZK2KAFKA_ZOOKEEPER   # ZooKeeper was stopped: the cluster left it",
                  f"export ZK2KAFKA_BOOTSTRAP_SERVER={self.bootstrap_server}"]
         if self.kraft_bootstrap_server:
             lines.append(f"export ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER={self.kraft_bootstrap_server}")
         return "\n".join(lines)
+
+    def without_zookeeper(self) -> Endpoints:
+        """These endpoints once ZooKeeper is gone (after a migration to KRaft)."""
+        return replace(self, zookeeper=None, zk_server=None)
 
 
 class _Broker(NamedTuple):
@@ -108,6 +115,8 @@ class LocalCluster:
         self.offsets_partitions = offsets_partitions
         self.servers: list[JavaServer] = []
         self.endpoints: Endpoints | None = None
+        # zookeeper | migration | kraft: where `sandbox kraft-migrate` got to (kraft_migration.py)
+        self.mode = "zookeeper"
 
     def start(self, timeout: float = 120.0) -> Endpoints:
         """Fetch jars if needed, start every server and wait until each answers.
@@ -170,7 +179,7 @@ class LocalCluster:
         bootstrap = ",".join([bootstrap, *self._wait_brokers(more, timeout)])
         self.endpoints = Endpoints(zk_server + BROKER_CHROOT, zk_server, bootstrap, kraft_bootstrap,
                                    **(secured.endpoints if secured else {}))
-        self._save_state()
+        self.save_state()
         return self.endpoints
 
     def _start_more_brokers(self, jars: list[Path], zk_server: str) -> list[_Broker]:
@@ -207,7 +216,7 @@ class LocalCluster:
         }
         workdir = self.home / "kraft"
         workdir.mkdir(parents=True, exist_ok=True)
-        _write_properties(workdir / "server.properties", props)
+        write_properties(workdir / "server.properties", props)
         config = str(workdir / "server.properties")
         # A second `up` in the same state dir finds the log dir formatted: the broker refuses any
         # other cluster id, so the stored one is reused (and its data kept).
@@ -256,7 +265,7 @@ class LocalCluster:
                 heap: str = "512m", jvm_opts: list[str] | None = None) -> JavaServer:
         workdir = self.home / name
         workdir.mkdir(parents=True, exist_ok=True)
-        _write_properties(workdir / config_name, props)
+        write_properties(workdir / config_name, props)
         server = JavaServer(name, workdir, jars, main, [str(workdir / config_name)], heap, jvm_opts)
         server.start(self.attached)
         self.servers.append(server)
@@ -279,8 +288,10 @@ class LocalCluster:
         refuse_other_release(self.home, self.release.version)
         (self.home / VERSION_FILE).write_text(self.release.version + "\n")
 
-    def _save_state(self) -> None:
-        state = {"kafka_version": self.release.version, "endpoints": asdict(self.endpoints),
+    def save_state(self) -> None:
+        """Record the release, mode, endpoints and servers in `<home>/sandbox.json`."""
+        state = {"kafka_version": self.release.version, "mode": self.mode,
+                 "endpoints": asdict(self.endpoints),
                  "servers": [{"name": s.name, "pid": s.pid, "workdir": str(s.workdir)}
                              for s in self.servers]}
         (self.home / STATE_FILE).write_text(json.dumps(state, indent=1))
@@ -296,6 +307,7 @@ class LocalCluster:
         cluster = cls(home, cache_dir=Path(home), attached=False,
                       kafka_version=state.get("kafka_version", DEFAULT_KAFKA_VERSION))
         cluster.endpoints = Endpoints(**state["endpoints"])
+        cluster.mode = state.get("mode", "zookeeper")
         for s in state["servers"]:
             server = JavaServer(s["name"], Path(s["workdir"]), [], "", [])
             server.pid = s["pid"]
@@ -305,7 +317,7 @@ class LocalCluster:
     def status(self) -> dict:
         """Per server: pid, alive, log file; plus the endpoints."""
         return {
-            "kafka_version": self.release.version,
+            "kafka_version": self.release.version, "mode": self.mode,
             "endpoints": asdict(self.endpoints) if self.endpoints else None,
             "servers": [{"name": s.name, "pid": s.pid, "alive": s.alive(), "log": str(s.log_path)}
                         for s in self.servers],
@@ -325,6 +337,7 @@ def _stored_cluster_id(log_dir: Path) -> str | None:
     return None
 
 
-def _write_properties(path: Path, props: dict) -> None:
+def write_properties(path: Path, props: dict) -> None:
+    """A Java properties file of `props`, one `key=value` a line."""
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 

@@ -1,4 +1,5 @@
-"""`zk2kafka sandbox up|down|status|seed`: each returns a Result or raises a MigrateError."""
+"""`zk2kafka sandbox up|down|status|seed|kraft-migrate|stop-old-consumers|kafka-consumer-groups|
+kafka-get-offsets`: each returns a Result or raises a MigrateError."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import dataclasses
 import logging
 from dataclasses import asdict
 
-from migrate.errors import EXIT_OK, SandboxError
+from migrate.errors import EXIT_OK, ConfigError, SandboxError
+from migrate.sandbox.releases import MIGRATED_FILE, MODES
 from migrate.result import Result
 from migrate.settings import Settings
 
@@ -29,6 +31,8 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
     # holds. An unsupported version is a usage error, raised before anything else.
     wanted = release(kafka_version or recorded_version(home) or DEFAULT_KAFKA_VERSION)
     running = LocalCluster.from_state(home)
+    if (home / MIGRATED_FILE).exists():
+        return _up_migrated(settings, running, kraft, kafka_version)
     if running is not None and all(s.alive() for s in running.servers):
         if kafka_version is not None and running.release != wanted:
             raise SandboxError(f"a Kafka {running.release.version} sandbox is already running "
@@ -46,6 +50,27 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
         endpoints = LocalCluster(home, settings.cache_dir, kraft=kraft, attached=False,
                                  kafka_version=wanted.version).start()
     return Result(endpoints.exports(), asdict(endpoints))
+
+
+def _up_migrated(settings: Settings, running, kraft: bool, kafka_version: str | None) -> Result:
+    """`up` over a home `sandbox kraft-migrate` moved to KRaft: it stays in KRaft mode."""
+    from migrate.sandbox.artifacts import ensure_bundle
+    from migrate.sandbox.kraft_migration import restart_in_kraft_mode
+    from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION
+
+    home = settings.state_dir / "sandbox"
+    if kraft or kafka_version not in (None, DEFAULT_KAFKA_VERSION):
+        raise SandboxError(f"{home} holds a cluster migrated to KRaft in place: `sandbox up` "
+                           "restarts it as it is, without --kraft or --kafka-version; use another "
+                           "--state-dir for another sandbox")
+    if running is not None and all(s.alive() for s in running.servers):
+        log.info("the sandbox under %s runs in KRaft mode (migrated in place)", home)
+        return Result(running.endpoints.exports(), asdict(running.endpoints))
+    if running is not None:   # a half-dead leftover
+        running.stop()
+    log.info("starting the KRaft controller and broker migrated in place under %s", home)
+    cluster = restart_in_kraft_mode(home.resolve(), ensure_bundle("kafka-3.9", settings.cache_dir))
+    return Result(cluster.endpoints.exports(), asdict(cluster.endpoints))
 
 
 def sandbox_down(settings: Settings) -> Result:
@@ -72,30 +97,113 @@ def sandbox_status(settings: Settings) -> Result:
     if cluster is None:
         raise SandboxError(f"no sandbox running under {home}; start one with `zk2kafka sandbox up`")
     state = cluster.status()
-    lines = [f"Kafka {state['kafka_version']} (ZooKeeper {cluster.release.zookeeper})"]
+    lines = [f"Kafka {state['kafka_version']} (ZooKeeper {cluster.release.zookeeper}): "
+             f"{MODES[cluster.mode]}"
+             + ("; ZooKeeper stopped" if cluster.endpoints.zookeeper is None else "")]
     for s in state["servers"]:
         up = "up" if s["alive"] else "DOWN"
-        lines.append(f"{s['name']:<10} pid {s['pid']:<8} {up:<5} log {s['log']}")
+        lines.append(f"{s['name']:<16} pid {s['pid']:<8} {up:<5} log {s['log']}")
     healthy = all(s["alive"] for s in state["servers"])
     return Result("\n".join([cluster.endpoints.exports(), *(f"# {line}" for line in lines)]),
                   state, EXIT_OK if healthy else 1)
 
 
-def sandbox_seed(settings: Settings) -> Result:
-    """Seed topics, messages and legacy offsets into the configured (or the running) sandbox."""
-    from migrate.sandbox.cluster import LocalCluster
+def sandbox_seed(settings: Settings, groups: int = 0, partitions: int = 4) -> Result:
+    """Seed topics, messages and legacy offsets into the configured (or the running) sandbox;
+    with `groups`, that many bulk groups on a topic of `partitions` partitions."""
     from migrate.sandbox.seed import seed
 
-    if settings.zookeeper is None or settings.bootstrap_server is None:
+    settings = _connected(settings, "seed")
+    result = seed(settings.zookeeper, settings.kafka_options(), settings.zk_root, groups,
+                  partitions)
+    named = ", ".join(result.groups)
+    if result.bulk_groups:
+        named += (f" and {result.bulk_groups:,} bulk groups bulk-... on topic bulk "
+                  f"({partitions} partitions)")
+    text = (f"seeded {len(result.topics)} topics ({result.messages} new messages) and "
+            f"{result.znodes:,} offset znodes under {settings.zookeeper}{settings.zk_root} "
+            f"for groups {named}")
+    return Result(text, asdict(result))
+
+
+def sandbox_kraft_migrate(settings: Settings, keep_zookeeper: bool = False) -> Result:
+    """KIP-866 on the running 3.9.2 sandbox: to KRaft mode, finalized, ZooKeeper stopped unless
+    kept. Returns the export lines of the cluster as it is afterwards."""
+    from migrate.sandbox.artifacts import ensure_bundle
+    from migrate.sandbox.cluster import LocalCluster
+    from migrate.sandbox.kraft_migration import migrate_to_kraft
+    from migrate.sandbox.releases import KRAFT
+
+    home = settings.state_dir / "sandbox"
+    cluster = LocalCluster.from_state(home)
+    if cluster is None:
+        raise SandboxError(f"no sandbox running under {home}; start one with `zk2kafka sandbox up`")
+    if cluster.mode == KRAFT:
+        log.info("the sandbox under %s is already in KRaft mode", home)
+    else:
+        migrate_to_kraft(cluster, ensure_bundle(cluster.release.bundle, settings.cache_dir),
+                         keep_zookeeper)
+        log.info("the sandbox under %s is in KRaft mode: migrated in place and finalized%s",
+                 home, "" if keep_zookeeper else "; ZooKeeper stopped")
+    return Result(cluster.endpoints.exports(), {**asdict(cluster.endpoints), "mode": cluster.mode})
+
+
+def sandbox_stop_old_consumers(settings: Settings) -> Result:
+    """What stopping the old consumers of the --group groups does in ZooKeeper: their
+    registrations under ids/ and owners/ go. Only the seed's stand-ins (persistent znodes) are
+    removed; a live consumer's registration (ephemeral) is refused, nothing removed."""
+    from migrate.sandbox.old_consumers import stop_old_consumers
+
+    if not settings.groups:
+        raise ConfigError("stop-old-consumers needs --group REGEX: the groups whose old "
+                          "consumers to stop")
+    settings = _connected(settings, "stop-old-consumers", kafka=False)
+    stopped = stop_old_consumers(settings.zookeeper, settings.zk_root, settings.groups,
+                                 settings.exclude_groups)
+    lines = [f"stopped the old consumers of {group}: {ids} registration(s) in ids/ and {owned} "
+             f"partition(s) owned under owners/ removed" for group, (ids, owned) in stopped.items()]
+    return Result("\n".join(lines), {"stopped": {g: {"ids": i, "owners": o}
+                                                 for g, (i, o) in stopped.items()}})
+
+
+def sandbox_tool(settings: Settings, tool: str, args: list[str]) -> Result:
+    """Run Kafka's own `tool` of the sandbox's release with `args` (after `--`), against the
+    sandbox's broker unless they name a --bootstrap-server. Its output and exit code are its own."""
+    from migrate.sandbox.cluster import LocalCluster
+    from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, recorded_version, release
+    from migrate.sandbox.tools import run_tool
+
+    home = settings.state_dir / "sandbox"
+    args = args[1:] if args[:1] == ["--"] else list(args)
+    if "--bootstrap-server" not in args:
+        cluster = LocalCluster.from_state(home)
+        bootstrap = settings.bootstrap_server or (cluster.endpoints.bootstrap_server
+                                                  if cluster else None)
+        if bootstrap is None:
+            raise ConfigError(f"{tool} needs a broker: --bootstrap-server, "
+                              "ZK2KAFKA_BOOTSTRAP_SERVER, or a sandbox under --state-dir")
+        args = ["--bootstrap-server", bootstrap, *args]
+    version = release(recorded_version(home) or DEFAULT_KAFKA_VERSION)
+    done = run_tool(tool, version, args, settings.cache_dir)
+    return Result(done.stdout.rstrip("\n"), {"tool": tool, "args": args,
+                                              "exit_code": done.returncode,
+                                              "stdout": done.stdout}, done.returncode)
+
+
+def _connected(settings: Settings, action: str, kafka: bool = True) -> Settings:
+    """The settings with the running sandbox's ZooKeeper (and Kafka) where none is given."""
+    from migrate.sandbox.cluster import LocalCluster
+
+    if settings.zookeeper is None or (kafka and settings.bootstrap_server is None):
         cluster = LocalCluster.from_state(settings.state_dir / "sandbox")
         if cluster is None:
-            raise SandboxError("seed needs --zookeeper and --bootstrap-server, or a sandbox "
-                               "started by `zk2kafka sandbox up` under the same --state-dir")
+            raise SandboxError(f"{action} needs --zookeeper{' and --bootstrap-server' * kafka}, "
+                               "or a sandbox started by `zk2kafka sandbox up` under the same "
+                               "--state-dir")
+        if cluster.endpoints.zookeeper is None and settings.zookeeper is None:
+            raise SandboxError(f"{action}: the sandbox has no ZooKeeper any more "
+                               "(`sandbox kraft-migrate` stopped it)")
         settings = dataclasses.replace(
             settings, zookeeper=settings.zookeeper or cluster.endpoints.zookeeper,
             bootstrap_server=settings.bootstrap_server or cluster.endpoints.bootstrap_server)
-    result = seed(settings.zookeeper, settings.kafka_options(), settings.zk_root)
-    text = (f"seeded {len(result.topics)} topics ({result.messages} new messages) and "
-            f"{result.znodes} offset znodes under {settings.zookeeper}{settings.zk_root} "
-            f"for groups {', '.join(result.groups)}")
-    return Result(text, asdict(result))
+    return settings

@@ -9,6 +9,14 @@ from migrate.errors import ConfigError, SandboxError
 
 # Which release wrote the data under a sandbox's home; kept after `down`.
 VERSION_FILE = "kafka-version"
+# The modes a sandbox is in (`sandbox kraft-migrate` moves it from the first to the last); a home
+# migrated to KRaft keeps MIGRATED_FILE after `down`, so that `up` does not start ZooKeeper mode
+# over it.
+ZOOKEEPER, MIGRATION, KRAFT = "zookeeper", "migration", "kraft"
+MODES = {ZOOKEEPER: "ZooKeeper mode",
+         MIGRATION: "migration mode (KIP-866 under way: a KRaft controller copies ZooKeeper)",
+         KRAFT: "KRaft mode, migrated in place from ZooKeeper (KIP-866) and finalized"}
+MIGRATED_FILE = "migrated-to-kraft"
 
 
 @dataclass(frozen=True)

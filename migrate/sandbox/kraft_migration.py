@@ -1,0 +1,248 @@
+"""Kafka's own migration of a ZooKeeper-mode sandbox to KRaft, in place (KIP-866), as Kafka 3.9's
+operations guide gives it ("ZooKeeper to KRaft Migration"):
+
+1. a KRaft controller, formatted with the cluster's id (ZooKeeper's /cluster/id) and started with
+   `zookeeper.metadata.migration.enable=true` and the brokers' `zookeeper.connect`;
+2. the broker restarted in migration mode: the same config plus the migration flag, the
+   controller quorum and `inter.broker.protocol.version` 3.9;
+3. the controller copies the metadata from ZooKeeper (`ZkMigrationClient.readAllMetadata`:
+   topics, configs, quotas, SCRAM credentials, ACLs, the producer-id block, delegation tokens,
+   nothing under /consumers); done when ZooKeeper's /migration znode carries a KRaft metadata
+   offset (`ZkMigrationLeadershipState.initialZkMigrationComplete`: kraft_metadata_offset > 0);
+4. the broker restarted as a KRaft broker (`process.roles=broker`, `node.id` = its broker.id, no
+   ZooKeeper settings); from here a v0 OffsetCommit is refused;
+5. the controller restarted without the migration flag: it finalizes (writes POST_MIGRATION and
+   logs "Completing the ZK migration"); from here there is no way back to ZooKeeper;
+6. ZooKeeper stopped, unless kept.
+
+Only the 3.9.2 sandbox with one broker (what `zk2kafka sandbox up` starts) is migrated. The mode
+the cluster is in is recorded after each step, so `sandbox status` and `sandbox down` know every
+server, also after a step failed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from migrate.errors import SandboxError
+from migrate.sandbox.cluster import Endpoints, LocalCluster, write_properties
+from migrate.sandbox.jvm import JavaServer, free_port, kafka_ready, wait_for_server, wait_until
+from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, KRAFT, MIGRATED_FILE, MIGRATION
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_ID = 3000   # brokers and controllers share one id space: far from the brokers' 0..n
+
+
+class Migration:
+    """The migration of one detached sandbox, step by step; `run()` returns its new endpoints."""
+
+    def __init__(self, cluster: LocalCluster, jars: list[Path], timeout: float = 120.0):
+        self.cluster, self.jars, self.timeout = cluster, jars, timeout
+        self.home = cluster.home
+        self.broker = _server(cluster, "kafka")
+        self.endpoints = cluster.endpoints
+        self.step, self.steps = 0, 7
+        self.controller_dir = self.home / "kraft-controller"
+        self.controller: JavaServer | None = None
+
+    def run(self, keep_zookeeper: bool) -> None:
+        """Migrate, finalize, and stop ZooKeeper unless `keep_zookeeper`; raises SandboxError,
+        one line naming the step that failed and its log."""
+        zk = _server(self.cluster, "zookeeper")
+        self.steps += not keep_zookeeper
+        with self._step("read the cluster id from ZooKeeper", zk):
+            cluster_id = self._cluster_id()
+        port = free_port()
+        voters = f"{CONTROLLER_ID}@127.0.0.1:{port}"
+        controller = {
+            "process.roles": "controller", "node.id": CONTROLLER_ID,
+            "controller.quorum.voters": voters, "listeners": f"CONTROLLER://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": self.controller_dir / "data",
+            # the migration: ZooKeeper as the brokers see it, and their listener for its RPCs
+            "zookeeper.metadata.migration.enable": "true",
+            "zookeeper.connect": self.endpoints.zookeeper,
+            "inter.broker.listener.name": "PLAINTEXT",
+        }
+        config = self.controller_dir / "controller.properties"
+        self.controller_dir.mkdir(parents=True, exist_ok=True)
+        write_properties(config, controller)
+        fmt = JavaServer("kraft-controller-format", self.controller_dir, self.jars,
+                         "kafka.tools.StorageTool", ["format", "-t", cluster_id, "-c", str(config)])
+        with self._step("format the KRaft controller's log dir", fmt):
+            fmt.start(attached=False)
+            if fmt.process.wait(timeout=self.timeout) != 0:
+                raise SandboxError(f"kafka-storage format exited {fmt.process.returncode}: "
+                                   f"{fmt.cause()}")
+        self.controller = self._start("kraft-controller", self.controller_dir, config)
+        self.cluster.servers.insert(1, self.controller)
+        self.cluster.mode = MIGRATION
+        self.cluster.save_state()
+        with self._step("start the KRaft controller in migration mode", self.controller):
+            wait_until("the KRaft controller", lambda: _listens(port), self.timeout,
+                       self.controller.alive, self.controller.cause)
+
+        broker_config = self.broker.workdir / "server.properties"
+        zk_mode = _read_properties(broker_config)
+        quorum = {"controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER",
+                  "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"}
+        with self._step("restart the broker in migration mode", self.broker):
+            write_properties(broker_config, {**zk_mode, **quorum,
+                                             "zookeeper.metadata.migration.enable": "true",
+                                             "inter.broker.protocol.version": "3.9"})
+            self._restart_broker(broker_config)
+        with self._step("wait until the controller has migrated the metadata", self.controller):
+            wait_until("the metadata migration", self._migrated, self.timeout,
+                       self.controller.alive, self.controller.cause)
+
+        with self._step("restart the broker as a KRaft broker", self.broker):
+            kraft = {k: v for k, v in zk_mode.items()
+                     if not k.startswith("zookeeper.") and k != "broker.id"}
+            write_properties(broker_config, {"process.roles": "broker",
+                                             "node.id": zk_mode["broker.id"], **kraft, **quorum})
+            self._restart_broker(broker_config)
+
+        with self._step("restart the controller without migration (finalize)", self.controller):
+            self.controller.stop()
+            for key in ("zookeeper.metadata.migration.enable", "zookeeper.connect"):
+                controller.pop(key)
+            write_properties(config, controller)
+            self.controller.start(attached=False)
+            self.cluster.save_state()
+            wait_until("the controller to finalize the migration", self._finalized, self.timeout,
+                       self.controller.alive, self.controller.cause)
+            wait_for_server("the KRaft broker", self.broker,
+                            lambda: kafka_ready(self.endpoints.bootstrap_server), self.timeout)
+        self.cluster.mode = KRAFT
+        (self.home / MIGRATED_FILE).write_text("kraft\n")
+        self.cluster.save_state()
+        if keep_zookeeper:
+            return
+        with self._step("stop ZooKeeper", zk):
+            zk.stop()
+            self.cluster.servers.remove(zk)
+            self.cluster.endpoints = self.endpoints = self.endpoints.without_zookeeper()
+            self.cluster.save_state()
+
+    @contextmanager
+    def _step(self, what: str, server: JavaServer) -> Iterator[None]:
+        self.step += 1
+        log.info("kraft-migrate: step %d of %d: %s", self.step, self.steps, what)
+        try:
+            yield
+        except (SandboxError, OSError, KazooException, KazooTimeoutError, ValueError) as exc:
+            cause = str(exc) if "(log: " in str(exc) else f"{exc} (log: {server.log_path})"
+            raise SandboxError(f"kraft-migrate, step {self.step} of {self.steps} ({what}) failed: "
+                               f"{cause}") from exc
+
+    def _start(self, name: str, workdir: Path, config: Path, heap: str = "384m") -> JavaServer:
+        server = JavaServer(name, workdir, self.jars, "kafka.Kafka", [str(config)], heap=heap)
+        server.start(attached=False)
+        return server
+
+    def _restart_broker(self, config: Path) -> None:
+        self.broker.stop()
+        index = self.cluster.servers.index(self.broker)
+        self.broker = self._start("kafka", self.broker.workdir, config, heap="512m")
+        self.cluster.servers[index] = self.broker
+        self.cluster.save_state()
+        wait_for_server("the broker", self.broker,
+                        lambda: kafka_ready(self.endpoints.bootstrap_server), self.timeout)
+
+    def _zookeeper(self) -> KazooClient:
+        client = KazooClient(hosts=self.endpoints.zookeeper, timeout=10)
+        client.start(timeout=15)
+        return client
+
+    def _cluster_id(self) -> str:
+        client = self._zookeeper()
+        try:
+            return json.loads(client.get("/cluster/id")[0])["id"]
+        finally:
+            client.stop()
+            client.close()
+
+    def _migrated(self) -> bool:
+        """The controller wrote the KRaft metadata offset it migrated to into /migration."""
+        client = self._zookeeper()
+        try:
+            if not client.exists("/migration"):
+                return False
+            return json.loads(client.get("/migration")[0]).get("kraft_metadata_offset", -1) > 0
+        finally:
+            client.stop()
+            client.close()
+
+    def _finalized(self) -> bool:
+        # Logged by the controller when it activates with the flag off (ActivationRecordsGenerator);
+        # "Loaded ZK migration state of POST_MIGRATION" when it had already finalized.
+        text = self.controller.log_path.read_text(errors="replace")
+        return ("Completing the ZK migration" in text
+                or "Loaded ZK migration state of POST_MIGRATION" in text)
+
+
+def migrate_to_kraft(cluster: LocalCluster, jars: list[Path], keep_zookeeper: bool) -> None:
+    """KIP-866 on a running detached sandbox; raises SandboxError when it cannot be done, or a
+    step failed."""
+    if cluster.release.version != DEFAULT_KAFKA_VERSION:
+        raise SandboxError(f"kraft-migrate needs the Kafka {DEFAULT_KAFKA_VERSION} sandbox (the "
+                           "last release with ZooKeeper mode, whose KIP-866 migration it runs); "
+                           f"this one is Kafka {cluster.release.version}")
+    names = [s.name for s in cluster.servers]
+    if cluster.mode == MIGRATION:
+        raise SandboxError("the sandbox is half-way through a migration that failed; "
+                           "`zk2kafka sandbox down` it and start afresh")
+    if "kafka-1" in names or "zookeeper" not in names or "kafka" not in names:
+        raise SandboxError(f"kraft-migrate migrates a sandbox of ZooKeeper and one broker, as "
+                           f"`zk2kafka sandbox up` starts it; this one runs {', '.join(names)}")
+    dead = [s.name for s in cluster.servers if not s.alive()]
+    if dead:
+        raise SandboxError(f"{', '.join(dead)} of the sandbox is not running: "
+                           "`zk2kafka sandbox status` shows its log")
+    Migration(cluster, jars).run(keep_zookeeper)
+
+
+def restart_in_kraft_mode(home: Path, jars: list[Path], timeout: float = 120.0) -> LocalCluster:
+    """`sandbox up` of a home migrated to KRaft: its controller and broker started again from
+    their configs (same ports, same data); raises SandboxError naming the one that failed."""
+    cluster = LocalCluster(home, home, attached=False)
+    controller_dir, broker_dir = home / "kraft-controller", home / "kafka"
+    bootstrap = _read_properties(broker_dir / "server.properties")["listeners"].split("//", 1)[1]
+    for name, workdir, config in (("kraft-controller", controller_dir, "controller.properties"),
+                                  ("kafka", broker_dir, "server.properties")):
+        server = JavaServer(name, workdir, jars, "kafka.Kafka", [str(workdir / config)],
+                            heap="384m" if name != "kafka" else "512m")
+        server.start(attached=False)
+        cluster.servers.append(server)
+    cluster.mode = KRAFT
+    cluster.endpoints = Endpoints(None, None, bootstrap)
+    cluster.save_state()
+    wait_for_server("Kafka (KRaft, migrated in place)", cluster.servers[-1],
+                    lambda: kafka_ready(bootstrap), timeout)
+    return cluster
+
+
+def _server(cluster: LocalCluster, name: str) -> JavaServer:
+    return next(s for s in cluster.servers if s.name == name)
+
+
+def _listens(port: int) -> bool:
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    return True
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines()
+             if "=" in line and not line.lstrip().startswith("#"))
+    return {key.strip(): value.strip() for key, value in pairs}
