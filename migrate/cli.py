@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "migrate": "commit the plan to Kafka and ZooKeeper (dry run unless --execute)",
     "verify": "re-diff; exit 0 only if every selected ZooKeeper offset equals Kafka's",
     "sync": "follow mode: mirror ZooKeeper offset changes into Kafka until stopped",
+    "ready-for-kraft": "before each KIP-866 step: exit 0 only if nothing kept in ZooKeeper would "
+                       "be left behind (read-only; watches for writes for --quiet-for)",
     "rollback": "restore the offsets a run recorded before it wrote (dry run unless --execute)",
     "status": "progress of runs from the journal",
     "sandbox": "a real local ZooKeeper + Kafka to try zk2kafka on",

@@ -76,6 +76,16 @@ def sync(settings: Settings) -> Result:
     return Result(text.sync(data), data)
 
 
+def ready_for_kraft(settings: Settings) -> Result:
+    """Read-only: exit 0 only when every ZooKeeper offset is in Kafka (or its group taken over),
+    no old consumer is registered and nothing wrote an offset znode for --quiet-for; else 3."""
+    from migrate.ready.check import ready_for_kraft as check
+    from migrate.report import ready
+
+    data = check(settings)
+    return Result(ready.text(data), data, EXIT_OK if data["ready"] else EXIT_BLOCKERS)
+
+
 def rollback(settings: Settings, run_id: str) -> Result:
     """Put back the values a run journaled before it wrote, in Kafka and ZooKeeper.
 
@@ -113,5 +123,6 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
         return rollback(settings, args["run_id"])
     if command == "status":
         return status(settings, args.get("run_id"))
-    commands = {"scan": scan, "diff": diff, "migrate": migrate, "verify": verify, "sync": sync}
+    commands = {"scan": scan, "diff": diff, "migrate": migrate, "verify": verify, "sync": sync,
+                "ready-for-kraft": ready_for_kraft}
     return commands[command](settings)

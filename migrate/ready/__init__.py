@@ -1,0 +1,8 @@
+"""Checking that nothing kept in ZooKeeper is left behind when the cluster leaves it (KIP-866),
+read-only in both stores.
+
+- `check`: `zk2kafka ready-for-kraft`: reads ZooKeeper, watches it for writes, reads it again,
+  snapshots Kafka, judges and leaves the evidence in the state dir;
+- `watch`: the watch that finds a writer by its writes alone (one that never registers);
+- `rules`: the verdict per group, pure.
+"""

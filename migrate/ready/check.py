@@ -1,0 +1,197 @@
+"""`zk2kafka ready-for-kraft`: before each step of KIP-866 that cannot be undone, is anything kept
+in ZooKeeper still to be moved? Reads both stores and writes neither.
+
+It reads every offset under the root (with the configured layout; the standard one covers
+`offsets/` and Kafka 1.1.0's `offset/`), watches the tree for `--quiet-for`, reads it again, then
+snapshots Kafka for those groups and judges each group (rules.py). The run's evidence stays in
+the state dir, so that the proof of what was moved outlives ZooKeeper: the final ZooKeeper read
+(snapshots/zk-<run>.parquet), the Kafka snapshot it was compared with
+(snapshots/kafka-<run>.parquet), and the verdict (reports/<run>/summary.json, report.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+
+from migrate.apply.authorship import Authorship, named_run
+from migrate.apply.journal import Journal
+from migrate.errors import EXIT_BLOCKERS, NothingFound
+from migrate.kafka.client import open_admin
+from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION, KafkaSnapshot
+from migrate.pipeline import selection_text
+from migrate.ready.rules import KafkaGroup, judge
+from migrate.ready.watch import WriteWatch
+from migrate.report.ready import write_report
+from migrate.settings import Settings
+from migrate.state import StateDir, iso, new_run_id
+from migrate.zk.client import close, connect
+from migrate.zk.quiet import Stamp, moved_within, seconds
+from migrate.zk.reader import SCHEMA, ZkOffsetReader
+from migrate.zk.scan import make_reader
+
+log = logging.getLogger(__name__)
+
+
+def ready_for_kraft(settings: Settings) -> dict[str, Any]:
+    """Judge every selected group under the root; the verdict as the command prints it.
+
+    Raises NothingFound (exit 3) when there is no offset at all: nothing checked is not ready.
+    """
+    settings.require("zookeeper")
+    settings.require("bootstrap_server")
+    run, state = new_run_id(), StateDir(settings.state_dir)
+    source = f"{settings.zookeeper}{settings.path_template or settings.zk_root}"
+    # Both stores reached before the watch: an unreachable Kafka fails now, not after it.
+    admin = open_admin(settings)
+    try:
+        return _check(settings, admin, run, state, source)
+    finally:
+        admin.close()
+
+
+def _check(settings: Settings, admin, run: str, state: StateDir, source: str) -> dict[str, Any]:
+    client = connect(settings)
+    try:
+        reader = make_reader(client, settings)
+        first = _read(reader, reader.groups())
+        if not first:
+            raise NothingFound("ready-for-kraft", source, selection_text(settings),
+                               exit_code=EXIT_BLOCKERS)
+        watch = WriteWatch(client, group_of=lambda path: _group_of(reader.root, path))
+        started = time.time()
+        armed = watch.arm([r["path"] for r in first if r["mzxid"] is not None],
+                          _directories(reader, first))
+        log.info("ready-for-kraft %s: watching %d znodes of %d groups under %s for writes for "
+                 "%.0fs (--quiet-for)", run, armed, len({r["group"] for r in first}), source,
+                 settings.quiet_for)
+        watch.wait(settings.quiet_for)
+        ended = time.time()
+        groups = reader.groups()   # a group created during the watch is judged too
+        final = _read(reader, groups)
+        liveness = _liveness(client, reader, groups)
+    finally:
+        close(client)
+    moved = _moved(first, final, watch.seen, since=min(started, ended - settings.quiet_for))
+    zk_snapshot = state.zk_snapshot(run)
+    pq.write_table(pa.Table.from_pylist(final, schema=SCHEMA), zk_snapshot)
+    kafka, partitions, kafka_snapshot = _kafka(admin, state, run, groups, final)
+    journal = (Journal.open(settings.state_dir)
+               if (settings.state_dir / "journal.sqlite").exists() else None)
+    try:
+        verdicts = judge(final, kafka, partitions, moved, liveness, _zk2kafka_wrote(journal))
+    finally:
+        if journal is not None:
+            journal.close()
+    data = {"run": run, "command": "ready-for-kraft", "source": source,
+            "selection": selection_text(settings), "bootstrap_server": settings.bootstrap_server,
+            "watched": {"from": iso(started), "to": iso(ended), "quiet_for": settings.quiet_for},
+            "groups": len(verdicts), "offsets": sum(v.offsets for v in verdicts),
+            "ready": all(v.ready for v in verdicts) and bool(verdicts),
+            "not_ready": [v.group for v in verdicts if not v.ready],
+            "verdicts": [v.to_json() for v in verdicts],
+            "evidence": {"zookeeper": str(zk_snapshot), "kafka": str(kafka_snapshot)}}
+    data["report"] = str(write_report(state.reports(run), data))
+    return data
+
+
+def _read(reader: ZkOffsetReader, groups: list[str]) -> list[dict]:
+    """Every offset row of `groups`, with mtime kept as the stat's milliseconds."""
+    rows = [row for batch in reader.batches(groups) for row in batch.to_pylist()]
+    for row in rows:
+        row["mtime_s"] = seconds(row["mtime"])
+    return rows
+
+
+def _directories(reader: ZkOffsetReader, rows: list[dict]) -> list[str]:
+    """The directories whose children a writer changes: the root (new groups), each group's
+    ids/ (registrations), and each offset znode's topic and layout directories (new partitions
+    and topics)."""
+    found = {reader.root or "/"}
+    for row in rows:
+        parent = row["path"].rsplit("/", 1)[0]
+        found.update((parent, parent.rsplit("/", 1)[0]))
+        if reader.liveness:
+            found.add(f"{reader.root}/{row['group']}/ids")
+    return sorted(found)
+
+
+def _moved(first: list[dict], final: list[dict], seen: dict[str, float], since: float):
+    """The offset znodes of the final read written during the watch: by mtime, by what the watch
+    saw, and by a zxid the first read did not have (changed, or created since)."""
+    before = {r["path"]: r["mzxid"] for r in first}
+    seen = dict(seen)
+    for row in final:
+        if row["mzxid"] is not None and before.get(row["path"]) != row["mzxid"]:
+            seen[row["path"]] = max(seen.get(row["path"], since), row["mtime_s"] or since)
+    stamps = [Stamp(r["path"], r["mtime_s"]) for r in final]
+    return moved_within(stamps, since, seen)
+
+
+def _liveness(client: KazooClient, reader: ZkOffsetReader,
+              groups: list[str]) -> dict[str, tuple[int, int]]:
+    """Per group: old consumers registered under ids/ and partitions owned under owners/ (only
+    the old high-level consumer's layouts have them). Every group, with offsets or not."""
+    if not reader.liveness:
+        return {}
+    root = reader.root
+    ids = {g: client.get_children_async(f"{root}/{g}/ids") for g in groups}
+    owners = {g: client.get_children_async(f"{root}/{g}/owners") for g in groups}
+    consumers = {g: len(_children(request)) for g, request in ids.items()}
+    topics = {(g, t): client.get_children_async(f"{root}/{g}/owners/{t}")
+              for g, request in owners.items() for t in _children(request)}
+    owned = dict.fromkeys(groups, 0)
+    for (g, _), request in topics.items():
+        owned[g] += len(_children(request))
+    return {g: (consumers[g], owned[g]) for g in groups if consumers[g] or owned[g]}
+
+
+def _children(request) -> list[str]:
+    try:
+        return request.get(timeout=30)
+    except KazooException:   # no such directory: nobody registered
+        return []
+
+
+def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]):
+    """Kafka's side of `groups` (snapshotted into the state dir): per group, its every partition,
+    and the snapshot's path."""
+    path = state.kafka_snapshot(run)
+    KafkaSnapshot(admin).write(path, groups, {r["topic"] for r in rows if r["topic"] is not None})
+    kafka: dict[str, KafkaGroup] = {}
+    partitions = set()
+    for row in pq.read_table(path).to_pylist():
+        if row["kind"] == GROUP:
+            held = kafka.setdefault(row["group"], KafkaGroup())
+            held.state, held.refused = row["group_state"], row["error"]
+        elif row["kind"] == OFFSET:
+            kafka.setdefault(row["group"], KafkaGroup()).offsets[row["topic"], row["partition"]] = (
+                row["committed_offset"], row["metadata"])
+        elif row["kind"] == PARTITION:
+            partitions.add((row["topic"], row["partition"]))
+    return kafka, partitions, path
+
+
+def _zk2kafka_wrote(journal: Journal | None):
+    """Whether zk2kafka wrote a value Kafka holds: its metadata names a zk2kafka run (any state
+    dir's: a value moved by another run is still no new consumer's), or a run of this state dir's
+    journal committed exactly it with a custom --metadata."""
+    authorship = Authorship(journal, metadata="")
+
+    def wrote(group: str, key, offset: int, metadata: str | None) -> bool:
+        if named_run(metadata) is not None:
+            return True
+        return journal is not None and not authorship.foreign(group, {key: (offset, metadata)},
+                                                               [key], {})
+    return wrote
+
+
+def _group_of(root: str, path: str) -> str | None:
+    rest = path[len(root):].strip("/") if path.startswith(root) else ""
+    return rest.split("/", 1)[0] or None

@@ -1,0 +1,124 @@
+"""ready-for-kraft's verdict, group by group: what a cluster that leaves ZooKeeper would leave
+behind. Pure: the stores were read before (check.py).
+
+KIP-866 copies topics, configs, ACLs and the like from ZooKeeper, and nothing under /consumers.
+A group is ready when each of its ZooKeeper offsets is in Kafka with the same value, or the group
+was taken over by a new consumer in Kafka by the rules sync applies (live Kafka members, or a value
+in Kafka that zk2kafka did not write); when no old consumer is registered (ids/) or owns a
+partition (owners/); and when none of its offset znodes moved during the watch (the quiet rule,
+migrate/zk/quiet.py). An offset whose topic or partition Kafka no longer has is left behind, but
+names nothing to keep: it is listed, and blocks nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from migrate.kafka.snapshot import IDLE_STATES
+from migrate.zk import layouts
+from migrate.zk.quiet import Moved, when
+
+Key = tuple[str, int]
+# The ways a group can fail the check, in the order the table shows them.
+PROBLEMS = ("not_in_kafka", "registered", "written", "differs", "unreadable")
+HEADINGS = {"not_in_kafka": "NOT-IN-KAFKA", "registered": "OLD-CONSUMER", "written": "WRITTEN",
+            "differs": "DIFFERS", "unreadable": "UNREADABLE"}
+
+
+@dataclass
+class KafkaGroup:
+    """What Kafka holds for a group: its state (None: Kafka has no such group), its committed
+    offsets with their metadata, and why it would not show them (None: it did)."""
+
+    state: str | None = None
+    offsets: dict[Key, tuple[int, str | None]] = field(default_factory=dict)
+    refused: str | None = None
+
+
+@dataclass
+class Verdict:
+    """One group's findings; `ready` when it has none of PROBLEMS."""
+
+    group: str
+    offsets: int = 0              # partitions with an offset in ZooKeeper
+    in_kafka: int = 0             # of them, in Kafka with the same value
+    taken_over: int = 0           # of them, in a group a new consumer took over in Kafka
+    kafka_state: str | None = None
+    not_in_kafka: list[str] = field(default_factory=list)   # "topic-p (ZooKeeper N)"
+    registered: list[str] = field(default_factory=list)     # "N in ids/", "N partitions owned"
+    written: list[str] = field(default_factory=list)        # "path at HH:MM:SSZ"
+    differs: list[str] = field(default_factory=list)        # "topic-p: ZooKeeper N, Kafka M (...)"
+    unreadable: list[str] = field(default_factory=list)     # "topic-p: STATUS: why"
+    topic_gone: list[str] = field(default_factory=list)     # "topic-p (ZooKeeper N)": not blocking
+
+    @property
+    def ready(self) -> bool:
+        return not any(getattr(self, p) for p in PROBLEMS)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ready": self.ready}
+
+
+def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
+          partitions: set[Key], moved: Iterable[Moved],
+          liveness: Mapping[str, tuple[int, int]],
+          zk2kafka_wrote: Callable[[str, Key, int, str | None], bool]) -> list[Verdict]:
+    """A Verdict per group, by name.
+
+    `rows`: ZooKeeper's offset rows as the reader gives them (group, topic, partition, offset,
+    status, reason, mtime, layout, path); `kafka`: per group; `partitions`: every (topic,
+    partition) Kafka has; `moved`: offset znodes written during the watch; `liveness`: per
+    group, (old consumers in ids/, partitions owned under owners/); `zk2kafka_wrote(group, key,
+    offset, metadata)`: whether zk2kafka wrote that value to Kafka.
+    """
+    by_partition: dict[str, dict[Key, list[Mapping[str, Any]]]] = {}
+    paths: dict[str, str] = {}
+    for row in rows:
+        by_partition.setdefault(row["group"], {}).setdefault((row["topic"], row["partition"]),
+                                                             []).append(row)
+        paths[row["path"]] = row["group"]
+    verdicts = {name: Verdict(name) for name in set(by_partition) | set(liveness)}
+    for name, found in by_partition.items():
+        _offsets(verdicts[name], found, kafka.get(name, KafkaGroup()), partitions, zk2kafka_wrote)
+    for name, (consumers, owned) in liveness.items():
+        if consumers:
+            verdicts[name].registered.append(f"{consumers} in ids/")
+        if owned:
+            verdicts[name].registered.append(f"{owned} partition(s) owned under owners/")
+    for m in sorted(moved, key=lambda m: m.path):
+        if m.path in paths:
+            verdicts[paths[m.path]].written.append(f"{m.path} at {when(m.at)}")
+    return [verdicts[name] for name in sorted(verdicts)]
+
+
+def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: KafkaGroup,
+             partitions: set[Key], zk2kafka_wrote: Callable[..., bool]) -> None:
+    verdict.kafka_state = held.state
+    live = held.state is not None and held.state not in IDLE_STATES
+    for key, rows in sorted(found.items(), key=lambda item: (str(item[0][0]), item[0][1] or -1)):
+        row = layouts.pick(rows)   # the row that stands for the partition, as diff and sync pick
+        name = f"{key[0]}-{key[1]}" if key[1] is not None else row["path"]
+        verdict.offsets += 1
+        if row["status"] != layouts.OK or key[0] is None or key[1] is None:
+            verdict.unreadable.append(f"{name}: {row['status']}: {row['reason']}")
+            continue
+        zk = row["offset"]
+        if held.refused is not None:
+            verdict.unreadable.append(f"{name}: Kafka would not show the group's offsets: "
+                                      f"{held.refused}")
+        elif live:
+            verdict.taken_over += 1   # new consumers are members: the group is theirs
+        elif key not in held.offsets:
+            if key in partitions:
+                verdict.not_in_kafka.append(f"{name} (ZooKeeper {zk})")
+            else:
+                verdict.topic_gone.append(f"{name} (ZooKeeper {zk})")
+        elif held.offsets[key][0] == zk:
+            verdict.in_kafka += 1
+        elif zk2kafka_wrote(verdict.group, key, *held.offsets[key]):
+            offset, metadata = held.offsets[key]
+            verdict.differs.append(f"{name}: ZooKeeper {zk}, Kafka {offset} ({metadata})")
+        else:
+            verdict.taken_over += 1   # a value a new consumer committed: sync leaves it to it
