@@ -3,6 +3,7 @@ rollback), verify --run and status, each returning the data its command prints a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import tempfile
@@ -21,7 +22,7 @@ from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL,
 from migrate.batches import chunks
 from migrate.diff.plan import (Plan, PlannedByGroup, ReviewedPlan, commits, groups_seen,
                                writer_digest)
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, StateDirError
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, StateDirError, ZkUnavailable
 from migrate.progress import Progress
 from migrate.settings import Settings
 from migrate.state import new_run_id
@@ -244,15 +245,32 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
 def verify_run(settings: Settings) -> dict[str, Any]:
     """verify --run RUN_ID: every offset that run wrote (its verified groups) still holds its value.
 
-    Reads the journal and the stores, a batch of groups at a time; no scan, no Spark.
+    Reads the journal and the stores, a batch of groups at a time; no scan, no Spark. Where the
+    run wrote ZooKeeper too but ZooKeeper is not given or does not answer (the cluster left it),
+    Kafka alone is checked, and the data says ZooKeeper was not consulted and why.
     """
     with Journal.open(settings.state_dir) as journal:
         run = guards.journaled(journal, settings.run, ("migrate",))
-        wrote_zk = guards.same_stores(run, settings, "verify")
+        wrote_zk = not run.settings.get("no_zk_write")
+        not_consulted = ("no --zookeeper given" if wrote_zk and settings.zookeeper is None
+                         else None)
+        # The stores are the run's: with no ZooKeeper given, Kafka's must still be.
+        named = (dataclasses.replace(settings, zookeeper=run.settings.get("zookeeper"))
+                 if not_consulted else settings)
+        guards.same_stores(run, named, "verify")
         written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
         semantics = run.settings.get("offset_semantics", "next")
         checked, differ = 0, []
-        with open_writers(settings, zk=wrote_zk) as writers:
+        with ExitStack() as stack:
+            try:
+                writers = stack.enter_context(
+                    open_writers(settings, zk=wrote_zk and not not_consulted))
+            except ZkUnavailable as exc:
+                not_consulted = str(exc)
+                writers = stack.enter_context(open_writers(settings, zk=False))
+            if not_consulted:
+                log.warning("verify: ZooKeeper was not consulted (%s): Kafka alone is checked "
+                            "against what run %s wrote", not_consulted, run.run_id)
             for chunk in chunks(written, WRITE_BATCH):
                 parts = journal.partitions_of(run.run_id, chunk)
                 kafka_now = writers.kafka.committed_many(chunk)
@@ -277,7 +295,8 @@ def verify_run(settings: Settings) -> dict[str, Any]:
     by = None if rolled_back is None else {"run": rolled_back.run_id, "state": rolled_back.state}
     return {**run.to_json(), "reviewed_plan": run.settings.get("reviewed_plan"),
             "checked": checked, "differ": differ, "verified": bool(ok), "not_written": others,
-            "groups_written": len(written), "wrote_zookeeper": wrote_zk, "rolled_back_by": by}
+            "groups_written": len(written), "wrote_zookeeper": wrote_zk,
+            "zookeeper_not_consulted": not_consulted, "rolled_back_by": by}
 
 
 def status(settings: Settings, run_id: str | None = None) -> dict[str, Any]:

@@ -143,10 +143,14 @@ def verify(data: Data) -> str:
 def verify_run(data: Data) -> str:
     """verify --run: the offsets a run wrote, still holding its values or not."""
     plan_id, checked, differ = data["reviewed_plan"], data["checked"], data["differ"]
-    stores = "Kafka and ZooKeeper" if data["wrote_zookeeper"] else "Kafka"
+    skipped = data.get("zookeeper_not_consulted")
+    stores = "Kafka and ZooKeeper" if data["wrote_zookeeper"] and not skipped else "Kafka"
     lines = [f"verify of run {data['run']}{f' (plan {plan_id})' if plan_id else ''}: "
              f"{checked - len(differ):,} of {checked:,} offsets it wrote "
              f"in {data['groups_written']:,} group(s) still hold its values in {stores}"]
+    if skipped:
+        lines.append(f"ZooKeeper was not consulted ({skipped}): the run wrote it too, and only "
+                     "Kafka was checked")
     lines += [f"  differs: {d}" for d in differ[:SHOWN]]
     others = data["not_written"]
     if others:
