@@ -62,23 +62,24 @@ class OffsetCommitV0:
 
 
 class Committer(threading.Thread):
-    """Commits `start`, `start + 1`, ... for one partition every `every` seconds until `halt` is set."""
+    """Commits `starts` (topic, partition) -> offset, then each one further, every `every` seconds
+    until `halt` is set: an app that processes a message a partition per tick."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, partition: int, start: int, every: float):
+    def __init__(self, bootstrap: str, group: str, starts: dict[tuple[str, int], int], every: float):
         super().__init__(daemon=True)
         self.client = OffsetCommitV0(bootstrap)
-        self.group, self.key, self.every = group, (topic, partition), every
-        self.offset = start
+        self.group, self.every = group, every
+        self.offsets = dict(starts)
         self.halt = threading.Event()
-        self.committed: list[tuple[float, int]] = []   # (time.time(), offset) of each stored commit
+        self.committed: list[tuple[float, dict]] = []   # (time.time(), offsets) of each stored commit
 
     def run(self) -> None:
         try:
             while not self.halt.is_set():
-                errors = self.client.commit(self.group, {self.key: self.offset})
-                assert errors == {self.key: 0}, errors
-                self.committed.append((time.time(), self.offset))
-                self.offset += 1
+                errors = self.client.commit(self.group, self.offsets)
+                assert set(errors.values()) == {0}, errors
+                self.committed.append((time.time(), dict(self.offsets)))
+                self.offsets = {key: offset + 1 for key, offset in self.offsets.items()}
                 self.halt.wait(self.every)
         finally:
             self.client.close()

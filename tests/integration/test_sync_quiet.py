@@ -77,7 +77,7 @@ def test_a_group_an_unregistered_v0_client_commits_is_not_ready_until_quiet(clus
                                                                             tmp_path):
     topic, group = f"{prefix}events", f"{prefix}legacy-app"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 100)
-    client = Committer(cluster.bootstrap_server, group, topic, 0, start=10, every=EVERY)
+    client = Committer(cluster.bootstrap_server, group, {(topic, 0): 10}, every=EVERY)
     client.start()
     znode = f"/consumers/{group}/offsets/{topic}/0"
     wait_for("the v0 client's first commit in ZooKeeper", lambda: broker_zk.exists(znode))
@@ -93,7 +93,7 @@ def test_a_group_an_unregistered_v0_client_commits_is_not_ready_until_quiet(clus
             assert group not in status(state)["groups_ready"], "ready while an unregistered client commits"
             time.sleep(0.1)
         last = client.stop()
-        final = client.committed[-1][1]
+        final = client.committed[-1][1][topic, 0]
         wait_for("the last commit in Kafka", lambda: kafka_offsets(kafka_admin, [group])[group].get((topic, 0),
                                                                                                     (0,))[0] == final)
         ready_after = wait_for("the group ready once quiet", lambda: group in status(state)["groups_ready"]
