@@ -130,6 +130,8 @@ SANDBOX_ACTIONS: dict[str, str] = {
                              "(its pinned jars): zk2kafka sandbox kafka-consumer-groups -- ARGS",
     "kafka-get-offsets": "run the sandbox release's own kafka-get-offsets "
                          "(its pinned jars): zk2kafka sandbox kafka-get-offsets -- ARGS",
+    "kafka-jmx": "run the sandbox release's own kafka-jmx (its pinned jars) against the "
+                 "broker's JMX: zk2kafka sandbox kafka-jmx -- ARGS",
 }
 
 
@@ -159,8 +161,9 @@ def _add_sandbox_arguments(p: argparse.ArgumentParser) -> None:
             own.add_argument("--keep-zookeeper", action="store_true",
                              help="leave ZooKeeper running after the migration")
         elif name.startswith("kafka-"):
+            default = "--jmx-url" if name == "kafka-jmx" else "--bootstrap-server"
             own.add_argument("tool_args", metavar="-- ARGS", nargs=argparse.REMAINDER,
-                             help=f"{name}'s own arguments, after `--`; --bootstrap-server "
+                             help=f"{name}'s own arguments, after `--`; {default} "
                                   "defaults to the sandbox's broker")
 
 

@@ -25,7 +25,8 @@ from typing import NamedTuple
 
 from migrate.errors import ConfigError, SandboxError
 from migrate.sandbox.artifacts import ensure_bundle
-from migrate.sandbox.jvm import JavaServer, free_port, kafka_ready, wait_for_server, zk_answers
+from migrate.sandbox.jvm import (JavaServer, free_port, jmx_opts, kafka_ready, wait_for_server,
+                                 zk_answers)
 from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, VERSION_FILE, refuse_other_release,
                                       release)
 from migrate.sandbox.security import open_secured_listeners, secured_listeners, super_digest
@@ -58,6 +59,7 @@ class Endpoints:
     ssl_cafile: str | None = None
     # the client's certificate and its key, encrypted with tls.TLS_KEY_PASSWORD
     ssl_client_pem: str | None = None
+    broker_jmx: str | None = None  # host:port of the broker's JMX (the CLI's sandbox)
 
     def exports(self) -> str:
         """Shell lines that point the zk2kafka CLI at this sandbox."""
@@ -164,11 +166,14 @@ class LocalCluster:
         plaintext = f"PLAINTEXT://127.0.0.1:{broker_port}"
         secured = secured_listeners(self.home, plaintext) if self.security else None
 
+        # The CLI's sandbox serves the broker's metrics over JMX on loopback, as brokers are
+        # watched (kafka-jmx.sh): DeprecatedRequestsPerSec names the old clients.
+        jmx = free_port() if not self.attached else None
         broker = self._server("kafka", jars, "kafka.Kafka", "server.properties", {
             "broker.id": 0, "listeners": plaintext,
             "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common("kafka"),
             **(secured.properties if secured else {}),
-        }, heap=self.broker_heap)
+        }, heap=self.broker_heap, jvm_opts=jmx_opts(jmx) if jmx else None)
         more = self._start_more_brokers(jars, zk_server)
         kraft_bootstrap = self._start_kraft(timeout) if self.kraft else None
         bootstrap = f"127.0.0.1:{broker_port}"
@@ -178,7 +183,8 @@ class LocalCluster:
             open_secured_listeners(broker, bootstrap, secured.endpoints, timeout)
         bootstrap = ",".join([bootstrap, *self._wait_brokers(more, timeout)])
         self.endpoints = Endpoints(zk_server + BROKER_CHROOT, zk_server, bootstrap, kraft_bootstrap,
-                                   **(secured.endpoints if secured else {}))
+                                   **(secured.endpoints if secured else {}),
+                                   broker_jmx=f"127.0.0.1:{jmx}" if jmx else None)
         self.save_state()
         return self.endpoints
 

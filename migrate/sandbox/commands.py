@@ -1,5 +1,5 @@
 """`zk2kafka sandbox up|down|status|seed|kraft-migrate|stop-old-consumers|kafka-consumer-groups|
-kafka-get-offsets`: each returns a Result or raises a MigrateError."""
+kafka-get-offsets|kafka-jmx`: each returns a Result or raises a MigrateError."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def sandbox_kraft_migrate(settings: Settings, keep_zookeeper: bool = False) -> R
     kept. Returns the export lines of the cluster as it is afterwards."""
     from migrate.sandbox.artifacts import ensure_bundle
     from migrate.sandbox.cluster import LocalCluster
-    from migrate.sandbox.kraft_migration import migrate_to_kraft
+    from migrate.sandbox.kraft_migration import migrate_to_kraft, stop_zookeeper
     from migrate.sandbox.releases import KRAFT
 
     home = settings.state_dir / "sandbox"
@@ -139,7 +139,10 @@ def sandbox_kraft_migrate(settings: Settings, keep_zookeeper: bool = False) -> R
     if cluster is None:
         raise SandboxError(f"no sandbox running under {home}; start one with `zk2kafka sandbox up`")
     if cluster.mode == KRAFT:
-        log.info("the sandbox under %s is already in KRaft mode", home)
+        # Migrated with --keep-zookeeper: without it now, ZooKeeper is decommissioned.
+        stopped = not keep_zookeeper and stop_zookeeper(cluster)
+        log.info("the sandbox under %s is already in KRaft mode%s", home,
+                 "; ZooKeeper stopped" if stopped else "")
     else:
         migrate_to_kraft(cluster, ensure_bundle(cluster.release.bundle, settings.cache_dir),
                          keep_zookeeper)
@@ -171,12 +174,16 @@ def sandbox_tool(settings: Settings, tool: str, args: list[str]) -> Result:
     sandbox's broker unless they name a --bootstrap-server. Its output and exit code are its own."""
     from migrate.sandbox.cluster import LocalCluster
     from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, recorded_version, release
-    from migrate.sandbox.tools import run_tool
+    from migrate.sandbox.tools import JMX_URL, run_tool
 
     home = settings.state_dir / "sandbox"
     args = args[1:] if args[:1] == ["--"] else list(args)
-    if "--bootstrap-server" not in args:
-        cluster = LocalCluster.from_state(home)
+    cluster = LocalCluster.from_state(home)
+    if tool == "kafka-jmx" and "--jmx-url" not in args:
+        if cluster is None or cluster.endpoints.broker_jmx is None:
+            raise ConfigError(f"{tool} needs --jmx-url (after --), or a sandbox under --state-dir")
+        args = ["--jmx-url", JMX_URL.format(cluster.endpoints.broker_jmx), *args]
+    elif tool != "kafka-jmx" and "--bootstrap-server" not in args:
         bootstrap = settings.bootstrap_server or (cluster.endpoints.bootstrap_server
                                                   if cluster else None)
         if bootstrap is None:

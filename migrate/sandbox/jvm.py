@@ -39,6 +39,15 @@ rootLogger.appenderRef.stdout.ref = STDOUT
 """
 
 
+def jmx_opts(port: int) -> list[str]:
+    """A JVM's remote JMX on 127.0.0.1:`port` (its RMI server on the same port), no auth."""
+    return ["-Dcom.sun.management.jmxremote", f"-Dcom.sun.management.jmxremote.port={port}",
+            f"-Dcom.sun.management.jmxremote.rmi.port={port}",
+            "-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1",
+            "-Dcom.sun.management.jmxremote.authenticate=false",
+            "-Dcom.sun.management.jmxremote.ssl=false"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -35,7 +35,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from migrate.errors import SandboxError
 from migrate.sandbox.cluster import Endpoints, LocalCluster, write_properties
-from migrate.sandbox.jvm import JavaServer, free_port, kafka_ready, wait_for_server, wait_until
+from migrate.sandbox.jvm import (JavaServer, free_port, jmx_opts, kafka_ready, wait_for_server,
+                                 wait_until)
 from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, KRAFT, MIGRATED_FILE, MIGRATION
 
 log = logging.getLogger(__name__)
@@ -130,10 +131,7 @@ class Migration:
         if keep_zookeeper:
             return
         with self._step("stop ZooKeeper", zk):
-            zk.stop()
-            self.cluster.servers.remove(zk)
-            self.cluster.endpoints = self.endpoints = self.endpoints.without_zookeeper()
-            self.cluster.save_state()
+            stop_zookeeper(self.cluster)
 
     @contextmanager
     def _step(self, what: str, server: JavaServer) -> Iterator[None]:
@@ -146,15 +144,17 @@ class Migration:
             raise SandboxError(f"kraft-migrate, step {self.step} of {self.steps} ({what}) failed: "
                                f"{cause}") from exc
 
-    def _start(self, name: str, workdir: Path, config: Path, heap: str = "384m") -> JavaServer:
-        server = JavaServer(name, workdir, self.jars, "kafka.Kafka", [str(config)], heap=heap)
+    def _start(self, name: str, workdir: Path, config: Path, heap: str = "384m",
+               jvm_opts: list[str] | None = None) -> JavaServer:
+        server = JavaServer(name, workdir, self.jars, "kafka.Kafka", [str(config)], heap, jvm_opts)
         server.start(attached=False)
         return server
 
     def _restart_broker(self, config: Path) -> None:
         self.broker.stop()
         index = self.cluster.servers.index(self.broker)
-        self.broker = self._start("kafka", self.broker.workdir, config, heap="512m")
+        self.broker = self._start("kafka", self.broker.workdir, config, "512m",
+                                  _broker_jmx(self.endpoints))
         self.cluster.servers[index] = self.broker
         self.cluster.save_state()
         wait_for_server("the broker", self.broker,
@@ -213,24 +213,44 @@ def migrate_to_kraft(cluster: LocalCluster, jars: list[Path], keep_zookeeper: bo
     Migration(cluster, jars).run(keep_zookeeper)
 
 
+def stop_zookeeper(cluster: LocalCluster) -> bool:
+    """Stop the ZooKeeper of a sandbox migrated to KRaft (decommissioned: its endpoints go);
+    whether there was one to stop."""
+    zk = next((s for s in cluster.servers if s.name == "zookeeper"), None)
+    if zk is None:
+        return False
+    zk.stop()
+    cluster.servers.remove(zk)
+    cluster.endpoints = cluster.endpoints.without_zookeeper()
+    cluster.save_state()
+    return True
+
+
 def restart_in_kraft_mode(home: Path, jars: list[Path], timeout: float = 120.0) -> LocalCluster:
     """`sandbox up` of a home migrated to KRaft: its controller and broker started again from
     their configs (same ports, same data); raises SandboxError naming the one that failed."""
     cluster = LocalCluster(home, home, attached=False)
     controller_dir, broker_dir = home / "kraft-controller", home / "kafka"
     bootstrap = _read_properties(broker_dir / "server.properties")["listeners"].split("//", 1)[1]
+    endpoints = Endpoints(None, None, bootstrap, broker_jmx=f"127.0.0.1:{free_port()}")
     for name, workdir, config in (("kraft-controller", controller_dir, "controller.properties"),
                                   ("kafka", broker_dir, "server.properties")):
+        broker = name == "kafka"
         server = JavaServer(name, workdir, jars, "kafka.Kafka", [str(workdir / config)],
-                            heap="384m" if name != "kafka" else "512m")
+                            "512m" if broker else "384m",
+                            _broker_jmx(endpoints) if broker else None)
         server.start(attached=False)
         cluster.servers.append(server)
     cluster.mode = KRAFT
-    cluster.endpoints = Endpoints(None, None, bootstrap)
+    cluster.endpoints = endpoints
     cluster.save_state()
     wait_for_server("Kafka (KRaft, migrated in place)", cluster.servers[-1],
                     lambda: kafka_ready(bootstrap), timeout)
     return cluster
+
+
+def _broker_jmx(endpoints: Endpoints) -> list[str] | None:
+    return jmx_opts(int(endpoints.broker_jmx.rsplit(":", 1)[1])) if endpoints.broker_jmx else None
 
 
 def _server(cluster: LocalCluster, name: str) -> JavaServer:

@@ -11,6 +11,7 @@ from pathlib import Path
 from migrate.sandbox.artifacts import ensure_bundle
 from migrate.sandbox.releases import Release
 
+JMX_URL = "service:jmx:rmi:///jndi/rmi://{}/jmxrmi"   # a broker's JMX at host:port
 # tool -> (since which release line, its main class), newest first: classes moved from the core
 # jar to kafka-tools over the 3.x releases.
 TOOLS: dict[str, list[tuple[tuple[int, int], str]]] = {
@@ -19,6 +20,7 @@ TOOLS: dict[str, list[tuple[tuple[int, int], str]]] = {
         ((0, 0), "kafka.admin.ConsumerGroupCommand")],
     "kafka-get-offsets": [((3, 5), "org.apache.kafka.tools.GetOffsetShell"),
                           ((0, 0), "kafka.tools.GetOffsetShell")],
+    "kafka-jmx": [((3, 5), "org.apache.kafka.tools.JmxTool"), ((0, 0), "kafka.tools.JmxTool")],
 }
 # Only the tool's own warnings and errors on stderr; stdout stays its answer.
 LOG4J = ("log4j.rootLogger=WARN, stderr\n"
