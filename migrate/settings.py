@@ -291,9 +291,9 @@ def _check(s: Settings) -> None:
                           "a run of a reviewed plan resumes with --resume RUN_ID alone")
     if s.zk_write_via == "broker":
         raise ConfigError(
-            "--zk-write-via broker is not available: it needs OffsetCommit v0, "
-            "and kafka-python 3 carries OffsetCommit versions 2-10 only "
-            "(Kafka 4.0 removed v0 and v1, KIP-896); "
+            "--zk-write-via broker is not available: OffsetCommit v0 (kafka-python 3 still "
+            "carries it, in kafka.protocol.old) cannot be conditioned on a znode's version, "
+            "KRaft brokers refuse it and Kafka 4.0 removed it (KIP-896); "
             "the ZooKeeper half is written with kazoo instead (--zk-write-via zk, the default)")
     if s.metadata is not None and len(s.metadata.encode()) > 4096:
         raise ConfigError("--metadata is longer than offset.metadata.max.bytes (4096 by default)")
