@@ -8,7 +8,7 @@ stdout and stderr are kept apart and checked against the HTML comments right abo
 
     <!-- expect: exit=0 stdout~="verified: every selected offset is IN_SYNC" -->
     <!-- runbook-test: skip (operator's own action) -->
-    <!-- runbook-test: instead: sandbox_stop_old_consumers reporting -->
+    <!-- runbook-test: instead: zk2kafka sandbox stop-old-consumers --group reporting -->
 
 and a page may carry harness-only steps (`<!-- runbook-test: run: CMD -->`, run where they
 stand) and `<!-- runbook-test: kraft -->`. runbooks/README.md documents all of it for page
@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import json
 import os
 import re
 import shlex
@@ -37,7 +38,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOKS = ROOT / "runbooks"
 VENV_BIN = ROOT / ".venv" / "bin"
-CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 
 REQUIRED_SECTIONS = ("Purpose", "Preconditions", "Steps", "Expected output", "How to abort", "How to roll back",
                      "Clean up")
@@ -57,17 +57,30 @@ PLACEHOLDERS = {
     "groups-regex": "the change's groups, as one regular expression",
     "mm2-source-alias": "MirrorMaker 2's alias of the old cluster",
     "mm2-target-alias": "MirrorMaker 2's alias of the new cluster",
+    "abandoned-groups-regex": "groups left behind on purpose, as one regular expression",
+    "broker-jmx": "host:port of a broker's JMX",
 }
 SANDBOX_GROUPS = "(billing|archiver|reporting)"   # clean, plain, and one with an old consumer to stop
+SANDBOX_ABANDONED = "(analytics|secured)"         # the seed's groups with values no migration can move
+# Kafka's own tools, as a page names them for an operator, and what the sandbox runs in their place:
+# the sandbox release's own tool from its pinned jars (runbooks/README.md says so to the reader).
+SANDBOX_TOOLS = {"kafka-consumer-groups.sh": "zk2kafka sandbox kafka-consumer-groups --",
+                 "kafka-get-offsets.sh": "zk2kafka sandbox kafka-get-offsets --",
+                 "kafka-jmx.sh": "zk2kafka sandbox kafka-jmx --"}
 # Environment variables a page may use besides the CLI's own ZK2KAFKA_<OPTION> ones.
 EXTRA_ENV = {"ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"}      # exported by `zk2kafka sandbox up --kraft`
 
 PRELUDE = r"""
 set +e
-# Substitutes for operators' own actions, documented in runbooks/README.md.
-sandbox_stop_old_consumers() { "$RUNBOOK_PYTHON" "$RUNBOOK_HELPERS" stop-old-consumers "$@"; }
+# Stand-ins for the operator's world and actions that the sandbox has no `zk2kafka sandbox` action for,
+# documented in runbooks/README.md.
 sandbox_old_consumer_commits() { "$RUNBOOK_PYTHON" "$RUNBOOK_HELPERS" old-consumer-commits "$@"; }
 sandbox_start_new_consumer() { "$RUNBOOK_PYTHON" "$RUNBOOK_HELPERS" start-new-consumer "$@"; }
+sandbox_v0_client() {
+  "$RUNBOOK_PYTHON" "$RUNBOOK_V0_CLIENT" "$ZK2KAFKA_BOOTSTRAP_SERVER" "$@" > v0-client.out 2>&1 &
+  echo $! > v0-client.pid
+}
+sandbox_v0_client_stop() { kill "$(cat v0-client.pid)" && echo "the v0 client stopped"; }
 """
 
 
@@ -225,6 +238,13 @@ def fill(text: str, values: dict[str, str]) -> str:
     return re.sub(r"<([a-z][a-z0-9-]*)>", lambda m: values.get(m[1], m[0]), text)
 
 
+def on_the_sandbox(code: str) -> str:
+    """A block as the sandbox runs it: Kafka's own tools are the sandbox release's (SANDBOX_TOOLS)."""
+    for tool, instead in SANDBOX_TOOLS.items():
+        code = re.sub(rf"(?<![\w/.-]){re.escape(tool)}(?![\w.-])", instead, code)
+    return code
+
+
 # ---- running a page on a sandbox ----------------------------------------------------------------------------------
 
 def zk2kafka_bin() -> str:
@@ -241,24 +261,6 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZK2KAFKA_") or k in keep}
     env.update(extra)
     return env
-
-
-def kafka_tools(bin_dir: Path) -> None:
-    """Kafka's own kafka-consumer-groups.sh and kafka-get-offsets.sh, run from the sandbox's pinned 3.9 jars."""
-    from migrate.sandbox.artifacts import ensure_bundle
-
-    classpath = ":".join(map(str, ensure_bundle("kafka-3.9", CACHE_DIR)))
-    log4j = bin_dir / "tools-log4j.properties"
-    log4j.write_text("log4j.rootLogger=ERROR, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
-                     "log4j.appender.stderr.Target=System.err\n"
-                     "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
-                     "log4j.appender.stderr.layout.ConversionPattern=%p %m%n\n")
-    for name, main in (("kafka-consumer-groups.sh", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"),
-                       ("kafka-get-offsets.sh", "org.apache.kafka.tools.GetOffsetShell")):
-        tool = bin_dir / name
-        tool.write_text(f'#!/bin/sh\nexec java -Xmx256m -Dlog4j.configuration=file:{log4j} -cp "{classpath}" '
-                        f'{main} "$@"\n')
-        tool.chmod(0o755)
 
 
 @dataclass
@@ -279,7 +281,8 @@ def run_steps(page: Page, env: dict[str, str], values: dict[str, str], work: Pat
             continue
         base = shlex.quote(str(out_dir / str(index)))
         script += [f"echo {index} > {shlex.quote(str(out_dir / 'current'))}",
-                   "{", fill(code, values), f"}} > {base}.out 2> {base}.err < /dev/null", f"echo $? > {base}.rc"]
+                   "{", on_the_sandbox(fill(code, values)), f"}} > {base}.out 2> {base}.err < /dev/null",
+                   f"echo $? > {base}.rc"]
     script.append("kill $(jobs -p) 2>/dev/null; wait")   # what a page left running in the background
     path = work / "runbook.sh"
     path.write_text("\n".join(script) + "\n")
@@ -329,8 +332,6 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
     page = parse_page(path)
     assert not page.errors, f"{path.name}: " + "; ".join(page.errors)
     state = tmp_path / "sandbox-state"
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     env = clean_env()
     try:
         up = sandbox("up", state, *(["--kraft"] if page.kraft else []), env=env)
@@ -339,7 +340,8 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
                        if line.startswith("export "))
         seeded = sandbox("seed", state, env=env)
         assert seeded.returncode == 0, f"sandbox seed failed:\n{seeded.stdout}\n{seeded.stderr}"
-        kafka_tools(bin_dir)
+        status = sandbox("status", state, "--json", env=env)
+        broker_jmx = json.loads(status.stdout)["endpoints"]["broker_jmx"]
 
         from migrate.sandbox.seed import SECURED_ACL_USER
 
@@ -350,14 +352,15 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
                   "kafka-bootstrap": exports["ZK2KAFKA_BOOTSTRAP_SERVER"],
                   "state-dir": str(ops_state), "client-properties": str(properties),
                   "zk-user": SECURED_ACL_USER[0], "zk-password": SECURED_ACL_USER[1],
-                  "groups-regex": SANDBOX_GROUPS,
+                  "groups-regex": SANDBOX_GROUPS, "abandoned-groups-regex": SANDBOX_ABANDONED,
                   # the aliases of the MirrorMaker 2 a page starts (migrate/sandbox/mirrormaker.py)
-                  "mm2-source-alias": "old", "mm2-target-alias": "new"}
+                  "mm2-source-alias": "old", "mm2-target-alias": "new", "broker-jmx": broker_jmx}
         if "ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER" in exports:
             values["kraft-bootstrap"] = exports["ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"]
-        run_env = {**env, **exports, "ZK2KAFKA_STATE_DIR": str(ops_state),
-                   "PATH": os.pathsep.join([str(bin_dir), str(Path(zk2kafka_bin()).parent), env.get("PATH", "")]),
-                   "RUNBOOK_PYTHON": sys.executable, "RUNBOOK_HELPERS": str(Path(__file__).resolve())}
+        run_env = {**env, **exports, "ZK2KAFKA_STATE_DIR": str(ops_state), "SANDBOX_STATE_DIR": str(state),
+                   "PATH": os.pathsep.join([str(Path(zk2kafka_bin()).parent), env.get("PATH", "")]),
+                   "RUNBOOK_PYTHON": sys.executable, "RUNBOOK_HELPERS": str(Path(__file__).resolve()),
+                   "RUNBOOK_V0_CLIENT": str(Path(__file__).with_name("offset_commit_v0.py"))}
         outcomes, stray = run_steps(page, run_env, values, tmp_path)
     finally:
         down = sandbox("down", state, env=env)
@@ -538,27 +541,6 @@ def test_error_messages_quoted_in_the_pages_are_the_ones_the_cli_prints():
 
 # ---- substitutes for operators' own actions (called from the pages' `instead:` comments) -------------------------
 
-def stop_old_consumers(groups: list[str]) -> None:
-    """What stopping an old high-level consumer does in ZooKeeper: its ephemeral ids/ and owners/ nodes go away."""
-    from kazoo.client import KazooClient
-
-    root = os.environ.get("ZK2KAFKA_ZK_ROOT", "/consumers").rstrip("/")
-    zk = KazooClient(hosts=os.environ["ZK2KAFKA_ZOOKEEPER"])
-    zk.start(timeout=15)
-    try:
-        for group in groups:
-            removed = 0
-            for sub in ("ids", "owners"):
-                path = f"{root}/{group}/{sub}"
-                for child in (zk.get_children(path) if zk.exists(path) else []):
-                    zk.delete(f"{path}/{child}", recursive=True)
-                    removed += sub == "ids"
-            print(f"stopped the old consumers of {group} ({removed} registration(s) gone)")
-    finally:
-        zk.stop()
-        zk.close()
-
-
 def old_consumer_commits(group: str, topic: str, partition: str, offset: str) -> None:
     """What an old consumer's auto-commit does: the next offset to read, as a decimal string, in its znode."""
     from kazoo.client import KazooClient
@@ -592,9 +574,7 @@ def start_new_consumer(group: str, topic: str) -> None:
 
 if __name__ == "__main__":
     command, *rest = sys.argv[1:]
-    if command == "stop-old-consumers":
-        stop_old_consumers(rest)
-    elif command == "old-consumer-commits":
+    if command == "old-consumer-commits":
         old_consumer_commits(*rest)
     elif command == "start-new-consumer":
         start_new_consumer(*rest)
