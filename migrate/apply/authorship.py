@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from migrate.apply import journal as j
+from migrate.apply.watch import label
 from migrate.kafka.writer import Key
 
 Held = dict[Key, tuple[int, str]]   # what Kafka holds for a group: key -> (offset, metadata)
@@ -96,3 +97,21 @@ def named_run(metadata: str | None) -> str | None:
     or None."""
     named = _NAMES_A_RUN.fullmatch(metadata or "")
     return named.group(2) if named else None
+
+
+def taken_over(foreign: list[Key], held: Held, wanted: dict[Key, int]) -> str:
+    """Why sync leaves a group to a new consumer: the values Kafka holds that zk2kafka did not
+    write."""
+    shown = ", ".join(f"{label(k)} = {held[k][0]} (metadata {held[k][1]!r};"
+                      f" ZooKeeper {wanted.get(k)})" for k in foreign[:3])
+    return (f"taken over: Kafka holds {shown}, not written by zk2kafka: a new consumer committed,"
+            " so the group is left to it")
+
+
+def other_run(keys: list[Key], held: Held, wanted: dict[Key, int]) -> str:
+    """Why sync leaves a group to another zk2kafka run: the values that run wrote."""
+    shown = ", ".join(f"{label(k)} = {held[k][0]} ({held[k][1]}; ZooKeeper {wanted.get(k)})"
+                      for k in keys[:3])
+    return (f"written by another zk2kafka run: Kafka holds {shown}, a run this state dir's"
+            " journal does not hold (another --state-dir); sync writes only over values of the"
+            " runs it knows, so the group is left alone: follow it with that run's --state-dir")

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 
 from migrate.apply.sync_state import SHOWN, GroupState
+from migrate.apply.watch import ZkOffset
+from migrate.kafka.writer import Key
 from migrate.zk.quiet import Moved, Stamp, moved_within, shown, still_at, when
 
 log = logging.getLogger("migrate.apply.sync")
@@ -86,6 +88,15 @@ class Readiness:
         seen = {group.offsets[key].path: at for key, at in group.moved.items()
                 if key in group.offsets}
         return moved_within(stamps, time.time() - self.quiet_for, seen)
+
+
+def note_moves(group: GroupState, read: dict[Key, ZkOffset], at: float) -> None:
+    """Note, on sync's own clock, each offset znode whose new read shows a change since the
+    last."""
+    for key, zk in read.items():
+        last = group.offsets.get(key)
+        if last is not None and (last.version != zk.version or last.path != zk.path):
+            group.moved[key] = at
 
 
 def _rows(unmirrored: dict[str, str]) -> str:

@@ -42,10 +42,10 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
 from migrate.apply import journal as j
-from migrate.apply.authorship import Authorship, Held
+from migrate.apply.authorship import Authorship, Held, other_run, taken_over
 from migrate.apply.dual_commit import OUTAGES
 from migrate.apply.metrics import STOP_REASONS, SyncMetrics, lag
-from migrate.apply.readiness import Readiness
+from migrate.apply.readiness import Readiness, note_moves
 from migrate.apply.sync_state import GroupState, SyncStatus
 from migrate.apply.watch import GroupWatches, ZkOffset, label
 from migrate.diff.plan import Planned
@@ -221,7 +221,7 @@ class Follower:
         seen = time.time()
         for name, read in self.watches.read(names, whole).items():
             group = self.groups[name]
-            _note_moves(group, read.offsets, seen)
+            note_moves(group, read.offsets, seen)
             group.offsets, group.unmirrored = read.offsets, read.unmirrored
             group.old_consumers = read.old_consumers
         known = asked.result() if asked is not None else {}
@@ -278,9 +278,9 @@ class Follower:
             foreign = self.authorship.foreign(name, held, asked, group.mirrored)
             others = self.authorship.other_runs(held, foreign)
             if foreign and len(others) == len(foreign):
-                self._stop(name, _other_run(foreign, held, wanted), "other_run")
+                self._stop(name, other_run(foreign, held, wanted), "other_run")
             elif foreign:
-                self._stop(name, _taken_over(foreign, held, wanted), "taken_over")
+                self._stop(name, taken_over(foreign, held, wanted), "taken_over")
             elif changed:
                 todo.changes[name] = changed
             elif name in renew and wanted:
@@ -432,29 +432,6 @@ def _planned(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None
     topic, partition = key
     return Planned(topic, partition, offset, zk_path=zk.path, zk_version=zk.version,
                      layout=zk.layout, kafka_offset=before[0] if before else None)
-
-
-def _taken_over(foreign: list[Key], held: Held, wanted: dict[Key, int]) -> str:
-    shown = ", ".join(f"{label(k)} = {held[k][0]} (metadata {held[k][1]!r};"
-                      f" ZooKeeper {wanted.get(k)})" for k in foreign[:3])
-    return (f"taken over: Kafka holds {shown}, not written by zk2kafka: a new consumer committed,"
-            " so the group is left to it")
-
-
-def _other_run(keys: list[Key], held: Held, wanted: dict[Key, int]) -> str:
-    shown = ", ".join(f"{label(k)} = {held[k][0]} ({held[k][1]}; ZooKeeper {wanted.get(k)})"
-                      for k in keys[:3])
-    return (f"written by another zk2kafka run: Kafka holds {shown}, a run this state dir's"
-            " journal does not hold (another --state-dir); sync writes only over values of the"
-            " runs it knows, so the group is left alone: follow it with that run's --state-dir")
-
-
-def _note_moves(group: GroupState, read: dict[Key, ZkOffset], at: float) -> None:
-    """Note, on sync's own clock, each offset znode whose new read shows a change since the last."""
-    for key, zk in read.items():
-        last = group.offsets.get(key)
-        if last is not None and (last.version != zk.version or last.path != zk.path):
-            group.moved[key] = at
 
 
 def settle_heap() -> None:
