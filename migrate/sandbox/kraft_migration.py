@@ -45,7 +45,8 @@ CONTROLLER_ID = 3000   # brokers and controllers share one id space: far from th
 
 
 class Migration:
-    """The migration of one detached sandbox, step by step; `run()` returns its new endpoints."""
+    """The migration of one detached sandbox, step by step; `run()` leaves `cluster` (its
+    servers, mode and endpoints) as the cluster is afterwards, recorded in its state file."""
 
     def __init__(self, cluster: LocalCluster, jars: list[Path], timeout: float = 120.0):
         self.cluster, self.jars, self.timeout = cluster, jars, timeout
@@ -86,11 +87,13 @@ class Migration:
             if fmt.process.wait(timeout=self.timeout) != 0:
                 raise SandboxError(f"kafka-storage format exited {fmt.process.returncode}: "
                                    f"{fmt.cause()}")
-        self.controller = self._start("kraft-controller", self.controller_dir, config)
-        self.cluster.servers.insert(1, self.controller)
-        self.cluster.mode = MIGRATION
-        self.cluster.save_state()
+        self.controller = JavaServer("kraft-controller", self.controller_dir, self.jars,
+                                     "kafka.Kafka", [str(config)], "384m")
         with self._step("start the KRaft controller in migration mode", self.controller):
+            self.controller.start(attached=False)
+            self.cluster.servers.insert(1, self.controller)
+            self.cluster.mode = MIGRATION
+            self.cluster.save_state()
             wait_until("the KRaft controller", lambda: _listens(port), self.timeout,
                        self.controller.alive, self.controller.cause)
 
