@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,12 +52,61 @@ def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
         _check_seed(exports["ZK2KAFKA_ZOOKEEPER"], exports["ZK2KAFKA_BOOTSTRAP_SERVER"])
         assert zk2kafka("sandbox", "seed", *state,
                         cwd=tmp_path).returncode == 0  # idempotent, and finds the sandbox itself
+        assert report["mode"] == "zookeeper" and "ZooKeeper mode" in zk2kafka("sandbox", "status", *state,
+                                                                               cwd=tmp_path).stdout
+        _the_sandbox_serves_the_runbooks(state, exports, tmp_path)
     finally:
         down = zk2kafka("sandbox", "down", *state, cwd=tmp_path)
     assert down.returncode == 0 and down.stdout.strip() == "stopped kafka, zookeeper"
     assert not any(_pid_alive(pid) for pid in pids)
     gone = zk2kafka("sandbox", "status", *state, cwd=tmp_path)
     assert gone.returncode == 1 and "no sandbox running" in gone.stderr
+
+
+def _the_sandbox_serves_the_runbooks(state: list[str], exports: dict[str, str], cwd: Path) -> None:
+    """seed --groups, stop-old-consumers and the release's own tools, on the running sandbox."""
+    helped = zk2kafka("sandbox", "seed", "--help", cwd=cwd)
+    assert helped.returncode == 0 and "sandbox seed options:" in helped.stdout and "--partitions P" in helped.stdout
+    assert "--kafka-version" not in helped.stdout, "seed's help is up's"
+
+    for _ in range(2):   # a second seed writes the same values again
+        bulk = zk2kafka("sandbox", "seed", "--groups", "300", "--partitions", "3", *state, cwd=cwd)
+        assert bulk.returncode == 0, bulk.stderr
+        assert "and 300 bulk groups bulk-... on topic bulk (3 partitions)" in bulk.stdout
+    zk = KazooClient(hosts=exports["ZK2KAFKA_ZOOKEEPER"])
+    zk.start(timeout=15)
+    try:
+        bulk_groups = [g for g in zk.get_children("/consumers") if g.startswith("bulk-")]
+        assert sorted(bulk_groups) == [seed.bulk_name(i, 300) for i in range(1, 301)]
+        value = zk.get(f"/consumers/{seed.bulk_name(17, 300)}/offsets/bulk/2")[0]
+        assert value == str(seed.bulk_offset(17, 2)).encode()
+        other = zk2kafka("sandbox", "seed", "--groups", "5", "--partitions", "4", *state, cwd=cwd)
+        assert other.returncode == 1 and "topic bulk already has 3 partitions" in other.stderr
+
+        # A live old consumer's registration is ephemeral: refused, and nothing removed, stand-ins included.
+        zk.create("/consumers/bulk-00001/ids/live-consumer-1", b"{}", ephemeral=True, makepath=True)
+        refused = zk2kafka("sandbox", "stop-old-consumers", "--group", "reporting|bulk-00001", *state, cwd=cwd)
+        assert refused.returncode == 1 and "a live old consumer holds /consumers/bulk-00001/ids/live-consumer-1" \
+            in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+        assert zk.get_children("/consumers/reporting/ids") == [seed.LIVE_ZK_CONSUMER[1]]
+        stopped = zk2kafka("sandbox", "stop-old-consumers", "--group", "reporting", *state, cwd=cwd)
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.strip() == ("stopped the old consumers of reporting: 1 registration(s) in ids/ and 2 "
+                                          "partition(s) owned under owners/ removed")
+        assert zk.get_children("/consumers/reporting/ids") == [] and zk.get_children(
+            "/consumers/reporting/owners/payments") == []
+    finally:
+        zk.stop()
+        zk.close()
+
+    # Kafka's own kafka-consumer-groups and kafka-jmx of the sandbox's release, from its jars.
+    groups = zk2kafka("sandbox", "kafka-consumer-groups", *state, "--", "--describe", "--group", "audit", cwd=cwd)
+    assert groups.returncode == 0, groups.stderr
+    assert re.search(r"^audit\s+orders\s+1\s+42\s", groups.stdout, re.MULTILINE), groups.stdout
+    jmx = zk2kafka("sandbox", "kafka-jmx", *state, "--", "--object-name",
+                   "kafka.server:type=KafkaServer,name=BrokerState", "--one-time", "--report-format", "properties",
+                   cwd=cwd)
+    assert jmx.returncode == 0 and "BrokerState:Value=3" in jmx.stdout, jmx.stdout + jmx.stderr
 
 
 def _check_seed(zookeeper: str, bootstrap: str) -> None:
