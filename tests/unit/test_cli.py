@@ -10,7 +10,7 @@ import pytest
 from migrate import cli, commands
 from migrate.errors import ConfigError, NothingFound
 
-DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "rollback", "status", "sandbox"}
+DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "ready-for-kraft", "rollback", "status", "sandbox"}
 
 
 def test_every_command_of_the_design_is_registered():
