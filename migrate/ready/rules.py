@@ -45,6 +45,8 @@ class Verdict:
     offsets: int = 0              # partitions with an offset in ZooKeeper
     in_kafka: int = 0             # of them, in Kafka with the same value
     taken_over: int = 0           # of them, in a group a new consumer took over in Kafka
+    consumers: int = 0            # old consumers registered under ids/
+    owned: int = 0                # partitions owned under owners/
     kafka_state: str | None = None
     not_in_kafka: list[str] = field(default_factory=list)   # "topic-p (ZooKeeper N)"
     registered: list[str] = field(default_factory=list)     # "N in ids/", "N partitions owned"
@@ -83,6 +85,7 @@ def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
     for name, found in by_partition.items():
         _offsets(verdicts[name], found, kafka.get(name, KafkaGroup()), partitions, zk2kafka_wrote)
     for name, (consumers, owned) in liveness.items():
+        verdicts[name].consumers, verdicts[name].owned = consumers, owned
         if consumers:
             verdicts[name].registered.append(f"{consumers} in ids/")
         if owned:

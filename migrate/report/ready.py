@@ -52,7 +52,7 @@ def text(data: Data) -> str:
         width = max([len(v["group"]) for v in bad[:SHOWN]] + [5])
         lines.append(f"{'GROUP':<{width}}  " + "  ".join(HEADINGS[p] for p in PROBLEMS))
         for v in bad[:SHOWN]:
-            cells = [str(len(v[p]) or "-").rjust(len(HEADINGS[p])) for p in PROBLEMS]
+            cells = [_cell(v, p).rjust(len(HEADINGS[p])) for p in PROBLEMS]
             lines.append(f"{v['group']:<{width}}  " + "  ".join(cells))
         if len(bad) > SHOWN:
             lines.append(f"... and {len(bad) - SHOWN:,} more (see report.md)")
@@ -71,6 +71,16 @@ def text(data: Data) -> str:
                                  for v in gone[:DETAILS]))
     lines.append(f"run={data['run']} report={data['report']}")
     return "\n".join(lines)
+
+
+def _cell(verdict: dict, problem: str) -> str:
+    """A table cell: how many partitions (znodes for writes; old consumers, else owned
+    partitions, for registrations) a finding concerns; `-` for none."""
+    if problem == "registered":
+        n = (verdict["consumers"] or verdict["owned"]) if verdict["registered"] else 0
+    else:
+        n = len(verdict[problem])
+    return str(n) if n else "-"
 
 
 def write_report(folder: Path, data: Data) -> Path:

@@ -150,6 +150,8 @@ def test_in_place_to_kraft_leaves_no_offset_behind(tmp_path):
         assert not found["static-app"]["written"] and not found["static-app"]["registered"]
         text = cli("ready-for-kraft", "--quiet-for", "1s", env=change, cwd=tmp_path)
         assert text.returncode == 3 and "NOT READY: 3 of 3 group(s)" in text.stdout, text.stdout
+        nothing = cli("ready-for-kraft", "--zookeeper", zookeeper + "-typo", env=change, cwd=tmp_path)
+        assert nothing.returncode == 3 and "no offsets found under" in nothing.stderr, "nothing checked is not ready"
 
         # The old apps stop: the old consumer commits on its way out and leaves ids/; the v0 client just stops.
         old.send_signal(signal.SIGTERM)
