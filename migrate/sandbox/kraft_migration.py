@@ -204,8 +204,9 @@ def migrate_to_kraft(cluster: LocalCluster, jars: list[Path], keep_zookeeper: bo
                            f"this one is Kafka {cluster.release.version}")
     names = [s.name for s in cluster.servers]
     if cluster.mode == MIGRATION:
-        raise SandboxError("the sandbox is half-way through a migration that failed; "
-                           "`zk2kafka sandbox down` it and start afresh")
+        raise SandboxError(f"the sandbox is half-way through a migration that failed; "
+                           f"`zk2kafka sandbox down` it, then start afresh with another "
+                           f"--state-dir (or remove {cluster.home})")
     if "kafka-1" in names or "zookeeper" not in names or "kafka" not in names:
         raise SandboxError(f"kraft-migrate migrates a sandbox of ZooKeeper and one broker, as "
                            f"`zk2kafka sandbox up` starts it; this one runs {', '.join(names)}")
