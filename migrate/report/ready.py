@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,9 @@ WHAT = {"not_in_kafka": "not in Kafka", "registered": "old consumer registered",
         "written": "written during the watch", "differs": "differs from Kafka",
         "unreadable": "not readable"}
 # What each problem asks of the operator, said once under the table.
-DO = {"not_in_kafka": "move it: `zk2kafka migrate --plan` (stopped consumers) or `zk2kafka sync` "
-                      "(a rolling switch)",
+DO = {"not_in_kafka": "move it: with its consumers stopped, a reviewed plan ({diff}; review it, "
+                      "then `zk2kafka migrate --execute --plan <its run>`); or a rolling switch "
+                      "with `zk2kafka sync`",
       "registered": "stop the old consumers (their registration in ids/ and owners/ goes with "
                     "them)",
       "written": "a client that does not register still commits (OffsetCommit v0 through the "
@@ -63,7 +65,8 @@ def text(data: Data) -> str:
                     more = f" (+{len(v[p]) - DETAILS} more)" if len(v[p]) > DETAILS else ""
                     lines.append(f"  {v['group']}: {WHAT[p]}: {'; '.join(v[p][:DETAILS])}{more}")
         found = [p for p in PROBLEMS if any(v[p] for v in bad)]
-        lines += ["", *(f"{WHAT[p]}: {DO[p]}" for p in found)]
+        diff = _diff([v["group"] for v in bad if v["not_in_kafka"]])
+        lines += ["", *(f"{WHAT[p]}: {DO[p].format(diff=diff)}" for p in found)]
     gone = [v for v in verdicts.values() if v["topic_gone"]]
     if gone:
         lines.append("left behind with their topic gone from Kafka (blocks nothing): "
@@ -71,6 +74,19 @@ def text(data: Data) -> str:
                                  for v in gone[:DETAILS]))
     lines.append(f"run={data['run']} report={data['report']}")
     return "\n".join(lines)
+
+
+_REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
+MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff of every group
+
+
+def _diff(groups: list[str]) -> str:
+    """The diff of just those groups, as a command to paste (--group is a full-match regex:
+    only its metacharacters are escaped)."""
+    if not groups or len(groups) > MOST_IN_A_HINT:
+        return "`zk2kafka diff`"
+    return "`zk2kafka diff " + " ".join("--group " + shlex.quote(_REGEX_META.sub(r"\\\1", g))
+                                        for g in groups) + "`"
 
 
 def _cell(verdict: dict, problem: str) -> str:

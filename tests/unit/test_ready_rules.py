@@ -92,6 +92,7 @@ def test_the_text_tables_the_groups_rarest_finding_first_and_says_what_to_do():
                                                    ["reporting", "-", "1", "-", "-", "-"],
                                                    ["a-plain", "1", "-", "-", "-", "-"]]
     assert "written during the watch: a client that does not register still commits" in out
+    assert "a reviewed plan (`zk2kafka diff --group z-v0 --group a-plain`; review it" in out
     assert out.endswith("run=R report=/s/reports/R")
 
 
