@@ -6,6 +6,7 @@ flag, its variable and its TOML key can never drift apart.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,30 @@ class Option:
             return None
         return ENV_PREFIX + self.name.upper()
 
+    @property
+    def flag_only(self) -> bool:
+        """Given on the command line only, never by the environment or the --config file: what
+        one invocation does (--execute, --resume, --plan, --run)."""
+        return not self.env and self.kind != "regexes"
+
+    @property
+    def shown_default(self) -> str:
+        """The default as the flag takes it: 24h, not 86400.0."""
+        if self.kind == "duration" and isinstance(self.default, (int, float)):
+            return duration_text(self.default)
+        return str(self.default)
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as the duration options take it, rounded up to its largest unit: 90m, 30h, 3d."""
+    if seconds >= 2 * 86400:
+        return f"{math.ceil(seconds / 86400)}d"
+    if seconds >= 3600:
+        return f"{math.ceil(seconds / 3600)}h"
+    if seconds >= 60:
+        return f"{math.ceil(seconds / 60)}m"
+    return f"{math.ceil(seconds)}s"
+
 
 PLAN_COMMANDS = ("diff", "migrate", "verify", "sync")
 WRITE_COMMANDS = ("migrate", "sync", "rollback")
@@ -61,7 +86,7 @@ OPTIONS: tuple[Option, ...] = (
            "Kafka client properties file, as kafka-consumer-groups.sh takes it",
            metavar="FILE"),
     Option("config", "path", None,
-           "TOML file holding any of these options (keys as the flags, without dashes)",
+           "TOML file holding any of these options (keys as the flags: bootstrap-server, group)",
            metavar="FILE"),
     Option("zk_sasl_mechanism", "str", None, "ZooKeeper SASL mechanism (DIGEST-MD5 or GSSAPI)",
            metavar="MECH"),
@@ -109,14 +134,19 @@ OPTIONS: tuple[Option, ...] = (
     Option("zk_readers", "int", 1,
            "ZooKeeper reader processes, each with its own session; groups are sharded over them",
            commands=SCAN_COMMANDS, metavar="N"),
+    # A flag only: an exported variable or a line in a config file would turn every later dry
+    # run into a write.
     Option("execute", "bool", False, "really write; without it the command is a dry run",
-           commands=("migrate", "rollback", "sync")),
-    Option("resume", "str", None, "continue the interrupted run RUN_ID",
+           commands=("migrate", "rollback", "sync"), env=False),
+    Option("resume", "str", None,
+           "continue the interrupted run RUN_ID with its own selection and policies "
+           "(dry run unless --execute)",
            commands=("migrate",), env=False, metavar="RUN_ID"),
     Option("plan", "str", None,
-           "execute the plan a `diff` wrote (its run id, plan id RUN@sha, or report dir), "
-           "the one reviewed: no new scan or diff; a group that moved since is not written",
-           commands=("migrate",), env=False, metavar="RUN_ID"),
+           "execute the plan a diff wrote (its plan id RUN@sha, run id, report dir or "
+           "plan.parquet), the one reviewed: no new scan or diff; a group that moved since is "
+           "not written",
+           commands=("migrate",), env=False, metavar="PLAN"),
     Option("max_plan_age", "duration", 86400.0,
            "with --plan: refuse a plan older than this (e.g. 24h, 3d)",
            commands=("migrate",), metavar="DURATION"),

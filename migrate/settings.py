@@ -7,6 +7,7 @@ checks the values. Secrets are wrapped in `Secret` and never shown by `repr`, lo
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import re
 import threading
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import ConfigError
+from migrate.errors import ConfigError, UnknownOption
 from migrate.kafka_config import ClientConfig, check_tls, load_client_config
 from migrate.options import OPTIONS, OPTIONS_BY_NAME, Option
 
@@ -104,6 +105,9 @@ class Settings:
     no_group_metrics: bool = False
     # Parsed from --command-config; secrets inside stay out of repr.
     kafka_client: ClientConfig | None = field(default=None, compare=False)
+    # The options the operator set (by flag, environment or --config file), not defaulted: a
+    # resume takes the others from its run's journal.
+    given: frozenset[str] = field(default=frozenset(), compare=False)
 
     def require(self, name: str) -> Any:
         """The value of option `name`; raises ConfigError naming its flag and variable if unset."""
@@ -163,7 +167,7 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
         # Translated offsets are the target's: written into the source's ZooKeeper they would move
         # its old consumers to offsets of another cluster.
         values["no_zk_write"] = True
-    settings = Settings(**values)
+    settings = Settings(**values, given=frozenset(values) - {"verbosity"})
     _check(settings)
     if settings.command_config is not None:
         client = load_client_config(settings.command_config)
@@ -185,17 +189,31 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"not valid TOML: {e}", source=str(path)) from None
     except ValueError:  # tomllib's int() refuses integers of more than 4,300 digits
         raise ConfigError("not valid TOML: a number too long to read", source=str(path)) from None
-    # Accept the flag spellings too: `bootstrap-server`, `group`, `exclude-group`, `topic`.
+    # Keys as the flags (`bootstrap-server`, `group`), also with underscores (`bootstrap_server`)
+    # and as the option names (`groups`).
     aliases = {o.cli_flag.lstrip("-").replace("-", "_"): o.name for o in OPTIONS}
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = key.replace("-", "_")
         name = name if name in OPTIONS_BY_NAME else aliases.get(name, name)
-        if name not in OPTIONS_BY_NAME or name == "config":
-            known = ", ".join(sorted(o.name for o in OPTIONS if o.name != "config"))
-            raise ConfigError(f"unknown option {key!r}; known: {known}", source=str(path))
+        opt = OPTIONS_BY_NAME.get(name)
+        if opt is not None and opt.flag_only:
+            raise ConfigError(f"{key!r} is not taken from a file: pass {opt.cli_flag} on the "
+                              "command line", source=str(path))
+        if opt is None or name == "config":
+            raise UnknownOption(unknown_key(key), source=str(path))
         out[name] = value
     return out
+
+
+def unknown_key(key: str) -> str:
+    """The error of a --config key that is no option: the one meant, if one is close, and the
+    keys there are, as the flags are written."""
+    keys = sorted(o.cli_flag.lstrip("-") for o in OPTIONS
+                  if o.name != "config" and not o.flag_only)
+    close = difflib.get_close_matches(key.replace("_", "-"), keys, n=1, cutoff=0.6)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown option {key!r}{meant}; known: {', '.join(keys)}"
 
 
 def _coerce(opt: Option, value: Any, source: str) -> Any:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import calendar
 import hashlib
 import json
-import math
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
+from migrate.options import duration_text
 from migrate.state import ISO_FORMAT
 
 # What the writer does with a row: commit `planned_offset`, nothing to do, or leave it alone.
@@ -355,20 +355,11 @@ class ReviewedPlan:
                            + "); leave the selection out to take the plan's")
         age = (now or time.time()) - self.created
         if age > max_age:
-            reasons.append(f"made {_duration(age)} ago, older than --max-plan-age "
-                           f"{_duration(max_age)}; run a fresh "
+            reasons.append(f"made {duration_text(age)} ago, older than --max-plan-age "
+                           f"{duration_text(max_age)}; run a fresh "
                            "`zk2kafka diff` and review it, or pass --max-plan-age "
-                           f"{_duration(max(age * 1.25, age + 60))} "
+                           f"{duration_text(max(age * 1.25, age + 60))} "
                            "to execute this one anyway")
         return reasons
 
 
-def _duration(seconds: float) -> str:
-    """A duration as --max-plan-age takes it, rounded up: 90m, 30h, 3d."""
-    if seconds >= 2 * 86400:
-        return f"{math.ceil(seconds / 86400)}d"
-    if seconds >= 3600:
-        return f"{math.ceil(seconds / 3600)}h"
-    if seconds >= 60:
-        return f"{math.ceil(seconds / 60)}m"
-    return f"{math.ceil(seconds)}s"
