@@ -149,6 +149,20 @@ def test_pages_bound_their_tables(tmp_path):
     assert len(files["rows"].read_text().splitlines()) == len(rows) + 1
 
 
+def test_a_plan_that_commits_nothing_writes_no_empty_csv(tmp_path):
+    rows = [row("g1", "orders", 0, s.IN_SYNC, 100, lag=0, kafka=100)]
+    files = write_reports(tmp_path, summary(rows), table(rows))
+    assert "reset_offsets" not in files and not (tmp_path / "reset-offsets.csv").exists()
+    assert all(path.stat().st_size for path in tmp_path.iterdir())
+
+
+def test_html_shows_code_spans_of_warnings_as_code(tmp_path):
+    sm = summary(ROWS, warnings=["keep them alive with `zk2kafka sync --renew-every` <soon>"])
+    page = write_reports(tmp_path, sm, table(ROWS))["html"].read_text()
+    assert "with <code>zk2kafka sync --renew-every</code> &lt;soon&gt;" in page
+    assert "`" not in page.split("<body>")[1]
+
+
 def test_lag_histogram_buckets_by_digits():
     rows = [row("g", "t", i, s.MIGRATE, 1, planned=1, lag=lag) for i, lag in
             enumerate([0, 0, 5, 9, 10, 999, 1000, 12345, -3])]
