@@ -55,6 +55,32 @@ class Option:
         return str(self.default)
 
 
+    def shown(self, value: Any) -> str:
+        """A value of this option in a message, as the operator would write it: 'billing.*',
+        none, 24h."""
+        if value is None or value == [] or value == ():
+            return "none"
+        if self.kind == "regexes":
+            return ", ".join(repr(v) for v in value)
+        if self.kind == "bool":
+            return "given" if value else "not given"
+        if self.kind == "duration" and isinstance(value, (int, float)):
+            return duration_text(value)
+        return repr(value)
+
+
+def flag(name: str) -> str:
+    """The flag of option `name` as typed (`--group` for groups)."""
+    opt = OPTIONS_BY_NAME.get(name)
+    return opt.cli_flag if opt else "--" + name.replace("_", "-")
+
+
+def shown(name: str, value: Any) -> str:
+    """A value of option `name` in a message (Option.shown)."""
+    opt = OPTIONS_BY_NAME.get(name)
+    return opt.shown(value) if opt else repr(value)
+
+
 def duration_text(seconds: float) -> str:
     """A duration as the duration options take it, rounded up to its largest unit: 90m, 30h, 3d."""
     if seconds >= 2 * 86400:

@@ -9,6 +9,7 @@ from typing import Any
 from migrate.apply.journal import DONE, Journal, Run
 from migrate.diff.plan import Plan, ReviewedPlan, readable_writer_digest
 from migrate.errors import MigrateError, PlanRefused
+from migrate.options import flag, shown
 from migrate.settings import RECORDED, Settings
 
 # The options naming the stores a run wrote; Kafka alone when it left ZooKeeper as it was.
@@ -24,7 +25,7 @@ def settings_record(settings: Settings) -> dict[str, Any]:
 def changes(before: dict[str, Any], now: dict[str, Any],
             keys: tuple[str, ...] = RECORDED) -> list[str]:
     """Each of `keys` whose value differs, as `--flag: then, now`."""
-    return [f"--{k.replace('_', '-')}: {before.get(k)!r} then, {now.get(k)!r} now"
+    return [f"{flag(k)}: {shown(k, before.get(k))} then, {shown(k, now.get(k))} now"
             for k in keys if before.get(k) != now.get(k)]
 
 

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from migrate.apply import guards, shards
 from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
-from migrate.apply.kafka_half import committed_offset
+from migrate.apply.kafka_half import committed_offset, shown
 from migrate.apply.sessions import migrate_writer, open_writers
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    SKIPPED, VERIFIED, Journal, Run)
@@ -265,8 +265,8 @@ def verify_run(settings: Settings) -> dict[str, Any]:
                         checked += 1
                         held = committed_offset(answer.get(p.key))
                         if held != p.offset:
-                            differ.append(f"{g} {p.topic}-{p.partition}: Kafka holds {held}, "
-                                          f"the run wrote {p.offset}")
+                            differ.append(f"{g} {p.topic}-{p.partition}: Kafka holds "
+                                          f"{shown(held)}, the run wrote {p.offset}")
                         elif writers.zk and zk_now[p.zk_path].value != encode(
                                 p.before_zk_value, p.offset, p.layout, semantics):
                             differ.append(f"{g} {p.zk_path}: ZooKeeper holds "

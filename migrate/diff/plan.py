@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
-from migrate.options import duration_text
+from migrate.options import duration_text, flag, shown
 from migrate.state import ISO_FORMAT
 
 # What the writer does with a row: commit `planned_offset`, nothing to do, or leave it alone.
@@ -330,7 +330,7 @@ class ReviewedPlan:
         """Why this plan cannot be executed with the stores, policies and selection of `current`."""
         inputs, policies = self.summary.get("inputs", {}), self.summary.get("policies", {})
         reasons = []
-        stores = [f"--{k.replace('_', '-')} {inputs.get(k)!r} in the plan, {current[k]!r} now"
+        stores = [f"{flag(k)} {shown(k, inputs.get(k))} in the plan, {shown(k, current[k])} now"
                   for k in ("zookeeper", "zk_root", "bootstrap_server")
                   if inputs.get(k) != current[k]]
         if stores:
@@ -343,11 +343,12 @@ class ReviewedPlan:
         if translation:
             made_with.update({k: translation.get(k) for k in (
                 "mm2_target_alias", "replication_policy", "offset_syncs_bootstrap_server")})
-        changed = [f"--{k.replace('_', '-')} {v!r} in the plan, {current[k]!r} now"
+        changed = [f"{flag(k)} {shown(k, v)} in the plan, {shown(k, current[k])} now"
                    for k, v in made_with.items() if k in current and v != current[k]]
         if changed:
             reasons.append("made with other policies (" + "; ".join(changed) + ")")
-        selection = [f"--{k.replace('_', '-')} {inputs.get(k)} in the plan, {list(current[k])} now"
+        selection = [f"{flag(k)} {shown(k, inputs.get(k))} in the plan, "
+                     f"{shown(k, list(current[k]))} now"
                      for k in ("groups", "exclude_groups", "topics")
                      if current[k] and list(current[k]) != inputs.get(k)]
         if selection:

@@ -86,7 +86,7 @@ def test_executes_the_reviewed_plan_and_fails_the_groups_that_moved(reviewed, zk
     assert code == 3, err
     assert dry["dry_run"] and set(dry["would_write"]) == {g0, g3} and set(dry["moved"]) == {g1, g2}
     assert "ZooKeeper offsets changed" in dry["moved"][g1] and moved_znode in dry["moved"][g1]
-    assert f"{topic}-1 None -> 40" in dry["moved"][g2]
+    assert f"{topic}-1 no offset -> 40" in dry["moved"][g2]
     assert kafka_offsets(kafka_admin, [g0, g3]) == {g0: {}, g3: {}}
 
     code, out, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
@@ -102,7 +102,8 @@ def test_executes_the_reviewed_plan_and_fails_the_groups_that_moved(reviewed, zk
     assert zk.get(moved_znode)[0] == b"33" and zk.get(moved_znode)[1].version == 1
     assert zk.get(f"/consumers/{g2}/offsets/{topic}/1")[1].version == 0
     assert re.search(rf"failed: {re.escape(g1)}: .*ZooKeeper offsets changed.*{re.escape(moved_znode)}", out), out
-    assert re.search(rf"failed: {re.escape(g2)}: Kafka offsets changed since the plan: {topic}-1 None -> 40", out), out
+    assert re.search(rf"failed: {re.escape(g2)}: Kafka offsets changed since the plan: {topic}-1 no offset -> 40",
+                     out), out
     assert "moved since the review of " + reviewed["plan_id"] in out
     assert f"zk2kafka diff --group {g1} --group {g2}`" in out
     last = out.strip().splitlines()[-1]

@@ -100,7 +100,7 @@ def test_a_translated_plan_is_executed_only_through_the_same_translation(tmp_pat
     (other,) = plan.refusals({**same, "mm2_target_alias": "dr"}, 86400)
     assert "--mm2-target-alias 'new' in the plan, 'dr' now" in other
     (untranslated,) = plan.refusals({**same, "no_zk_write": False, "translate_via_mm2": None}, 86400)
-    assert "--translate-via-mm2 'old' in the plan, None now" in untranslated
+    assert "--translate-via-mm2 'old' in the plan, none now" in untranslated
     # An untranslated plan is not executed through a translation either.
     assert p.ReviewedPlan.load(str(write_plan(tmp_path / "plain")), tmp_path / "plain").refusals(
         {**CURRENT, "translate_via_mm2": "old"}, 86400)
