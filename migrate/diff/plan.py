@@ -267,7 +267,7 @@ _ID = re.compile(r"^(?P<run>[^@/\s]+)(?:@(?P<sha>[0-9a-f]{4,64}))?$")
 
 @dataclass(frozen=True)
 class ReviewedPlan:
-    """A plan a `diff` wrote, found by run id, plan id (`RUN@sha`) or report dir.
+    """A plan a `diff` wrote, found by plan id (`RUN@sha`), run id, report dir or plan file.
 
     It is checked against its summary.
     """
@@ -297,10 +297,16 @@ class ReviewedPlan:
         path, match = Path(ref), _ID.match(ref)
         if path.is_dir():
             report, pinned = path, None
+        elif path.is_file() and path.name == PLAN_FILE:
+            report, pinned = path.parent, None
         elif match:
             report, pinned = reports / match["run"], match["sha"]
         else:
-            raise PlanRefused(ref, "not a run id, a plan id (RUN@sha) or a report directory")
+            raise PlanRefused(ref, "not a plan id (RUN@sha), a run id, a report directory or its "
+                                   f"{PLAN_FILE}")
+        if (report / "scan.json").exists() and not (report / "summary.json").exists():
+            raise PlanRefused(ref, f"{report.name} is a scan's run, which plans nothing: "
+                                   "run a diff first (`zk2kafka diff`) and review its plan")
         try:
             summary = json.loads((report / "summary.json").read_text())
         except (OSError, ValueError) as exc:
@@ -326,13 +332,17 @@ class ReviewedPlan:
         return cls(summary["run"], report, summary, recorded)
 
     def refusals(self, current: Mapping[str, Any], max_age: float,
-                 now: float | None = None) -> list[str]:
-        """Why this plan cannot be executed with the stores, policies and selection of `current`."""
+                 elsewhere: list[str] = (), now: float | None = None) -> list[str]:
+        """Why this plan cannot be executed with the stores, policies and selection of `current`.
+
+        `elsewhere`: how the clusters reached now differ from the plan's (migrate/stores.py);
+        the offsets root is compared here.
+        """
         inputs, policies = self.summary.get("inputs", {}), self.summary.get("policies", {})
         reasons = []
-        stores = [f"{flag(k)} {shown(k, inputs.get(k))} in the plan, {shown(k, current[k])} now"
-                  for k in ("zookeeper", "zk_root", "bootstrap_server")
-                  if inputs.get(k) != current[k]]
+        stores = [*elsewhere] + [
+            f"{flag(k)} {shown(k, inputs.get(k))} in the plan, {shown(k, current[k])} now"
+            for k in ("zk_root",) if inputs.get(k) != current[k]]
         if stores:
             reasons.append("made against other stores (" + "; ".join(stores) + ")")
         made_with = {**policies, "no_zk_write": inputs.get("no_zk_write", False)}

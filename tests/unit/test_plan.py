@@ -43,6 +43,19 @@ def test_a_plan_is_found_by_run_id_plan_id_or_report_dir(tmp_path):
     assert not by_run.refusals(CURRENT, 86400)
 
 
+def test_a_plan_is_found_by_its_file_too_and_a_scan_is_named_as_such(tmp_path):
+    report = write_plan(tmp_path)
+    assert p.ReviewedPlan.load(str(report / p.PLAN_FILE), tmp_path).run == "20261123T010203Z-3f2a"
+    scan = tmp_path / "20261123T000000Z-0000"
+    scan.mkdir()
+    (scan / "scan.json").write_text("{}")
+    with pytest.raises(PlanRefused, match=r"20261123T000000Z-0000 is a scan's run, which plans nothing: run a "
+                                          r"diff first \(`zk2kafka diff`\)"):
+        p.ReviewedPlan.load("20261123T000000Z-0000", tmp_path)
+    with pytest.raises(PlanRefused, match="not a plan id"):
+        p.ReviewedPlan.load(str(report / "summary.json"), tmp_path)
+
+
 def test_a_changed_byte_or_another_id_is_refused(tmp_path):
     report = write_plan(tmp_path)
     good = p.ReviewedPlan.load("20261123T010203Z-3f2a", tmp_path).id
