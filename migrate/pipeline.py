@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from migrate import stores
 from migrate.diff.plan import Plan, commits, plan_id
 from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
@@ -38,6 +39,8 @@ def scan(settings: Settings) -> dict[str, Any]:
     data = _scan(settings, state, run)
     report = state.reports(run)
     (report / "scan.json").write_text(json.dumps(data, indent=2) + "\n")
+    if data["offsets"] == 0:
+        raise NothingFound("scan", data["source"], selection_text(settings))
     return {**data, "report": str(report)}
 
 
@@ -75,7 +78,9 @@ def plan(settings: Settings, command: str) -> Plan:
     settings.require("zookeeper")
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)
-    # Spark boots while the stores are read.
+    # Both stores answer before Spark starts: an unreachable one is a short failure, with no JVM
+    # started for nothing. Then Spark boots while the stores are read.
+    reached = stores.reach(settings)
     spark = SparkStarter(settings.spark_master, settings.cache_dir)
     try:
         scanned = _scan(settings, state, run)
@@ -111,7 +116,8 @@ def plan(settings: Settings, command: str) -> Plan:
                       report / "plan.parquet", spark, translation)
     inputs = {"zookeeper": settings.zookeeper,
               "zk_root": settings.path_template or settings.zk_root,
-              "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
+              "bootstrap_server": settings.bootstrap_server, "stores": reached.to_json(),
+              "zk_snapshot": str(zk_snapshot),
               "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
