@@ -3,14 +3,13 @@ rollback), verify --run and status, each returning the data its command prints a
 
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from migrate import stores
 from migrate.apply import guards, shards
 from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
@@ -18,10 +17,11 @@ from migrate.apply.kafka_half import committed_offset, shown
 from migrate.apply.sessions import migrate_writer, open_writers
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    SKIPPED, VERIFIED, Journal, Run)
+from migrate.apply.scratch import scratch_journal
 from migrate.batches import chunks
 from migrate.diff.plan import (Plan, PlannedByGroup, ReviewedPlan, commits, groups_seen,
                                writer_digest)
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, StateDirError
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, StateDirError
 from migrate.progress import Progress
 from migrate.settings import Settings
 from migrate.state import new_run_id
@@ -52,11 +52,14 @@ def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
     shards.warm_up(settings)
     planned = _journal_plan(plan)
     report = str(plan.files["summary"].parent)
+    # The stores the diff reached a moment ago are the ones this run writes.
+    reached = stores.Stores.from_json(plan.summary["inputs"].get("stores"))
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
         journal.create_run(plan.run, "migrate", writer_digest(plan.files["plan"]),
-                           guards.settings_record(settings), planned.groups, planned.skipped,
-                           report=report, rows=planned.rows())
-        return _execute(settings, journal, plan.run, list(planned.groups), plan.summary["blockers"])
+                           guards.settings_record(settings, reached), planned.groups,
+                           planned.skipped, report=report, rows=planned.rows())
+        return write_groups(settings, journal, plan.run, list(planned.groups),
+                            plan.summary["blockers"])
 
 
 def reviewed(settings: Settings) -> dict[str, Any]:
@@ -68,11 +71,12 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     settings.require("zookeeper")
     settings.require("bootstrap_server")
     plan = ReviewedPlan.load(settings.plan, Path(settings.state_dir) / "reports")
-    guards.executable(plan, settings)
+    reached = stores.reach(settings)
+    guards.executable(plan, settings, reached)
     shards.warm_up(settings)
     planned = _planned(plan.file, plan.summary["per_group"])
     seen = groups_seen(plan.file, set(planned.groups))
-    record = {**guards.settings_record(settings), "reviewed_plan": plan.id}
+    record = {**guards.settings_record(settings, reached), "reviewed_plan": plan.id}
     run_id = new_run_id()
     log.info("plan %s: %d group(s) to write, as reviewed", plan.id, len(planned.groups))
     with ExitStack() as stack:
@@ -82,36 +86,21 @@ def reviewed(settings: Settings) -> dict[str, Any]:
         else:
             # The real run's path on a throwaway journal: the same batches and prechecks,
             # stopping at the first write.
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="zk2kafka-dry-run-"))
-            journal = stack.enter_context(Journal.open(Path(scratch)))
+            journal = stack.enter_context(scratch_journal())
         journal.create_run(run_id, "migrate", writer_digest(plan.file), record,
                            planned.groups, planned.skipped, report=str(plan.report),
                            rows=planned.rows())
-        return _execute(settings, journal, run_id, list(planned.groups), plan.summary["blockers"],
-                        seen=seen, reviewed=plan, dry_run=not settings.execute)
+        data = write_groups(settings, journal, run_id, list(planned.groups),
+                            plan.summary["blockers"], seen=seen, reviewed=plan,
+                            dry_run=not settings.execute)
+    if settings.execute:
+        return data
+    return {**data, "plan_id": plan.id, "run": plan.run, "report": str(plan.report)}
 
 
-def resume(settings: Settings) -> dict[str, Any]:
-    """migrate --resume: verified groups stay as they are, the rest are re-checked and finished."""
-    writer = f"migrate --execute --resume {settings.resume}"
-    shards.warm_up(settings)
-    with Journal.open(settings.state_dir, writer=writer) as journal:
-        run = guards.resumable(journal, settings)
-        todo = [g.name for g in journal.groups(run.run_id) if g.state in UNFINISHED]
-        blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
-        log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
-        seen = plan = None
-        if run.settings.get("reviewed_plan"):
-            # A reviewed plan's groups are still checked against its review.
-            seen = groups_seen(guards.plan_file(run), set(todo))
-            plan = ReviewedPlan.load(str(guards.plan_file(run).parent),
-                                     Path(settings.state_dir) / "reports")
-        return _execute(settings, journal, run.run_id, todo, blockers, seen=seen, reviewed=plan)
-
-
-def _execute(settings: Settings, journal: Journal, run_id: str, groups: list[str], blockers: int,
-             *, seen: Mapping | None = None, reviewed: ReviewedPlan | None = None,
-             dry_run: bool = False) -> dict[str, Any]:
+def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list[str],
+                 blockers: int, *, seen: Mapping | None = None,
+                 reviewed: ReviewedPlan | None = None, dry_run: bool = False) -> dict[str, Any]:
     """The dual commit over `groups` of a journaled run, then the run's state, as data.
 
     `seen` and `reviewed`: a reviewed plan's groups as the diff saw them, and the plan
@@ -142,20 +131,19 @@ def _execute(settings: Settings, journal: Journal, run_id: str, groups: list[str
         raise StateDirError(exc.path, exc.reason,
                             resume=f"zk2kafka migrate --execute --resume {run_id}") from exc
     if dry_run:
-        return _dry_run_data(reviewed, batched, moved, blockers)
+        return _dry_run_data(batched, moved, blockers)
     data = _run_data(journal.run(run_id), batched, blockers)
     if reviewed is None:
         return data
     return {**data, "plan_id": reviewed.id, "moved": sorted(moved)}
 
 
-def _dry_run_data(reviewed: ReviewedPlan, batched: Batched, moved: set[str],
-                  blockers: int) -> dict[str, Any]:
-    """migrate --plan without --execute: what would be written, and what moved since the review."""
+def _dry_run_data(batched: Batched, moved: set[str], blockers: int) -> dict[str, Any]:
+    """A dry run's pass (migrate --plan or --resume without --execute): what would be written,
+    and which groups would not be, why."""
     would = [o for o in batched.outcomes if o.state == WOULD_WRITE]
     failed = {o.group: o.reason for o in batched.outcomes if o.state != WOULD_WRITE}
-    return {"plan_id": reviewed.id, "run": reviewed.run, "report": str(reviewed.report),
-            "dry_run": True, "would_write": {o.group: o.offsets for o in would},
+    return {"dry_run": True, "would_write": {o.group: o.offsets for o in would},
             "moved": {g: failed[g] for g in sorted(moved)},
             "unchecked": {g: why for g, why in failed.items() if g not in moved},
             "interrupted": batched.interrupted,
@@ -164,8 +152,11 @@ def _dry_run_data(reviewed: ReviewedPlan, batched: Batched, moved: set[str],
 
 
 def dry_run_exit_code(data: dict[str, Any]) -> int:
-    """1 if the dry run could not check every group, 3 if groups moved or the plan has blockers."""
-    if data["interrupted"] or len(data["failed"]) > len(data["moved"]):
+    """130 if Ctrl-C cut it short, 1 if the dry run could not check every group, 3 if groups
+    moved or the plan has blockers."""
+    if data["interrupted"]:
+        return EXIT_INTERRUPTED
+    if len(data["failed"]) > len(data["moved"]):
         return EXIT_ERROR
     return EXIT_BLOCKERS if data["moved"] or data["blockers"] else EXIT_OK
 
@@ -184,7 +175,10 @@ def _run_data(run: Run, batched: Batched, blockers: int) -> dict[str, Any]:
 
 
 def exit_code(data: dict[str, Any]) -> int:
-    """A run's exit code: 1 while it is unfinished, 3 when its plan has blockers."""
+    """A run's exit code: 130 when Ctrl-C stopped it, 1 while it is unfinished, 3 when its plan
+    has blockers."""
+    if data.get("interrupted"):
+        return EXIT_INTERRUPTED
     if data["state"] != DONE:
         return EXIT_ERROR
     return EXIT_BLOCKERS if data["blockers"] else EXIT_OK
@@ -216,7 +210,8 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
         if not settings.execute:
             return {"run": run_id, "groups": len(touched), "offsets": offsets, "dry_run": True,
                     "wrote_zookeeper": wrote_zk}
-        guards.same_stores(original, settings, "roll back")
+        guards.same_stores(original, settings, stores.reach(settings, zookeeper=wrote_zk),
+                           "roll back")
         previous = guards.not_rolled_back(journal, run_id)
         # Both stores are reachable before anything is journaled.
         with open_writers(settings, zk=wrote_zk) as writers:
@@ -248,7 +243,8 @@ def verify_run(settings: Settings) -> dict[str, Any]:
     """
     with Journal.open(settings.state_dir) as journal:
         run = guards.journaled(journal, settings.run, ("migrate",))
-        wrote_zk = guards.same_stores(run, settings, "verify")
+        reached = stores.reach(settings, zookeeper=not run.settings.get("no_zk_write"))
+        wrote_zk = guards.same_stores(run, settings, reached, "verify")
         written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
         semantics = run.settings.get("offset_semantics", "next")
         checked, differ = 0, []

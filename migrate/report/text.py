@@ -109,6 +109,22 @@ def reviewed_dry_run(data: Data) -> str:
     return "\n".join(lines)
 
 
+def resume_dry_run(data: Data) -> str:
+    """migrate --resume without --execute: what the resume would write, and what it would not."""
+    would, failed = data["would_write"], data["failed"]
+    verified = data["groups"].get("verified", 0)
+    lines = [f"resume of {data['run']} ({data['state']}): would write "
+             f"{sum(would.values()):,} offsets in {len(would):,} group(s); "
+             f"{verified:,} group(s) verified already, left as they are"]
+    lines += [f"  would write: {g}: {n:,} offset(s)" for g, n in would.items()][:SHOWN]
+    lines += [f"  would not write: {g}: {why}" for g, why in failed.items()][:SHOWN]
+    lines.append(f"dry run: nothing was written; `zk2kafka migrate --execute --resume "
+                 f"{data['run']}` resumes it")
+    plan = f" plan={data['plan_id']}" if data["plan_id"] else ""
+    lines.append(f"run={data['run']}{plan} report={data['report']}")
+    return "\n".join(lines)
+
+
 _REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
 
 
