@@ -43,8 +43,11 @@ def resume(settings: Settings) -> dict[str, Any]:
         run = guards.resumable(journal, settings)   # again, now that no other writer runs
         todo = _todo(journal, run.run_id)
         log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
-        return write_groups(settings, journal, run.run_id, todo, _blockers(run.report),
+        data = write_groups(settings, journal, run.run_id, todo, _blockers(run.report),
                             **_review(settings, run, todo))
+    if run.settings.get("reviewed_plan"):
+        return {**data, "plan_id": run.settings["reviewed_plan"]}
+    return data
 
 
 def _dry_run(settings: Settings, run_id: str) -> dict[str, Any]:

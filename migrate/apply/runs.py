@@ -11,21 +11,19 @@ from typing import Any, NamedTuple
 
 from migrate import stores
 from migrate.apply import guards, shards
+from migrate.apply.applied import already_applied
 from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
-from migrate.apply.kafka_half import committed_offset, shown
 from migrate.apply.sessions import migrate_writer, open_writers
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
-                                   SKIPPED, VERIFIED, Journal, Run)
+                                   VERIFIED, Journal, Run)
 from migrate.apply.scratch import scratch_journal
-from migrate.batches import chunks
 from migrate.diff.plan import (Plan, PlannedByGroup, ReviewedPlan, commits, groups_seen,
                                writer_digest)
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, StateDirError
 from migrate.progress import Progress
 from migrate.settings import Settings
 from migrate.state import new_run_id
-from migrate.zk.writer import encode
 
 log = logging.getLogger(__name__)
 
@@ -78,24 +76,35 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     seen = groups_seen(plan.file, set(planned.groups))
     record = {**guards.settings_record(settings, reached), "reviewed_plan": plan.id}
     run_id = new_run_id()
-    log.info("plan %s: %d group(s) to write, as reviewed", plan.id, len(planned.groups))
     with ExitStack() as stack:
         if settings.execute:
             writer = f"migrate --execute --plan {plan.id}, run {run_id}"
-            journal = stack.enter_context(Journal.open(settings.state_dir, writer=writer))
+            journal = history = stack.enter_context(Journal.open(settings.state_dir, writer=writer))
         else:
             # The real run's path on a throwaway journal: the same batches and prechecks,
-            # stopping at the first write.
+            # stopping at the first write. The state dir's journal is only read.
             journal = stack.enter_context(scratch_journal())
+            history = (stack.enter_context(Journal.open(settings.state_dir))
+                       if Path(settings.state_dir, "journal.sqlite").exists() else None)
+        done = (already_applied(history, plan.id, list(planned.groups), settings)
+                if history is not None else {})
+        reviewed_as = {"plan_id": plan.id, "already_applied": done}
+        if done and len(done) == len(planned.groups):
+            # Nothing left to write: no run is made, and the runs that wrote it stand as they are.
+            return {**reviewed_as, "all_applied": True, "run": plan.run,
+                    "report": str(plan.report), "dry_run": not settings.execute,
+                    "blockers": plan.summary["blockers"]}
+        todo = [g for g in planned.groups if g not in done]
+        log.info("plan %s: %d group(s) to write, as reviewed", plan.id, len(todo))
+        skipped = {**planned.skipped, **{g: f"already applied by run {r}" for g, r in done.items()}}
         journal.create_run(run_id, "migrate", writer_digest(plan.file), record,
-                           planned.groups, planned.skipped, report=str(plan.report),
-                           rows=planned.rows())
-        data = write_groups(settings, journal, run_id, list(planned.groups),
-                            plan.summary["blockers"], seen=seen, reviewed=plan,
-                            dry_run=not settings.execute)
+                           dict.fromkeys(todo), skipped, report=str(plan.report),
+                           rows=(row for row in planned.rows() if row[0] not in done))
+        data = write_groups(settings, journal, run_id, todo, plan.summary["blockers"],
+                            seen=seen, reviewed=plan, dry_run=not settings.execute)
     if settings.execute:
-        return data
-    return {**data, "plan_id": plan.id, "run": plan.run, "report": str(plan.report)}
+        return {**data, **reviewed_as}
+    return {**data, **reviewed_as, "run": plan.run, "report": str(plan.report)}
 
 
 def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list[str],
@@ -135,7 +144,7 @@ def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list
     data = _run_data(journal.run(run_id), batched, blockers)
     if reviewed is None:
         return data
-    return {**data, "plan_id": reviewed.id, "moved": sorted(moved)}
+    return {**data, "moved": sorted(moved)}
 
 
 def _dry_run_data(batched: Batched, moved: set[str], blockers: int) -> dict[str, Any]:
@@ -172,6 +181,12 @@ def _run_data(run: Run, batched: Batched, blockers: int) -> dict[str, Any]:
             # The groups this pass left with a reason, in the order they were settled.
             "reasons": [{"group": o.group, "state": o.state, "reason": o.reason}
                         for o in outcomes if o.reason or o.state in (FAILED, PARTIAL)]}
+
+
+def applied_exit_code(data: dict[str, Any]) -> int:
+    """A plan applied again, every group already holding what an earlier run wrote: 0, or 3
+    when the plan has blockers (left alone, as the first run left them)."""
+    return EXIT_BLOCKERS if data["blockers"] else EXIT_OK
 
 
 def exit_code(data: dict[str, Any]) -> int:
@@ -234,46 +249,6 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
         done = not batched.interrupted and run.groups[VERIFIED] == len(touched)
         journal.set_run(rollback_id, DONE if done else INCOMPLETE)
         return _run_data(journal.run(rollback_id), batched, 0)
-
-
-def verify_run(settings: Settings) -> dict[str, Any]:
-    """verify --run RUN_ID: every offset that run wrote (its verified groups) still holds its value.
-
-    Reads the journal and the stores, a batch of groups at a time; no scan, no Spark.
-    """
-    with Journal.open(settings.state_dir) as journal:
-        run = guards.journaled(journal, settings.run, ("migrate",))
-        reached = stores.reach(settings, zookeeper=not run.settings.get("no_zk_write"))
-        wrote_zk = guards.same_stores(run, settings, reached, "verify")
-        written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
-        semantics = run.settings.get("offset_semantics", "next")
-        checked, differ = 0, []
-        with open_writers(settings, zk=wrote_zk) as writers:
-            for chunk in chunks(written, WRITE_BATCH):
-                parts = journal.partitions_of(run.run_id, chunk)
-                kafka_now = writers.kafka.committed_many(chunk)
-                paths = [p.zk_path for g in chunk for p in parts[g]]
-                zk_now = writers.zk.read(paths) if writers.zk else {}
-                for g in chunk:
-                    # A group Kafka would not answer for holds nothing the run wrote.
-                    answer = {} if isinstance(kafka_now[g], Exception) else kafka_now[g]
-                    for p in parts[g]:
-                        checked += 1
-                        held = committed_offset(answer.get(p.key))
-                        if held != p.offset:
-                            differ.append(f"{g} {p.topic}-{p.partition}: Kafka holds "
-                                          f"{shown(held)}, the run wrote {p.offset}")
-                        elif writers.zk and zk_now[p.zk_path].value != encode(
-                                p.before_zk_value, p.offset, p.layout, semantics):
-                            differ.append(f"{g} {p.zk_path}: ZooKeeper holds "
-                                          f"{zk_now[p.zk_path].value!r}, not the run's value")
-        rolled_back = journal.rollback_of(run.run_id)
-    ok = checked and not differ
-    others = {state: n for state, n in run.groups.items() if n and state not in (VERIFIED, SKIPPED)}
-    by = None if rolled_back is None else {"run": rolled_back.run_id, "state": rolled_back.state}
-    return {**run.to_json(), "reviewed_plan": run.settings.get("reviewed_plan"),
-            "checked": checked, "differ": differ, "verified": bool(ok), "not_written": others,
-            "groups_written": len(written), "wrote_zookeeper": wrote_zk, "rolled_back_by": by}
 
 
 def status(settings: Settings, run_id: str | None = None) -> dict[str, Any]:
