@@ -123,7 +123,7 @@ def no_conflicts(settings: Settings, plan: Plan) -> None:
 def executable(reviewed: ReviewedPlan, settings: Settings, now: Stores) -> None:
     """PlanRefused for a reviewed plan made against other stores than `now` (by identity) or
     with other policies, too old, or with CONFLICT rows under --on-conflict fail."""
-    current = {**settings_record(settings),
+    current = {**settings_record(settings), "execute": settings.execute,
                "zk_root": settings.path_template or settings.zk_root}
     inputs = reviewed.summary.get("inputs", {})
     elsewhere = same_clusters(Stores.from_json(inputs.get("stores")), now, inputs, settings,

@@ -366,11 +366,12 @@ class ReviewedPlan:
                            + "); leave the selection out to take the plan's")
         age = (now or time.time()) - self.created
         if age > max_age:
+            execute = " --execute" if current.get("execute") else ""
             reasons.append(f"made {duration_text(age)} ago, older than --max-plan-age "
                            f"{duration_text(max_age)}; run a fresh "
-                           "`zk2kafka diff` and review it, or pass --max-plan-age "
-                           f"{duration_text(max(age * 1.25, age + 60))} "
-                           "to execute this one anyway")
+                           "`zk2kafka diff` and review it, or take this one anyway: "
+                           f"`zk2kafka migrate{execute} --plan {self.id} --max-plan-age "
+                           f"{duration_text(max(age * 1.25, age + 60))}`")
         return reasons
 
 

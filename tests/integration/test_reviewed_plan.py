@@ -144,7 +144,8 @@ def test_a_stale_plan_or_one_for_other_stores_or_policies_is_refused(reviewed, k
                            "--max-plan-age", "1s", capsys=capsys)
     assert code == 1 and err.count("\n") == 1, err
     assert re.search(r"made \ds ago, older than --max-plan-age 1s; run a fresh `zk2kafka diff` and review it, "
-                     r"or pass --max-plan-age 2m to execute this one anyway; nothing was written", err), err
+                     r"or take this one anyway: `zk2kafka migrate --execute --plan \S+@\w+ --max-plan-age 2m`; "
+                     r"nothing was written", err), err
 
     code, _, err = run_cli("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
                            "--zk-root", "/elsewhere", capsys=capsys)
