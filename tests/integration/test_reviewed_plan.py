@@ -206,3 +206,57 @@ def test_a_reviewed_plan_run_resumes_verifies_and_rolls_back_as_any_run(reviewed
             assert zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0] == str(10 * (i + 1) + p).encode()
     code, checked, err = run_cli("verify", *args, "--run", run.run_id, capsys=capsys)
     assert code == 3 and checked["verified"] is False and len(checked["differ"]) == 8, err
+
+
+def test_a_plan_applied_again_is_already_applied_not_failed(reviewed, zk, kafka_admin, tmp_path, capsys):
+    topic, groups, args = reviewed["topic"], reviewed["groups"], reviewed["args"]
+    # The plan's file path names it too.
+    plan_file = str(reviewed["report"] / "plan.parquet")
+    code, first, err = run_cli("migrate", *args, "--execute", "--plan", plan_file, capsys=capsys)
+    assert code == 0 and first["state"] == "done" and first["groups"]["verified"] == 4, err
+    written = (kafka_offsets(kafka_admin, groups), {g: zk.get(f"/consumers/{g}/offsets/{topic}/0") for g in groups})
+
+    for dry in (True, False):
+        code, out, err = run_text("migrate", *args, *([] if dry else ["--execute"]), "--plan", reviewed["plan_id"],
+                                  capsys=capsys)
+        assert code == 0, err
+        assert (f"plan {reviewed['plan_id']}: already applied: 4 group(s) hold what run {first['run']} wrote; "
+                f"nothing {'would be' if dry else 'was'} written") in out
+        assert "failed" not in out and "changed since the plan" not in out
+        assert out.strip().splitlines()[-1] == (f"run={first['run']} plan={reviewed['plan_id']} "
+                                                f"report={reviewed['report']}")
+    assert (kafka_offsets(kafka_admin, groups), {g: zk.get(f"/consumers/{g}/offsets/{topic}/0") for g in groups}) \
+        == written
+    # status keeps the first run's state: no second run, nothing incomplete.
+    code, status, _ = run_cli("status", "--state-dir", str(tmp_path), capsys=capsys)
+    assert [(r["run"], r["state"]) for r in status["runs"]] == [(first["run"], "done")]
+
+
+def test_a_plan_whose_run_was_killed_is_resumed_not_applied_again(reviewed, kafka_admin, tmp_path, capsys):
+    args = reviewed["args"]
+    killed = subprocess.run([sys.executable, "-m", "migrate", "migrate", *args, "--execute", "--plan", reviewed["run"],
+                             "--parallelism", "1", "-q"], env={**os.environ, "ZK2KAFKA_CRASH_AT": "after-kafka-commit"},
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    (run,) = Journal.open(tmp_path).runs()
+    code, _, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
+    assert code == 1 and f"`zk2kafka migrate --execute --resume {run.run_id}` finishes them; nothing was written" in err
+    assert [r.run_id for r in Journal.open(tmp_path).runs()] == [run.run_id]
+    code, done, err = run_cli("migrate", *args, "--execute", "--resume", run.run_id, capsys=capsys)
+    assert code == 0 and done["state"] == "done", err
+    code, out, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
+    assert code == 0 and "already applied: 4 group(s)" in out, err
+
+
+def test_a_plan_made_through_another_address_of_the_same_cluster_is_executed(reviewed, cluster, kafka_admin,
+                                                                           capsys):
+    same = [a.replace("127.0.0.1", "localhost") for a in reviewed["args"]]
+    assert same != reviewed["args"]
+    code, done, err = run_cli("migrate", *same, "--execute", "--plan", reviewed["run"], capsys=capsys)
+    assert code == 0 and done["groups"]["verified"] == 4, err
+    # Another cluster is refused, naming both cluster ids.
+    other = [cluster.kraft_bootstrap_server if a == cluster.bootstrap_server else a for a in reviewed["args"]]
+    code, _, err = run_cli("migrate", *other, "--plan", reviewed["run"], capsys=capsys)
+    assert code == 1 and re.search(r"made against other stores \(Kafka cluster \S+ then \(--bootstrap-server "
+                                   rf"'{cluster.bootstrap_server}'\), \S+ now \(--bootstrap-server "
+                                   rf"'{cluster.kraft_bootstrap_server}'\)\)", err), err
