@@ -238,7 +238,8 @@ OPTIONS: tuple[Option, ...] = (
            commands=TRANSLATE_COMMANDS, metavar="SOURCE_ALIAS", recorded=True),
     Option("mm2_target_alias", "str", None,
            "with --translate-via-mm2: the target cluster's alias in MM2's configuration "
-           "(the syncs topic is mm2-offset-syncs.<TARGET_ALIAS>.internal)",
+           "(the syncs topic is mm2-offset-syncs.<TARGET_ALIAS>.internal); found when the syncs "
+           "cluster holds one such topic",
            commands=TRANSLATE_COMMANDS, metavar="TARGET_ALIAS", recorded=True),
     Option("offset_syncs_bootstrap_server", "str", None,
            "with --translate-via-mm2: the cluster holding MM2's offset syncs topic "

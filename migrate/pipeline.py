@@ -21,8 +21,8 @@ from migrate.diff.plan import Plan, commits, plan_id
 from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
 from migrate.kafka.client import open_admin
-from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, remote_name, syncs_topic,
-                                        upstream_name)
+from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
+                                        remote_name, syncs_topic, upstream_name)
 from migrate.kafka.snapshot import KafkaSnapshot
 from migrate.report.files import write_reports
 from migrate.settings import Settings
@@ -124,7 +124,7 @@ def plan(settings: Settings, command: str) -> Plan:
     if syncs is not None:
         inputs["translation"] = {
             "source_alias": settings.translate_via_mm2,
-            "mm2_target_alias": settings.mm2_target_alias,
+            "mm2_target_alias": syncs.alias,
             "replication_policy": settings.replication_policy, "syncs_topic": syncs.topic,
             "offset_syncs_bootstrap_server": settings.offset_syncs_bootstrap_server,
             "offset_syncs_snapshot": str(syncs.path), "syncs": syncs.syncs,
@@ -156,7 +156,12 @@ def _read_offset_syncs(settings: Settings, path: Path, topics: list[str]) -> Syn
     """MM2's offset syncs of `topics` into `path`; raises OffsetSyncsUnavailable."""
     options = {**settings.kafka_options(),
                "bootstrap_servers": settings.offset_syncs_bootstrap_server.split(",")}
-    topic = syncs_topic(settings.require("mm2_target_alias"))
+    alias = settings.mm2_target_alias
+    if alias is None:
+        alias = find_target_alias(options)
+        log.info("offset syncs: %s holds those of one MirrorMaker 2 target, %s",
+                 settings.offset_syncs_bootstrap_server, alias)
+    topic = syncs_topic(alias)
     info = OffsetSyncsReader(options, topic).write(path, set(topics))
     log.info("offset syncs: %d from %s on %s in %.1fs (%d records skipped)", info.syncs, topic,
              settings.offset_syncs_bootstrap_server, info.seconds, info.skipped)

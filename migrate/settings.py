@@ -337,12 +337,13 @@ _ALIAS = re.compile(r"^[A-Za-z0-9._-]+$")
 
 def _check_translation(s: Settings) -> None:
     """--translate-via-mm2 and the flags it needs."""
+    if not s.translate_via_mm2:
+        raise ConfigError("--translate-via-mm2 needs the source cluster's alias in MirrorMaker 2's "
+                          "configuration")
+    # Without --mm2-target-alias, the diff finds it from the one syncs topic there is.
     for flag, alias in (("--translate-via-mm2", s.translate_via_mm2),
                         ("--mm2-target-alias", s.mm2_target_alias)):
-        if not alias:
-            raise ConfigError(f"{flag} is required with --translate-via-mm2: "
-                              "the cluster alias of MirrorMaker 2's configuration")
-        if not _ALIAS.match(alias):
+        if alias is not None and not _ALIAS.match(alias):
             raise ConfigError(f"{flag}: {alias!r} is not a cluster alias (letters, digits, . _ -)")
     if not s.offset_syncs_bootstrap_server:
         raise ConfigError("--offset-syncs-bootstrap-server is required with --translate-via-mm2: "

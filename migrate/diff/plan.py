@@ -353,6 +353,8 @@ class ReviewedPlan:
         if translation:
             made_with.update({k: translation.get(k) for k in (
                 "mm2_target_alias", "replication_policy", "offset_syncs_bootstrap_server")})
+        if current.get("mm2_target_alias") is None:
+            made_with.pop("mm2_target_alias", None)   # not given: the plan's, as the diff found it
         changed = [f"{flag(k)} {shown(k, v)} in the plan, {shown(k, current[k])} now"
                    for k, v in made_with.items() if k in current and v != current[k]]
         if changed:
