@@ -304,6 +304,9 @@ class ReviewedPlan:
         else:
             raise PlanRefused(ref, "not a plan id (RUN@sha), a run id, a report directory or its "
                                    f"{PLAN_FILE}")
+        if not report.is_dir():
+            raise PlanRefused(ref, f"no run {report.name} in {report.parent}; a diff's last line "
+                                   "names its plan (plan=RUN@sha)")
         if (report / "scan.json").exists() and not (report / "summary.json").exists():
             raise PlanRefused(ref, f"{report.name} is a scan's run, which plans nothing: "
                                    "run a diff first (`zk2kafka diff`) and review its plan")

@@ -52,6 +52,8 @@ def test_a_plan_is_found_by_its_file_too_and_a_scan_is_named_as_such(tmp_path):
     with pytest.raises(PlanRefused, match=r"20261123T000000Z-0000 is a scan's run, which plans nothing: run a "
                                           r"diff first \(`zk2kafka diff`\)"):
         p.ReviewedPlan.load("20261123T000000Z-0000", tmp_path)
+    with pytest.raises(PlanRefused, match=r"no run 20991231T000000Z-0000 in .*; a diff's last line names its plan"):
+        p.ReviewedPlan.load("20991231T000000Z-0000", tmp_path)
     with pytest.raises(PlanRefused, match="not a plan id"):
         p.ReviewedPlan.load(str(report / "summary.json"), tmp_path)
 
