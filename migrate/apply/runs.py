@@ -1,5 +1,6 @@
-"""Applying: the journaled runs (migrate --execute of a fresh or a reviewed plan, --resume,
-rollback), verify --run and status, each returning the data its command prints and judges."""
+"""Applying: the journaled runs (migrate --execute of a fresh or a reviewed plan, rollback) and
+status, each returning the data its command prints and judges; `write_groups` takes a run's
+groups through the dual commit for them and for resume (resume.py)."""
 
 from __future__ import annotations
 
@@ -77,15 +78,8 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     record = {**guards.settings_record(settings, reached), "reviewed_plan": plan.id}
     run_id = new_run_id()
     with ExitStack() as stack:
-        if settings.execute:
-            writer = f"migrate --execute --plan {plan.id}, run {run_id}"
-            journal = history = stack.enter_context(Journal.open(settings.state_dir, writer=writer))
-        else:
-            # The real run's path on a throwaway journal: the same batches and prechecks,
-            # stopping at the first write. The state dir's journal is only read.
-            journal = stack.enter_context(scratch_journal())
-            history = (stack.enter_context(Journal.open(settings.state_dir))
-                       if Path(settings.state_dir, "journal.sqlite").exists() else None)
+        journal, history = _reviewed_journals(settings, stack, f"migrate --execute --plan "
+                                                               f"{plan.id}, run {run_id}")
         done = (already_applied(history, plan.id, list(planned.groups), settings)
                 if history is not None else {})
         reviewed_as = {"plan_id": plan.id, "already_applied": done}
@@ -105,6 +99,23 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     if settings.execute:
         return {**data, **reviewed_as}
     return {**data, **reviewed_as, "run": plan.run, "report": str(plan.report)}
+
+
+def _reviewed_journals(settings: Settings, stack: ExitStack,
+                       writer: str) -> tuple[Journal, Journal | None]:
+    """The journal a reviewed plan's run writes, and the one that tells its earlier runs (None
+    when the state dir has no journal yet).
+
+    With --execute both are the state dir's, locked. Without, the run is the real run's path on a
+    throwaway journal (the same batches and prechecks, stopping at the first write), and the
+    state dir's journal is only read.
+    """
+    if settings.execute:
+        journal = stack.enter_context(Journal.open(settings.state_dir, writer=writer))
+        return journal, journal
+    history = (stack.enter_context(Journal.open(settings.state_dir))
+               if Path(settings.state_dir, "journal.sqlite").exists() else None)
+    return stack.enter_context(scratch_journal()), history
 
 
 def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list[str],

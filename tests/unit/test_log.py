@@ -18,6 +18,20 @@ def _forget_secrets():
     set_secrets(())
 
 
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """configure_logging points the root logger at this test's captured stderr, closed after it: the
+    threads of later tests (py4j's) must not log there."""
+    root = logging.getLogger()
+    names = ("migrate", "kazoo", "kafka")
+    handlers, level, levels = root.handlers[:], root.level, {n: logging.getLogger(n).level for n in names}
+    yield
+    root.handlers[:], root.level = handlers, level
+    for name, was in levels.items():
+        logging.getLogger(name).setLevel(was)
+    logging.captureWarnings(False)
+
+
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_every_spelling_of_a_secret_is_redacted_in_log_lines(capsys, fmt):
     configure_logging(fmt, verbosity=2, secrets=[SECRET])
