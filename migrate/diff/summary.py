@@ -148,7 +148,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
             f"or keep the offsets alive with {renewing}")
     if empty:
         lefts = [time_left(g["group"]) for g in empty]
-        told = [f"{g['group']} {_left(left.seconds)}"
+        told = [f"{_name(g['group'])} {_left(left.seconds)}"
                 for g, left in zip(empty, lefts) if left.seconds is not None]
         untold = [left.unknown for left in lefts if left.seconds is None]
         parts = []
@@ -210,7 +210,7 @@ def selection_flags(settings: Settings) -> str:
     """The selection as flags to paste after a command: ` --group 'billing.*'`, or ""."""
     given = (("--group", settings.groups), ("--exclude-group", settings.exclude_groups),
              ("--topic", settings.topics))
-    return "".join(f" {flag} {shlex.quote(pattern)}" for flag, patterns in given
+    return "".join(f" {flag} {_name(shlex.quote(pattern))}" for flag, patterns in given
                    for pattern in patterns)
 
 
@@ -227,7 +227,13 @@ def _iso(ms: int | None) -> str | None:
 
 
 def _names(groups: list[str]) -> str:
-    return f"{', '.join(groups[:5])}{' ...' if len(groups) > 5 else ''}"
+    return f"{', '.join(map(_name, groups[:5]))}{' ...' if len(groups) > 5 else ''}"
+
+
+def _name(text: str) -> str:
+    """A name in a warning: its backticks escaped, so that only the warning's own `code spans`
+    read as such (as in Markdown)."""
+    return text.replace("`", "\\`")
 
 
 def _release(version: str | None) -> tuple[int, ...] | None:

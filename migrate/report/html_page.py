@@ -41,12 +41,16 @@ CSS = (
     "code{font-size:.9em}svg text{font:11px system-ui,sans-serif;fill:#1d2330}\n")
 
 e = html.escape   # nearly every value on the page goes through it
-_CODE_SPAN = re.compile(r"`([^`]+)`")
+_DELIMITER = re.compile(r"(?<!\\)`")   # a backtick not escaped (a name's own is: \`)
 
 
 def prose(text: str) -> str:
-    """zk2kafka's own sentences (warnings, facts), escaped, their `code spans` as <code>."""
-    return _CODE_SPAN.sub(r"<code>\1</code>", e(text))
+    """zk2kafka's own sentences (warnings, facts), escaped, their `code spans` as <code>; a
+    backtick escaped in a name (\\`) is only a backtick."""
+    parts = [e(part.replace("\\`", "`")) for part in _DELIMITER.split(text)]
+    if len(parts) % 2 == 0:   # an unpaired delimiter: no code at all
+        return e(text.replace("\\`", "`"))
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
 
 
 def render_html(view: ReportView) -> str:

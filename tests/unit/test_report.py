@@ -156,6 +156,21 @@ def test_a_plan_that_commits_nothing_writes_no_empty_csv(tmp_path):
     assert all(path.stat().st_size for path in tmp_path.iterdir())
 
 
+def test_a_group_name_with_backticks_makes_no_code_span_of_a_warning(tmp_path):
+    from migrate.diff.summary import retention_preflight, selection_flags
+    from migrate.settings import Settings
+
+    rows = [row("a`b`c", "orders", 0, s.MIGRATE, 40, planned=40, lag=60)]
+    sm = summary(rows)
+    sm["retention"] = retention_preflight(sm["per_group"], 1440, "3.9", None, 10080,
+                                          selection=selection_flags(Settings(groups=("x`y",))))
+    sm["warnings"] = list(sm["retention"]["warnings"])
+    page = write_reports(tmp_path, sm, table(rows))["html"].read_text()
+    (warning,) = re.findall(r'<p class="warn">(.*?)</p>', page)
+    assert "(a`b`c)" in warning and warning.count("<code>") == 1
+    assert "<code>zk2kafka sync --execute --renew-every 6h --group &#x27;x`y&#x27;</code>" in warning
+
+
 def test_html_shows_code_spans_of_warnings_as_code(tmp_path):
     sm = summary(ROWS, warnings=["keep them alive with `zk2kafka sync --renew-every` <soon>"])
     page = write_reports(tmp_path, sm, table(ROWS))["html"].read_text()
