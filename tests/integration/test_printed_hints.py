@@ -122,7 +122,7 @@ def test_interrupted_then_resumed_as_printed(cluster, zk_chroot, kafka_admin, pr
     seed(zk_chroot, groups, topic)
     state = tmp_path / "state"
     shell = operator_shell(cluster, zk_chroot, state)
-    # As in the issue: a selection on the command line, then Ctrl-C once the writes began.
+    # A selection on the command line, then Ctrl-C once the writes began.
     migrate = subprocess.Popen([zk2kafka_bin(), "migrate", "--execute", "--group", f"{prefix}bulk-.*",
                                 "--parallelism", "4", "-q"], env=shell, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
