@@ -30,6 +30,7 @@ install: $(VENV)/.installed
 DEMO_STEPS ?= scan diff "migrate --execute" verify status
 
 # A fresh sandbox, seeded, then every step in DEMO_STEPS; the sandbox goes down at the end, also on Ctrl-C.
+# The last line names the diff's HTML report.
 # Exit 3 (blockers found) is expected of a step: the seed plants odd cases on purpose.
 demo: install
 	@set -e; \
@@ -43,7 +44,9 @@ demo: install
 	  $(ZK2KAFKA) $$step --state-dir $(DEMO_STATE) && rc=0 || rc=$$?; \
 	  [ $$rc -eq 0 ] || [ $$rc -eq 3 ] || exit $$rc; \
 	done; \
-	echo "demo state and reports: $(DEMO_STATE)"
+	echo "demo state and reports: $(DEMO_STATE)"; \
+	summary=$$(grep -l '"command": "diff"' $(DEMO_STATE)/reports/*/summary.json | tail -n 1); \
+	echo "the diff's report, for a browser: file://$$(cd "$$(dirname "$$summary")" && pwd)/report.html"
 
 # ruff first: a lint finding fails in seconds, before the suite's real services start.
 test: install

@@ -8,6 +8,7 @@ calls `sys.exit`.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import sys
@@ -15,7 +16,8 @@ import traceback
 from collections.abc import Sequence
 
 from migrate import __version__, commands
-from migrate.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, MigrateError
+from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, MigrateError,
+                            UnknownOption)
 from migrate.log import configure_logging, redact
 from migrate.options import OPTIONS, Option
 from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, RELEASES
@@ -40,7 +42,9 @@ EPILOG = """\
 exit codes: 0 success, 1 error (also: diff or migrate found no offsets at all),
             2 usage or configuration error,
             3 the diff has blockers (diff, dry-run), groups moved since the review (migrate --plan,
-              dry run), or verify found a mismatch or no offsets at all
+              dry run), or verify found a mismatch or no offsets at all,
+            130 interrupted (Ctrl-C)
+Nothing is written without --execute (never abbreviated, never from the environment or a file).
 --group, --exclude-group and --topic are full matches (Java's matches()): \
 `billing.*`, not `^billing`
 Options can also come from ZK2KAFKA_<OPTION> environment variables
@@ -48,10 +52,50 @@ Options can also come from ZK2KAFKA_<OPTION> environment variables
 flags win over the environment, which wins over the file."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without abbreviations (`--exec` is not `--execute`), whose unknown options are
+    refused by the command's own parser, with the flag meant when one is close."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            # The command's parser says it, with its usage: the flag belongs to that command line.
+            parser = self.commands.get(getattr(parsed, "command", None), self)
+            parser.error(unrecognized(unknown, parser))
+        return parsed
+
+
+def unrecognized(unknown: list[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's `unrecognized arguments`, with the flag meant where one is close."""
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    flag = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), None)
+    if flag is None:
+        return message
+    flags = [o for o in parser._option_string_actions if o.startswith("--")]
+    if flag.replace("-", "") == "dryrun" and "--execute" in flags:
+        return f"{message} (without --execute every command is a dry run)"
+    meant = suggest(flag, flags)
+    return f"{message} (did you mean {meant}?)" if meant else message
+
+
+def suggest(word: str, known: list[str]) -> str | None:
+    """The known words `word` was probably meant as, or None: those it is a prefix of (flags are
+    never abbreviated), else the closest one."""
+    prefixed = sorted(k for k in known if k.startswith(word))
+    if prefixed:
+        return " or ".join(prefixed[:3])
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
 def _add_option(parser: argparse.ArgumentParser, opt: Option) -> None:
     # SUPPRESS keeps unset flags out of the namespace so lower layers (env, TOML) can fill them.
     extra = f" [env {opt.env_var}]" if opt.env_var else ""
-    default = f" (default: {opt.default})" if opt.default not in (None, (), False) else ""
+    default = f" (default: {opt.shown_default})" if opt.default not in (None, (), False) else ""
     common = dict(dest=opt.name, default=argparse.SUPPRESS, help=opt.help + default + extra)
     if opt.kind == "bool":
         parser.add_argument(opt.cli_flag, action="store_true", **common)
@@ -75,21 +119,26 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _options_parser(command: str | None) -> argparse.ArgumentParser:
-    """A parent parser with the global options, plus the ones specific to `command`."""
-    parent = argparse.ArgumentParser(add_help=False)
-    _add_global_options(parent)
+    """A parent parser with the options specific to `command`, then the global ones: `--help`
+    shows the command's own first."""
+    parent = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     specific = [o for o in OPTIONS if command in o.commands]
     if specific:
         group = parent.add_argument_group(f"{command} options")
         for opt in specific:
             _add_option(group, opt)
+    _add_global_options(parent)
     return parent
+
+
+USAGE = {"rollback": "RUN_ID [options]", "status": "[RUN_ID] [options]",
+         "sandbox": "{up,down,status,seed} [options]"}
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser; tests and docs introspect it."""
-    parser = argparse.ArgumentParser(
-        prog="zk2kafka",
+    parser = Parser(
+        prog="zk2kafka", usage="%(prog)s COMMAND [options]  (zk2kafka COMMAND --help lists them)",
         description="Move Kafka consumer-group offsets from ZooKeeper into Kafka, safely.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -100,11 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     # command wins over the same flag given before it, and an unset one stays unset for the
     # environment and the file.
     _add_global_options(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, prog="zk2kafka")
     for name, summary in COMMANDS.items():
-        p = sub.add_parser(name, help=summary, description=summary, epilog=EPILOG,
+        # A short usage: the whole list of options is what --help is for.
+        usage = f"%(prog)s {USAGE.get(name, '[options]')}  (%(prog)s --help lists them)"
+        p = sub.add_parser(name, help=summary, description=summary, epilog=EPILOG, usage=usage,
                            parents=[_options_parser(name)],
                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser.commands[name] = p
         if name == "rollback":
             p.add_argument("run_id", metavar="RUN_ID",
                            help="the run to undo (see `zk2kafka status`)")
@@ -194,11 +246,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(result.to_json(), indent=2) if settings.json else result.render())
         return EXIT_OK if result is None else result.exit_code
     except MigrateError as e:
+        if isinstance(e, UnknownOption):   # as an unknown flag is answered: with the usage
+            print(parser.commands[command].format_usage(), end="", file=sys.stderr)
         _report(e, debug)
         return e.exit_code
     except KeyboardInterrupt:
         print("zk2kafka: interrupted", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_INTERRUPTED
     # The last line of defence: one clear line, never a bare traceback.
     except Exception as e:  # noqa: BLE001
         _report(e, debug, unexpected=True)

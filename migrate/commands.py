@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from migrate.apply import runs
+from migrate.apply.applied import verify_run
+from migrate.apply.resume import resume
 from migrate.apply.follow import follow
 from migrate import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
@@ -37,13 +39,18 @@ def diff(settings: Settings) -> Result:
 def migrate(settings: Settings) -> Result:
     """The plan of `diff`; with --execute, the dual commit group by group, journaled.
 
-    --resume RUN_ID goes on with a run; --plan RUN writes a reviewed plan as it was reviewed.
+    --resume RUN_ID goes on with a run; --plan PLAN writes a reviewed plan as it was reviewed.
+    Without --execute, each is the same path up to the first write.
     """
     if settings.resume:
-        data = runs.resume(settings)
+        data = resume(settings)
+        if not settings.execute:
+            return Result(text.resume_dry_run(data), data, runs.dry_run_exit_code(data))
         return Result(text.run(data), data, runs.exit_code(data))
     if settings.plan:
         data = runs.reviewed(settings)
+        if data.get("all_applied"):
+            return Result(text.already_applied(data), data, runs.applied_exit_code(data))
         if not settings.execute:
             return Result(text.reviewed_dry_run(data), data, runs.dry_run_exit_code(data))
         return Result(text.run(data), data, runs.exit_code(data))
@@ -61,7 +68,7 @@ def verify(settings: Settings) -> Result:
     verify --run RUN_ID: exit 0 only when every offset that run wrote still holds its value.
     """
     if settings.run:
-        data = runs.verify_run(settings)
+        data = verify_run(settings)
         return Result(text.verify_run(data), data, EXIT_OK if data["verified"] else EXIT_BLOCKERS)
     data = pipeline.verify(settings)
     return Result(text.verify(data), data, EXIT_OK if data["verified"] else EXIT_BLOCKERS)

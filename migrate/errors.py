@@ -1,7 +1,7 @@
 """One exception root for zk2kafka; subclasses carry fields, the CLI maps them to exit codes.
 
 Exit codes (docs/design.md): 0 success, 1 error, 2 usage or configuration error,
-3 the diff has blockers, or verify found a mismatch or no offsets at all.
+3 the diff has blockers, or verify found a mismatch or no offsets at all, 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_BLOCKERS = 3
+EXIT_INTERRUPTED = 130   # Ctrl-C: the shell's 128 + SIGINT
 
 
 class MigrateError(Exception):
@@ -30,6 +31,10 @@ class ConfigError(MigrateError):
         super().__init__(f"{where}: {message}" if where else message)
         self.source = source
         self.line = line
+
+
+class UnknownOption(ConfigError):
+    """A --config key that is no option."""
 
 
 class SandboxError(MigrateError):

@@ -78,10 +78,20 @@ class _NoLibraryTracebacks(logging.Filter):
         return True
 
 
+class _OwnLinesOnly(logging.Filter):
+    """Only zk2kafka's own lines: the libraries' (kafka-python reconnecting, kazoo's dropped
+    connections, Python warnings, the Spark JVM's stderr) show from -v on. zk2kafka says what
+    went wrong in one line of its own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name.startswith("migrate")
+
+
 def configure_logging(fmt: str = "text", verbosity: int = 0, secrets: Iterable[str] = ()) -> None:
     """Send the `migrate` logs to stderr.
 
-    Verbosity -1: warnings only, 0: info, 1: debug, 2: also the client libraries' debug.
+    Verbosity -1: warnings only, 0: info, 1: debug and the client libraries' warnings,
+    2: also the client libraries' debug.
 
     `secrets` never reach stderr: they are replaced by *** in every line (see `redact`).
     """
@@ -94,6 +104,9 @@ def configure_logging(fmt: str = "text", verbosity: int = 0, secrets: Iterable[s
     handler.setFormatter(_Redacting(formatter))
     if verbosity < 2:
         handler.addFilter(_NoLibraryTracebacks())
+    if verbosity < 1:
+        handler.addFilter(_OwnLinesOnly())
+    logging.captureWarnings(True)   # as lines of the py.warnings logger: shown from -v on
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbosity >= 2 else logging.WARNING)

@@ -6,6 +6,7 @@ flag, its variable and its TOML key can never drift apart.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,56 @@ class Option:
             return None
         return ENV_PREFIX + self.name.upper()
 
+    @property
+    def flag_only(self) -> bool:
+        """Given on the command line only, never by the environment or the --config file: what
+        one invocation does (--execute, --resume, --plan, --run)."""
+        return not self.env and self.kind != "regexes"
+
+    @property
+    def shown_default(self) -> str:
+        """The default as the flag takes it: 24h, not 86400.0."""
+        if self.kind == "duration" and isinstance(self.default, (int, float)):
+            return duration_text(self.default)
+        return str(self.default)
+
+
+    def shown(self, value: Any) -> str:
+        """A value of this option in a message, as the operator would write it: 'billing.*',
+        none, 24h."""
+        if value is None or value == [] or value == ():
+            return "none"
+        if self.kind == "regexes":
+            return ", ".join(repr(v) for v in value)
+        if self.kind == "bool":
+            return "given" if value else "not given"
+        if self.kind == "duration" and isinstance(value, (int, float)):
+            return duration_text(value)
+        return repr(value)
+
+
+def flag(name: str) -> str:
+    """The flag of option `name` as typed (`--group` for groups)."""
+    opt = OPTIONS_BY_NAME.get(name)
+    return opt.cli_flag if opt else "--" + name.replace("_", "-")
+
+
+def shown(name: str, value: Any) -> str:
+    """A value of option `name` in a message (Option.shown)."""
+    opt = OPTIONS_BY_NAME.get(name)
+    return opt.shown(value) if opt else repr(value)
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as the duration options take it, rounded up to its largest unit: 90m, 30h, 3d."""
+    if seconds >= 2 * 86400:
+        return f"{math.ceil(seconds / 86400)}d"
+    if seconds >= 3600:
+        return f"{math.ceil(seconds / 3600)}h"
+    if seconds >= 60:
+        return f"{math.ceil(seconds / 60)}m"
+    return f"{math.ceil(seconds)}s"
+
 
 PLAN_COMMANDS = ("diff", "migrate", "verify", "sync")
 WRITE_COMMANDS = ("migrate", "sync", "rollback")
@@ -61,7 +112,7 @@ OPTIONS: tuple[Option, ...] = (
            "Kafka client properties file, as kafka-consumer-groups.sh takes it",
            metavar="FILE"),
     Option("config", "path", None,
-           "TOML file holding any of these options (keys as the flags, without dashes)",
+           "TOML file holding any of these options (keys as the flags: bootstrap-server, group)",
            metavar="FILE"),
     Option("zk_sasl_mechanism", "str", None, "ZooKeeper SASL mechanism (DIGEST-MD5 or GSSAPI)",
            metavar="MECH"),
@@ -109,14 +160,19 @@ OPTIONS: tuple[Option, ...] = (
     Option("zk_readers", "int", 1,
            "ZooKeeper reader processes, each with its own session; groups are sharded over them",
            commands=SCAN_COMMANDS, metavar="N"),
+    # A flag only: an exported variable or a line in a config file would turn every later dry
+    # run into a write.
     Option("execute", "bool", False, "really write; without it the command is a dry run",
-           commands=("migrate", "rollback", "sync")),
-    Option("resume", "str", None, "continue the interrupted run RUN_ID",
+           commands=("migrate", "rollback", "sync"), env=False),
+    Option("resume", "str", None,
+           "continue the interrupted run RUN_ID with its own selection and policies "
+           "(dry run unless --execute)",
            commands=("migrate",), env=False, metavar="RUN_ID"),
     Option("plan", "str", None,
-           "execute the plan a `diff` wrote (its run id, plan id RUN@sha, or report dir), "
-           "the one reviewed: no new scan or diff; a group that moved since is not written",
-           commands=("migrate",), env=False, metavar="RUN_ID"),
+           "execute the plan a diff wrote (its plan id RUN@sha, run id, report dir or "
+           "plan.parquet), the one reviewed: no new scan or diff; a group that moved since is "
+           "not written",
+           commands=("migrate",), env=False, metavar="PLAN"),
     Option("max_plan_age", "duration", 86400.0,
            "with --plan: refuse a plan older than this (e.g. 24h, 3d)",
            commands=("migrate",), metavar="DURATION"),
@@ -189,7 +245,8 @@ OPTIONS: tuple[Option, ...] = (
            commands=TRANSLATE_COMMANDS, metavar="SOURCE_ALIAS", recorded=True),
     Option("mm2_target_alias", "str", None,
            "with --translate-via-mm2: the target cluster's alias in MM2's configuration "
-           "(the syncs topic is mm2-offset-syncs.<TARGET_ALIAS>.internal)",
+           "(the syncs topic is mm2-offset-syncs.<TARGET_ALIAS>.internal); found when the syncs "
+           "cluster holds one such topic",
            commands=TRANSLATE_COMMANDS, metavar="TARGET_ALIAS", recorded=True),
     Option("offset_syncs_bootstrap_server", "str", None,
            "with --translate-via-mm2: the cluster holding MM2's offset syncs topic "

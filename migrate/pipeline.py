@@ -16,12 +16,13 @@ from typing import Any, NamedTuple
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from migrate import stores
 from migrate.diff.plan import Plan, commits, plan_id
 from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
 from migrate.kafka.client import open_admin
-from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, remote_name, syncs_topic,
-                                        upstream_name)
+from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
+                                        remote_name, syncs_topic, upstream_name)
 from migrate.kafka.snapshot import KafkaSnapshot
 from migrate.report.files import write_reports
 from migrate.settings import Settings
@@ -38,6 +39,8 @@ def scan(settings: Settings) -> dict[str, Any]:
     data = _scan(settings, state, run)
     report = state.reports(run)
     (report / "scan.json").write_text(json.dumps(data, indent=2) + "\n")
+    if data["offsets"] == 0:
+        raise NothingFound("scan", data["source"], selection_text(settings))
     return {**data, "report": str(report)}
 
 
@@ -75,7 +78,9 @@ def plan(settings: Settings, command: str) -> Plan:
     settings.require("zookeeper")
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)
-    # Spark boots while the stores are read.
+    # Both stores answer before Spark starts: an unreachable one is a short failure, with no JVM
+    # started for nothing. Then Spark boots while the stores are read.
+    reached = stores.reach(settings)
     spark = SparkStarter(settings.spark_master, settings.cache_dir)
     try:
         scanned = _scan(settings, state, run)
@@ -111,14 +116,15 @@ def plan(settings: Settings, command: str) -> Plan:
                       report / "plan.parquet", spark, translation)
     inputs = {"zookeeper": settings.zookeeper,
               "zk_root": settings.path_template or settings.zk_root,
-              "bootstrap_server": settings.bootstrap_server, "zk_snapshot": str(zk_snapshot),
+              "bootstrap_server": settings.bootstrap_server, "stores": reached.to_json(),
+              "zk_snapshot": str(zk_snapshot),
               "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
     if syncs is not None:
         inputs["translation"] = {
             "source_alias": settings.translate_via_mm2,
-            "mm2_target_alias": settings.mm2_target_alias,
+            "mm2_target_alias": syncs.alias,
             "replication_policy": settings.replication_policy, "syncs_topic": syncs.topic,
             "offset_syncs_bootstrap_server": settings.offset_syncs_bootstrap_server,
             "offset_syncs_snapshot": str(syncs.path), "syncs": syncs.syncs,
@@ -150,7 +156,12 @@ def _read_offset_syncs(settings: Settings, path: Path, topics: list[str]) -> Syn
     """MM2's offset syncs of `topics` into `path`; raises OffsetSyncsUnavailable."""
     options = {**settings.kafka_options(),
                "bootstrap_servers": settings.offset_syncs_bootstrap_server.split(",")}
-    topic = syncs_topic(settings.require("mm2_target_alias"))
+    alias = settings.mm2_target_alias
+    if alias is None:
+        alias = find_target_alias(options)
+        log.info("offset syncs: %s holds those of one MirrorMaker 2 target, %s",
+                 settings.offset_syncs_bootstrap_server, alias)
+    topic = syncs_topic(alias)
     info = OffsetSyncsReader(options, topic).write(path, set(topics))
     log.info("offset syncs: %d from %s on %s in %.1fs (%d records skipped)", info.syncs, topic,
              settings.offset_syncs_bootstrap_server, info.seconds, info.skipped)

@@ -7,6 +7,7 @@ checks the values. Secrets are wrapped in `Secret` and never shown by `repr`, lo
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import re
 import threading
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.errors import ConfigError
+from migrate.errors import ConfigError, UnknownOption
 from migrate.kafka_config import ClientConfig, check_tls, load_client_config
 from migrate.options import OPTIONS, OPTIONS_BY_NAME, Option
 
@@ -105,6 +106,9 @@ class Settings:
     no_group_metrics: bool = False
     # Parsed from --command-config; secrets inside stay out of repr.
     kafka_client: ClientConfig | None = field(default=None, compare=False)
+    # The options the operator set (by flag, environment or --config file), not defaulted: a
+    # resume takes the others from its run's journal.
+    given: frozenset[str] = field(default=frozenset(), compare=False)
 
     def require(self, name: str) -> Any:
         """The value of option `name`; raises ConfigError naming its flag and variable if unset."""
@@ -164,7 +168,7 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
         # Translated offsets are the target's: written into the source's ZooKeeper they would move
         # its old consumers to offsets of another cluster.
         values["no_zk_write"] = True
-    settings = Settings(**values)
+    settings = Settings(**values, given=frozenset(values) - {"verbosity"})
     _check(settings)
     if settings.command_config is not None:
         client = load_client_config(settings.command_config)
@@ -186,17 +190,31 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"not valid TOML: {e}", source=str(path)) from None
     except ValueError:  # tomllib's int() refuses integers of more than 4,300 digits
         raise ConfigError("not valid TOML: a number too long to read", source=str(path)) from None
-    # Accept the flag spellings too: `bootstrap-server`, `group`, `exclude-group`, `topic`.
+    # Keys as the flags (`bootstrap-server`, `group`), also with underscores (`bootstrap_server`)
+    # and as the option names (`groups`).
     aliases = {o.cli_flag.lstrip("-").replace("-", "_"): o.name for o in OPTIONS}
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = key.replace("-", "_")
         name = name if name in OPTIONS_BY_NAME else aliases.get(name, name)
-        if name not in OPTIONS_BY_NAME or name == "config":
-            known = ", ".join(sorted(o.name for o in OPTIONS if o.name != "config"))
-            raise ConfigError(f"unknown option {key!r}; known: {known}", source=str(path))
+        opt = OPTIONS_BY_NAME.get(name)
+        if opt is not None and opt.flag_only:
+            raise ConfigError(f"{key!r} is not taken from a file: pass {opt.cli_flag} on the "
+                              "command line", source=str(path))
+        if opt is None or name == "config":
+            raise UnknownOption(unknown_key(key), source=str(path))
         out[name] = value
     return out
+
+
+def unknown_key(key: str) -> str:
+    """The error of a --config key that is no option: the one meant, if one is close, and the
+    keys there are, as the flags are written."""
+    keys = sorted(o.cli_flag.lstrip("-") for o in OPTIONS
+                  if o.name != "config" and not o.flag_only)
+    close = difflib.get_close_matches(key.replace("_", "-"), keys, n=1, cutoff=0.6)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown option {key!r}{meant}; known: {', '.join(keys)}"
 
 
 def _coerce(opt: Option, value: Any, source: str) -> Any:
@@ -320,12 +338,13 @@ _ALIAS = re.compile(r"^[A-Za-z0-9._-]+$")
 
 def _check_translation(s: Settings) -> None:
     """--translate-via-mm2 and the flags it needs."""
+    if not s.translate_via_mm2:
+        raise ConfigError("--translate-via-mm2 needs the source cluster's alias in MirrorMaker 2's "
+                          "configuration")
+    # Without --mm2-target-alias, the diff finds it from the one syncs topic there is.
     for flag, alias in (("--translate-via-mm2", s.translate_via_mm2),
                         ("--mm2-target-alias", s.mm2_target_alias)):
-        if not alias:
-            raise ConfigError(f"{flag} is required with --translate-via-mm2: "
-                              "the cluster alias of MirrorMaker 2's configuration")
-        if not _ALIAS.match(alias):
+        if alias is not None and not _ALIAS.match(alias):
             raise ConfigError(f"{flag}: {alias!r} is not a cluster alias (letters, digits, . _ -)")
     if not s.offset_syncs_bootstrap_server:
         raise ConfigError("--offset-syncs-bootstrap-server is required with --translate-via-mm2: "

@@ -201,7 +201,11 @@ class DualCommit:
             except REFUSALS as exc:
                 failures[g] = _reason(exc)
         in_flight = {g: reason for g, reason in failures.items() if g in start.resumed}
-        batch.settle(self._put_back_many(in_flight, start.parts))
+        if self.dry_run:   # a real run would put them back: that is a write
+            batch.settle(self._fail({g: f"{reason}; a resume with --execute puts it back"
+                                     for g, reason in in_flight.items()}))
+        else:
+            batch.settle(self._put_back_many(in_flight, start.parts))
         batch.settle(self._fail({g: reason for g, reason in failures.items()
                                  if g not in in_flight}))
         return before

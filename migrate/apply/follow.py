@@ -14,6 +14,7 @@ from typing import Any
 from kafka.admin import KafkaAdminClient
 from kazoo.client import KazooClient
 
+from migrate import stores
 from migrate.apply.guards import settings_record
 from migrate.apply.journal import DONE, Journal
 from migrate.apply.service import Endpoint, Health
@@ -62,7 +63,8 @@ def follow(settings: Settings) -> dict[str, Any]:
         if journal is not None:
             # After the endpoint is bound: a port in use journals no run that never ran.
             # Sync only reads ZooKeeper.
-            record = {**settings_record(settings), "no_zk_write": True}
+            record = {**settings_record(settings, stores.reach(settings, zookeeper=False)),
+                      "no_zk_write": True}
             journal.create_run(run_id, "sync", "", record, {}, report=str(report))
         if settings.stop_after:
             timer = threading.Timer(settings.stop_after, stop.set)

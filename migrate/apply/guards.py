@@ -3,28 +3,45 @@ the ones it was made with, its plan is unaltered. Each refusal is one MigrateErr
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from migrate.apply.journal import DONE, Journal, Run
 from migrate.diff.plan import Plan, ReviewedPlan, readable_writer_digest
 from migrate.errors import MigrateError, PlanRefused
+from migrate.options import flag, shown
 from migrate.settings import RECORDED, Settings
+from migrate.stores import Stores, same_clusters
 
-# The options naming the stores a run wrote; Kafka alone when it left ZooKeeper as it was.
-STORES = ("bootstrap_server", "zookeeper", "zk_root", "path_template")
+# The addresses of the stores: compared by the clusters' identity, not as spelled.
+ADDRESSES = ("bootstrap_server", "zookeeper")
+# Where in ZooKeeper the offsets are: compared as written.
+ZK_PLACE = ("zk_root", "path_template")
 
 
-def settings_record(settings: Settings) -> dict[str, Any]:
-    """The options a writing run records in the journal (those marked recorded), as JSON values."""
-    return {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v
-            for name in RECORDED}
+def settings_record(settings: Settings, stores: Stores | None = None) -> dict[str, Any]:
+    """The options a writing run records in the journal (those marked recorded), as JSON values,
+    with the identity of the stores it writes."""
+    record = {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v
+              for name in RECORDED}
+    if stores is not None:
+        record["stores"] = stores.to_json()
+    return record
+
+
+def as_recorded(settings: Settings, run: Run) -> Settings:
+    """`settings` with the run's own recorded options wherever the operator gave none: a resume
+    goes on with the selection and policies its run began with."""
+    taken = {k: tuple(v) if isinstance(v, list) else v for k, v in run.settings.items()
+             if k in RECORDED and k not in settings.given}
+    return dataclasses.replace(settings, **taken)
 
 
 def changes(before: dict[str, Any], now: dict[str, Any],
             keys: tuple[str, ...] = RECORDED) -> list[str]:
     """Each of `keys` whose value differs, as `--flag: then, now`."""
-    return [f"--{k.replace('_', '-')}: {before.get(k)!r} then, {now.get(k)!r} now"
+    return [f"{flag(k)}: {shown(k, before.get(k))} then, {shown(k, now.get(k))} now"
             for k in keys if before.get(k) != now.get(k)]
 
 
@@ -53,25 +70,31 @@ def resumable(journal: Journal, settings: Settings) -> Run:
         raise MigrateError(f"cannot resume {run.run_id}: it was rolled back by "
                            f"{rolled_back.run_id} ({rolled_back.state}); "
                            "start a new run to migrate again")
-    changed = changes(run.settings, settings_record(settings))
+    given = tuple(k for k in RECORDED if k in settings.given and k not in ADDRESSES)
+    changed = changes(run.settings, settings_record(settings), given)
     if changed:
         raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began "
-                           f"({'; '.join(changed)}); "
-                           "resume with the same options, or start a new run")
+                           f"({'; '.join(changed)}); leave them out (a resume takes its run's "
+                           "own), or start a new run")
     if readable_writer_digest(plan_file(run)) != run.plan_hash:
         raise MigrateError(f"cannot resume {run.run_id}: "
                            f"its plan {plan_file(run)} is missing or was altered")
     return run
 
 
-def same_stores(run: Run, settings: Settings, verb: str) -> bool:
-    """Whether the run wrote ZooKeeper too; MigrateError unless these options name its stores.
+def same_stores(run: Run, settings: Settings, now: Stores, verb: str, *,
+                zookeeper: bool | None = None) -> bool:
+    """Whether the run wrote ZooKeeper too; MigrateError unless the stores reached now (`now`)
+    are the clusters it wrote, whatever address reaches them. `zookeeper`: compare ZooKeeper too
+    (by default where the run wrote it).
 
     Restoring or checking other stores than the run's would "succeed" at nothing.
     """
     wrote_zk = not run.settings.get("no_zk_write")
-    where = STORES if wrote_zk else STORES[:1]
-    elsewhere = changes(run.settings, settings_record(settings), where)
+    zookeeper = wrote_zk if zookeeper is None else zookeeper
+    elsewhere = same_clusters(Stores.from_json(run.settings.get("stores")), now, run.settings,
+                              settings, f"run {run.run_id}", zookeeper=zookeeper)
+    elsewhere += changes(run.settings, settings_record(settings), ZK_PLACE if zookeeper else ())
     if elsewhere:
         raise MigrateError(f"cannot {verb} {run.run_id}: it wrote to other stores than these "
                            f"({'; '.join(elsewhere)}); "
@@ -97,12 +120,15 @@ def no_conflicts(settings: Settings, plan: Plan) -> None:
                            f"(see {plan.files['markdown']}); nothing was written")
 
 
-def executable(reviewed: ReviewedPlan, settings: Settings) -> None:
-    """PlanRefused for a reviewed plan made against other stores or policies, too old, or with
-    CONFLICT rows under --on-conflict fail."""
-    current = {**settings_record(settings),
+def executable(reviewed: ReviewedPlan, settings: Settings, now: Stores) -> None:
+    """PlanRefused for a reviewed plan made against other stores than `now` (by identity) or
+    with other policies, too old, or with CONFLICT rows under --on-conflict fail."""
+    current = {**settings_record(settings), "execute": settings.execute,
                "zk_root": settings.path_template or settings.zk_root}
-    refusals = reviewed.refusals(current, settings.max_plan_age)
+    inputs = reviewed.summary.get("inputs", {})
+    elsewhere = same_clusters(Stores.from_json(inputs.get("stores")), now, inputs, settings,
+                              f"plan {reviewed.id}")
+    refusals = reviewed.refusals(current, settings.max_plan_age, elsewhere)
     if refusals:
         raise PlanRefused(reviewed.id, "; ".join(refusals) + "; nothing was written")
     counts = reviewed.summary["counts"]

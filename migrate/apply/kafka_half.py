@@ -28,9 +28,15 @@ def committed_offset(committed: tuple[int, str] | None) -> int | None:
     return committed[0] if committed else None
 
 
+def shown(offset: int | None) -> str:
+    """An offset Kafka holds, in a message: `no offset` where it holds none."""
+    return "no offset" if offset is None else str(offset)
+
+
 def moved(parts: list[j.Partition], now: Committed) -> str | None:
     """Why Kafka no longer holds what the plan saw, or None."""
-    changed = [f"{p.topic}-{p.partition} {p.kafka_offset} -> {committed_offset(now.get(p.key))}"
+    changed = [f"{p.topic}-{p.partition} {shown(p.kafka_offset)} -> "
+               f"{shown(committed_offset(now.get(p.key)))}"
                for p in parts if committed_offset(now.get(p.key)) != p.kafka_offset]
     return f"Kafka offsets changed since the plan: {_few(changed)}" if changed else None
 

@@ -1,32 +1,30 @@
-"""Applying: the journaled runs (migrate --execute of a fresh or a reviewed plan, --resume,
-rollback), verify --run and status, each returning the data its command prints and judges."""
+"""Applying: the journaled runs (migrate --execute of a fresh or a reviewed plan, rollback) and
+status, each returning the data its command prints and judges; `write_groups` takes a run's
+groups through the dual commit for them and for resume (resume.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from migrate import stores
 from migrate.apply import guards, shards
+from migrate.apply.applied import already_applied
 from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
-from migrate.apply.kafka_half import committed_offset
 from migrate.apply.sessions import migrate_writer, open_writers
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
-                                   SKIPPED, VERIFIED, Journal, Run)
-from migrate.batches import chunks
+                                   VERIFIED, Journal, Run)
+from migrate.apply.scratch import scratch_journal
 from migrate.diff.plan import (Plan, PlannedByGroup, ReviewedPlan, commits, groups_seen,
                                writer_digest)
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_OK, StateDirError, ZkUnavailable
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, StateDirError
 from migrate.progress import Progress
 from migrate.settings import Settings
 from migrate.state import new_run_id
-from migrate.zk.writer import encode
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +51,14 @@ def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
     shards.warm_up(settings)
     planned = _journal_plan(plan)
     report = str(plan.files["summary"].parent)
+    # The stores the diff reached a moment ago are the ones this run writes.
+    reached = stores.Stores.from_json(plan.summary["inputs"].get("stores"))
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
         journal.create_run(plan.run, "migrate", writer_digest(plan.files["plan"]),
-                           guards.settings_record(settings), planned.groups, planned.skipped,
-                           report=report, rows=planned.rows())
-        return _execute(settings, journal, plan.run, list(planned.groups), plan.summary["blockers"])
+                           guards.settings_record(settings, reached), planned.groups,
+                           planned.skipped, report=report, rows=planned.rows())
+        return write_groups(settings, journal, plan.run, list(planned.groups),
+                            plan.summary["blockers"])
 
 
 def reviewed(settings: Settings) -> dict[str, Any]:
@@ -69,50 +70,57 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     settings.require("zookeeper")
     settings.require("bootstrap_server")
     plan = ReviewedPlan.load(settings.plan, Path(settings.state_dir) / "reports")
-    guards.executable(plan, settings)
+    reached = stores.reach(settings)
+    guards.executable(plan, settings, reached)
     shards.warm_up(settings)
     planned = _planned(plan.file, plan.summary["per_group"])
     seen = groups_seen(plan.file, set(planned.groups))
-    record = {**guards.settings_record(settings), "reviewed_plan": plan.id}
+    record = {**guards.settings_record(settings, reached), "reviewed_plan": plan.id}
     run_id = new_run_id()
-    log.info("plan %s: %d group(s) to write, as reviewed", plan.id, len(planned.groups))
     with ExitStack() as stack:
-        if settings.execute:
-            writer = f"migrate --execute --plan {plan.id}, run {run_id}"
-            journal = stack.enter_context(Journal.open(settings.state_dir, writer=writer))
-        else:
-            # The real run's path on a throwaway journal: the same batches and prechecks,
-            # stopping at the first write.
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="zk2kafka-dry-run-"))
-            journal = stack.enter_context(Journal.open(Path(scratch)))
+        journal, history = _reviewed_journals(settings, stack, f"migrate --execute --plan "
+                                                               f"{plan.id}, run {run_id}")
+        done = (already_applied(history, plan.id, list(planned.groups), settings)
+                if history is not None else {})
+        reviewed_as = {"plan_id": plan.id, "already_applied": done}
+        if done and len(done) == len(planned.groups):
+            # Nothing left to write: no run is made, and the runs that wrote it stand as they are.
+            return {**reviewed_as, "all_applied": True, "run": plan.run,
+                    "report": str(plan.report), "dry_run": not settings.execute,
+                    "blockers": plan.summary["blockers"]}
+        todo = [g for g in planned.groups if g not in done]
+        log.info("plan %s: %d group(s) to write, as reviewed", plan.id, len(todo))
+        skipped = {**planned.skipped, **{g: f"already applied by run {r}" for g, r in done.items()}}
         journal.create_run(run_id, "migrate", writer_digest(plan.file), record,
-                           planned.groups, planned.skipped, report=str(plan.report),
-                           rows=planned.rows())
-        return _execute(settings, journal, run_id, list(planned.groups), plan.summary["blockers"],
-                        seen=seen, reviewed=plan, dry_run=not settings.execute)
+                           dict.fromkeys(todo), skipped, report=str(plan.report),
+                           rows=(row for row in planned.rows() if row[0] not in done))
+        data = write_groups(settings, journal, run_id, todo, plan.summary["blockers"],
+                            seen=seen, reviewed=plan, dry_run=not settings.execute)
+    if settings.execute:
+        return {**data, **reviewed_as}
+    return {**data, **reviewed_as, "run": plan.run, "report": str(plan.report)}
 
 
-def resume(settings: Settings) -> dict[str, Any]:
-    """migrate --resume: verified groups stay as they are, the rest are re-checked and finished."""
-    writer = f"migrate --execute --resume {settings.resume}"
-    shards.warm_up(settings)
-    with Journal.open(settings.state_dir, writer=writer) as journal:
-        run = guards.resumable(journal, settings)
-        todo = [g.name for g in journal.groups(run.run_id) if g.state in UNFINISHED]
-        blockers = json.loads(Path(run.report, "summary.json").read_text())["blockers"]
-        log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
-        seen = plan = None
-        if run.settings.get("reviewed_plan"):
-            # A reviewed plan's groups are still checked against its review.
-            seen = groups_seen(guards.plan_file(run), set(todo))
-            plan = ReviewedPlan.load(str(guards.plan_file(run).parent),
-                                     Path(settings.state_dir) / "reports")
-        return _execute(settings, journal, run.run_id, todo, blockers, seen=seen, reviewed=plan)
+def _reviewed_journals(settings: Settings, stack: ExitStack,
+                       writer: str) -> tuple[Journal, Journal | None]:
+    """The journal a reviewed plan's run writes, and the one that tells its earlier runs (None
+    when the state dir has no journal yet).
+
+    With --execute both are the state dir's, locked. Without, the run is the real run's path on a
+    throwaway journal (the same batches and prechecks, stopping at the first write), and the
+    state dir's journal is only read.
+    """
+    if settings.execute:
+        journal = stack.enter_context(Journal.open(settings.state_dir, writer=writer))
+        return journal, journal
+    history = (stack.enter_context(Journal.open(settings.state_dir))
+               if Path(settings.state_dir, "journal.sqlite").exists() else None)
+    return stack.enter_context(scratch_journal()), history
 
 
-def _execute(settings: Settings, journal: Journal, run_id: str, groups: list[str], blockers: int,
-             *, seen: Mapping | None = None, reviewed: ReviewedPlan | None = None,
-             dry_run: bool = False) -> dict[str, Any]:
+def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list[str],
+                 blockers: int, *, seen: Mapping | None = None,
+                 reviewed: ReviewedPlan | None = None, dry_run: bool = False) -> dict[str, Any]:
     """The dual commit over `groups` of a journaled run, then the run's state, as data.
 
     `seen` and `reviewed`: a reviewed plan's groups as the diff saw them, and the plan
@@ -143,20 +151,19 @@ def _execute(settings: Settings, journal: Journal, run_id: str, groups: list[str
         raise StateDirError(exc.path, exc.reason,
                             resume=f"zk2kafka migrate --execute --resume {run_id}") from exc
     if dry_run:
-        return _dry_run_data(reviewed, batched, moved, blockers)
+        return _dry_run_data(batched, moved, blockers)
     data = _run_data(journal.run(run_id), batched, blockers)
     if reviewed is None:
         return data
-    return {**data, "plan_id": reviewed.id, "moved": sorted(moved)}
+    return {**data, "moved": sorted(moved)}
 
 
-def _dry_run_data(reviewed: ReviewedPlan, batched: Batched, moved: set[str],
-                  blockers: int) -> dict[str, Any]:
-    """migrate --plan without --execute: what would be written, and what moved since the review."""
+def _dry_run_data(batched: Batched, moved: set[str], blockers: int) -> dict[str, Any]:
+    """A dry run's pass (migrate --plan or --resume without --execute): what would be written,
+    and which groups would not be, why."""
     would = [o for o in batched.outcomes if o.state == WOULD_WRITE]
     failed = {o.group: o.reason for o in batched.outcomes if o.state != WOULD_WRITE}
-    return {"plan_id": reviewed.id, "run": reviewed.run, "report": str(reviewed.report),
-            "dry_run": True, "would_write": {o.group: o.offsets for o in would},
+    return {"dry_run": True, "would_write": {o.group: o.offsets for o in would},
             "moved": {g: failed[g] for g in sorted(moved)},
             "unchecked": {g: why for g, why in failed.items() if g not in moved},
             "interrupted": batched.interrupted,
@@ -165,8 +172,11 @@ def _dry_run_data(reviewed: ReviewedPlan, batched: Batched, moved: set[str],
 
 
 def dry_run_exit_code(data: dict[str, Any]) -> int:
-    """1 if the dry run could not check every group, 3 if groups moved or the plan has blockers."""
-    if data["interrupted"] or len(data["failed"]) > len(data["moved"]):
+    """130 if Ctrl-C cut it short, 1 if the dry run could not check every group, 3 if groups
+    moved or the plan has blockers."""
+    if data["interrupted"]:
+        return EXIT_INTERRUPTED
+    if len(data["failed"]) > len(data["moved"]):
         return EXIT_ERROR
     return EXIT_BLOCKERS if data["moved"] or data["blockers"] else EXIT_OK
 
@@ -184,8 +194,17 @@ def _run_data(run: Run, batched: Batched, blockers: int) -> dict[str, Any]:
                         for o in outcomes if o.reason or o.state in (FAILED, PARTIAL)]}
 
 
+def applied_exit_code(data: dict[str, Any]) -> int:
+    """A plan applied again, every group already holding what an earlier run wrote: 0, or 3
+    when the plan has blockers (left alone, as the first run left them)."""
+    return EXIT_BLOCKERS if data["blockers"] else EXIT_OK
+
+
 def exit_code(data: dict[str, Any]) -> int:
-    """A run's exit code: 1 while it is unfinished, 3 when its plan has blockers."""
+    """A run's exit code: 130 when Ctrl-C stopped it, 1 while it is unfinished, 3 when its plan
+    has blockers."""
+    if data.get("interrupted"):
+        return EXIT_INTERRUPTED
     if data["state"] != DONE:
         return EXIT_ERROR
     return EXIT_BLOCKERS if data["blockers"] else EXIT_OK
@@ -217,7 +236,8 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
         if not settings.execute:
             return {"run": run_id, "groups": len(touched), "offsets": offsets, "dry_run": True,
                     "wrote_zookeeper": wrote_zk}
-        guards.same_stores(original, settings, "roll back")
+        guards.same_stores(original, settings, stores.reach(settings, zookeeper=wrote_zk),
+                           "roll back")
         previous = guards.not_rolled_back(journal, run_id)
         # Both stores are reachable before anything is journaled.
         with open_writers(settings, zk=wrote_zk) as writers:
@@ -240,63 +260,6 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
         done = not batched.interrupted and run.groups[VERIFIED] == len(touched)
         journal.set_run(rollback_id, DONE if done else INCOMPLETE)
         return _run_data(journal.run(rollback_id), batched, 0)
-
-
-def verify_run(settings: Settings) -> dict[str, Any]:
-    """verify --run RUN_ID: every offset that run wrote (its verified groups) still holds its value.
-
-    Reads the journal and the stores, a batch of groups at a time; no scan, no Spark. Where the
-    run wrote ZooKeeper too but ZooKeeper is not given or does not answer (the cluster left it),
-    Kafka alone is checked, and the data says ZooKeeper was not consulted and why.
-    """
-    with Journal.open(settings.state_dir) as journal:
-        run = guards.journaled(journal, settings.run, ("migrate",))
-        wrote_zk = not run.settings.get("no_zk_write")
-        not_consulted = ("no --zookeeper given" if wrote_zk and settings.zookeeper is None
-                         else None)
-        # The stores are the run's: with no ZooKeeper given, Kafka's must still be.
-        named = (dataclasses.replace(settings, zookeeper=run.settings.get("zookeeper"))
-                 if not_consulted else settings)
-        guards.same_stores(run, named, "verify")
-        written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
-        semantics = run.settings.get("offset_semantics", "next")
-        checked, differ = 0, []
-        with ExitStack() as stack:
-            try:
-                writers = stack.enter_context(
-                    open_writers(settings, zk=wrote_zk and not not_consulted))
-            except ZkUnavailable as exc:
-                not_consulted = str(exc)
-                writers = stack.enter_context(open_writers(settings, zk=False))
-            if not_consulted:
-                log.warning("verify: ZooKeeper was not consulted (%s): Kafka alone is checked "
-                            "against what run %s wrote", not_consulted, run.run_id)
-            for chunk in chunks(written, WRITE_BATCH):
-                parts = journal.partitions_of(run.run_id, chunk)
-                kafka_now = writers.kafka.committed_many(chunk)
-                paths = [p.zk_path for g in chunk for p in parts[g]]
-                zk_now = writers.zk.read(paths) if writers.zk else {}
-                for g in chunk:
-                    # A group Kafka would not answer for holds nothing the run wrote.
-                    answer = {} if isinstance(kafka_now[g], Exception) else kafka_now[g]
-                    for p in parts[g]:
-                        checked += 1
-                        held = committed_offset(answer.get(p.key))
-                        if held != p.offset:
-                            differ.append(f"{g} {p.topic}-{p.partition}: Kafka holds {held}, "
-                                          f"the run wrote {p.offset}")
-                        elif writers.zk and zk_now[p.zk_path].value != encode(
-                                p.before_zk_value, p.offset, p.layout, semantics):
-                            differ.append(f"{g} {p.zk_path}: ZooKeeper holds "
-                                          f"{zk_now[p.zk_path].value!r}, not the run's value")
-        rolled_back = journal.rollback_of(run.run_id)
-    ok = checked and not differ
-    others = {state: n for state, n in run.groups.items() if n and state not in (VERIFIED, SKIPPED)}
-    by = None if rolled_back is None else {"run": rolled_back.run_id, "state": rolled_back.state}
-    return {**run.to_json(), "reviewed_plan": run.settings.get("reviewed_plan"),
-            "checked": checked, "differ": differ, "verified": bool(ok), "not_written": others,
-            "groups_written": len(written), "wrote_zookeeper": wrote_zk,
-            "zookeeper_not_consulted": not_consulted, "rolled_back_by": by}
 
 
 def status(settings: Settings, run_id: str | None = None) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import calendar
 import hashlib
 import json
-import math
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
+from migrate.options import duration_text, flag, shown
 from migrate.state import ISO_FORMAT
 
 # What the writer does with a row: commit `planned_offset`, nothing to do, or leave it alone.
@@ -267,7 +267,7 @@ _ID = re.compile(r"^(?P<run>[^@/\s]+)(?:@(?P<sha>[0-9a-f]{4,64}))?$")
 
 @dataclass(frozen=True)
 class ReviewedPlan:
-    """A plan a `diff` wrote, found by run id, plan id (`RUN@sha`) or report dir.
+    """A plan a `diff` wrote, found by plan id (`RUN@sha`), run id, report dir or plan file.
 
     It is checked against its summary.
     """
@@ -297,10 +297,19 @@ class ReviewedPlan:
         path, match = Path(ref), _ID.match(ref)
         if path.is_dir():
             report, pinned = path, None
+        elif path.is_file() and path.name == PLAN_FILE:
+            report, pinned = path.parent, None
         elif match:
             report, pinned = reports / match["run"], match["sha"]
         else:
-            raise PlanRefused(ref, "not a run id, a plan id (RUN@sha) or a report directory")
+            raise PlanRefused(ref, "not a plan id (RUN@sha), a run id, a report directory or its "
+                                   f"{PLAN_FILE}")
+        if not report.is_dir():
+            raise PlanRefused(ref, f"no run {report.name} in {report.parent}; a diff's last line "
+                                   "names its plan (plan=RUN@sha)")
+        if (report / "scan.json").exists() and not (report / "summary.json").exists():
+            raise PlanRefused(ref, f"{report.name} is a scan's run, which plans nothing: "
+                                   "run a diff first (`zk2kafka diff`) and review its plan")
         try:
             summary = json.loads((report / "summary.json").read_text())
         except (OSError, ValueError) as exc:
@@ -326,13 +335,17 @@ class ReviewedPlan:
         return cls(summary["run"], report, summary, recorded)
 
     def refusals(self, current: Mapping[str, Any], max_age: float,
-                 now: float | None = None) -> list[str]:
-        """Why this plan cannot be executed with the stores, policies and selection of `current`."""
+                 elsewhere: list[str] = (), now: float | None = None) -> list[str]:
+        """Why this plan cannot be executed with the stores, policies and selection of `current`.
+
+        `elsewhere`: how the clusters reached now differ from the plan's (migrate/stores.py);
+        the offsets root is compared here.
+        """
         inputs, policies = self.summary.get("inputs", {}), self.summary.get("policies", {})
         reasons = []
-        stores = [f"--{k.replace('_', '-')} {inputs.get(k)!r} in the plan, {current[k]!r} now"
-                  for k in ("zookeeper", "zk_root", "bootstrap_server")
-                  if inputs.get(k) != current[k]]
+        stores = [*elsewhere] + [
+            f"{flag(k)} {shown(k, inputs.get(k))} in the plan, {shown(k, current[k])} now"
+            for k in ("zk_root",) if inputs.get(k) != current[k]]
         if stores:
             reasons.append("made against other stores (" + "; ".join(stores) + ")")
         made_with = {**policies, "no_zk_write": inputs.get("no_zk_write", False)}
@@ -343,11 +356,14 @@ class ReviewedPlan:
         if translation:
             made_with.update({k: translation.get(k) for k in (
                 "mm2_target_alias", "replication_policy", "offset_syncs_bootstrap_server")})
-        changed = [f"--{k.replace('_', '-')} {v!r} in the plan, {current[k]!r} now"
+        if current.get("mm2_target_alias") is None:
+            made_with.pop("mm2_target_alias", None)   # not given: the plan's, as the diff found it
+        changed = [f"{flag(k)} {shown(k, v)} in the plan, {shown(k, current[k])} now"
                    for k, v in made_with.items() if k in current and v != current[k]]
         if changed:
             reasons.append("made with other policies (" + "; ".join(changed) + ")")
-        selection = [f"--{k.replace('_', '-')} {inputs.get(k)} in the plan, {list(current[k])} now"
+        selection = [f"{flag(k)} {shown(k, inputs.get(k))} in the plan, "
+                     f"{shown(k, list(current[k]))} now"
                      for k in ("groups", "exclude_groups", "topics")
                      if current[k] and list(current[k]) != inputs.get(k)]
         if selection:
@@ -355,20 +371,12 @@ class ReviewedPlan:
                            + "); leave the selection out to take the plan's")
         age = (now or time.time()) - self.created
         if age > max_age:
-            reasons.append(f"made {_duration(age)} ago, older than --max-plan-age "
-                           f"{_duration(max_age)}; run a fresh "
-                           "`zk2kafka diff` and review it, or pass --max-plan-age "
-                           f"{_duration(max(age * 1.25, age + 60))} "
-                           "to execute this one anyway")
+            execute = " --execute" if current.get("execute") else ""
+            reasons.append(f"made {duration_text(age)} ago, older than --max-plan-age "
+                           f"{duration_text(max_age)}; run a fresh "
+                           "`zk2kafka diff` and review it, or take this one anyway: "
+                           f"`zk2kafka migrate{execute} --plan {self.id} --max-plan-age "
+                           f"{duration_text(max(age * 1.25, age + 60))}`")
         return reasons
 
 
-def _duration(seconds: float) -> str:
-    """A duration as --max-plan-age takes it, rounded up: 90m, 30h, 3d."""
-    if seconds >= 2 * 86400:
-        return f"{math.ceil(seconds / 86400)}d"
-    if seconds >= 3600:
-        return f"{math.ceil(seconds / 3600)}h"
-    if seconds >= 60:
-        return f"{math.ceil(seconds / 60)}m"
-    return f"{math.ceil(seconds)}s"

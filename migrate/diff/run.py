@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +51,7 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path 
     Its driver JVM maps the class-data archive of `cds` when one was made in `cache_dir`
     (`class_data` replaces those options: the archive is made through it).
     """
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     java_opts = f"-Dlog4j2.configurationFile={LOG4J.as_uri()}"
@@ -64,27 +67,48 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path 
     # collections. G1's concurrent work took the tasks' CPU on two cores (1M diff: JVM CPU about
     # 1.5 s less, bench_diff.py).
     collector = "-XX:+UseParallelGC " if local else ""
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", memory)
-               # C1 only: the driver's work is mostly planning and compiling one query, which C2
-               # makes the JVM JIT-compile twice on two cores. Measured: a cold 100k-row diff
-               # 13.6 s -> 11.1 s; 1M rows no slower. Executors (on a cluster) keep the full JIT.
-               # C1 alone shrinks the code cache to 48 MiB, which a long-lived session (the test
-               # suite's) filled: the JIT then stops and every query runs interpreted. 240 MiB is
-               # the tiered default.
-               .config("spark.driver.extraJavaOptions",
-                       f"{java_opts} {collector}-XX:TieredStopAtLevel=1 "
-                       f"-XX:ReservedCodeCacheSize=240m {class_data}")
-               .config("spark.executor.extraJavaOptions", java_opts)
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    options = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": memory,
+        # C1 only: the driver's work is mostly planning and compiling one query, which C2
+        # makes the JVM JIT-compile twice on two cores. Measured: a cold 100k-row diff
+        # 13.6 s -> 11.1 s; 1M rows no slower. Executors (on a cluster) keep the full JIT.
+        # C1 alone shrinks the code cache to 48 MiB, which a long-lived session (the test
+        # suite's) filled: the JIT then stops and every query runs interpreted. 240 MiB is
+        # the tiered default.
+        "spark.driver.extraJavaOptions": f"{java_opts} {collector}-XX:TieredStopAtLevel=1 "
+                                         f"-XX:ReservedCodeCacheSize=240m {class_data}",
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true"}
     if local:
         # Few, large tasks: a shuffle over 200 partitions costs more than it saves on one machine.
-        partitions = max(4, (os.cpu_count() or 2) * 2)
-        builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
-    return builder.getOrCreate()
+        options["spark.sql.shuffle.partitions"] = str(max(4, (os.cpu_count() or 2) * 2))
+    conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(options.items()))
+    _start_driver_jvm(conf)
+    return SparkSession.builder.config(conf=conf).getOrCreate()
+
+
+def _start_driver_jvm(conf) -> None:
+    """Start the driver JVM (once per process) with its stderr sent to the `spark.jvm` log,
+    which shows from -v on: the JVM's own warnings (`Using incubator modules`) are not
+    zk2kafka's to print."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:   # pyspark keeps the JVM for the process's life
+        return
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    SparkContext._ensure_initialized(gateway=gateway)
+    jvm_log = logging.getLogger("spark.jvm")
+
+    def forward(stream) -> None:
+        for line in iter(stream.readline, b""):
+            jvm_log.warning("%s", line.decode(errors="replace").rstrip())
+
+    threading.Thread(target=forward, args=(gateway.proc.stderr,), daemon=True,
+                     name="zk2kafka-spark-stderr").start()
 
 
 class SparkStarter:

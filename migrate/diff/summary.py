@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NamedTuple
@@ -11,6 +12,7 @@ from migrate.diff.run import DiffResult
 from migrate.kafka.compat import (HOW_VERSION_IS_KNOWN, RETENTION_DEFAULT_BEFORE_2_0,
                                   RETENTION_DEFAULT_SINCE_2_0)
 from migrate.kafka.snapshot import IDLE_STATES, SnapshotInfo
+from migrate.options import duration_text
 from migrate.settings import Settings
 from migrate.state import iso
 
@@ -46,7 +48,8 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
     blockers = sum(blocker_counts.values())
     retention = retention_preflight(per_group, kafka.retention_minutes, kafka.broker_version,
                                     kafka.retention_unknown, kafka.default_retention_minutes,
-                                    kafka.empty_since, kafka.empty_since_unknown)
+                                    kafka.empty_since, kafka.empty_since_unknown,
+                                    selection=selection_flags(settings))
     warnings = list(retention["warnings"])
     if settings.on_conflict == "fail" and counts[s.CONFLICT]:
         warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); "
@@ -83,7 +86,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                         default_minutes: int | None = None,
                         empty_since: dict[str, int] | None = None,
                         empty_since_unknown: str | None = None,
-                        now: float | None = None) -> dict[str, Any]:
+                        now: float | None = None, selection: str = "") -> dict[str, Any]:
     """When Kafka will delete the offsets the migration leaves there, per the broker's release and
     retention.
 
@@ -95,6 +98,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
       minutes after it became Empty: a commit does not move that clock, nothing but a consumer
       joining does. Those groups are named (#16 case 4), with the time left where the broker says it
       (`empty_since`: when each became Empty, from __consumer_offsets) and why not elsewhere.
+    `selection`: the diff's selection as flags, for the sync command the warnings advise.
     Returns the figures for summary.json, with the warnings to print.
     """
     version = _release(broker_version)
@@ -111,6 +115,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                       f"the broker cannot tell its own)")
     else:
         window = f"offsets.retention.minutes (unknown: {RETENTION_FALLBACK})"
+    # A quarter of the window between renewals (a day's window: every 6h).
+    renew = duration_text((window_minutes or RETENTION_DEFAULT_BEFORE_2_0) * 60 / 4)
+    renewing = f"`zk2kafka sync --execute --renew-every {renew}{selection}`"
     # Before KIP-211 every offset expires by its commit.
     by_commit_time = version is not None and version < (2, 1)
     # An unknown release is taken at its riskiest: the Empty clock applies.
@@ -138,10 +145,10 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
             f"{len(created)} group(s) would hold offsets in Kafka with no consumer yet "
             f"({_names(created)}); Kafka deletes them {window} after the commit "
             "unless a consumer joins first: start the new consumers within that window, "
-            "or keep the offsets alive with `zk2kafka sync --renew-every`")
+            f"or keep the offsets alive with {renewing}")
     if empty:
         lefts = [time_left(g["group"]) for g in empty]
-        told = [f"{g['group']} {_left(left.seconds)}"
+        told = [f"{_name(g['group'])} {_left(left.seconds)}"
                 for g, left in zip(empty, lefts) if left.seconds is not None]
         untold = [left.unknown for left in lefts if left.seconds is None]
         parts = []
@@ -172,7 +179,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                         f"(offsets.retention.minutes={default}) and, before Kafka 2.1, "
                         "deletes every offset that long after its own commit, "
                         "a consumer group's too, unless it is committed again: "
-                        "start the new consumers (or `zk2kafka sync --renew-every`) "
+                        f"start the new consumers (or {renewing}) "
                         f"well inside that window. {told}")
     if version is None:
         expiry = ("unknown release: from Kafka 2.1 Empty consumer groups expire by the time they "
@@ -199,6 +206,14 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
     }
 
 
+def selection_flags(settings: Settings) -> str:
+    """The selection as flags to paste after a command: ` --group 'billing.*'`, or ""."""
+    given = (("--group", settings.groups), ("--exclude-group", settings.exclude_groups),
+             ("--topic", settings.topics))
+    return "".join(f" {flag} {_name(shlex.quote(pattern))}" for flag, patterns in given
+                   for pattern in patterns)
+
+
 def _left(seconds: int) -> str:
     if seconds <= 0:
         return "expired (due now)"
@@ -212,7 +227,13 @@ def _iso(ms: int | None) -> str | None:
 
 
 def _names(groups: list[str]) -> str:
-    return f"{', '.join(groups[:5])}{' ...' if len(groups) > 5 else ''}"
+    return f"{', '.join(map(_name, groups[:5]))}{' ...' if len(groups) > 5 else ''}"
+
+
+def _name(text: str) -> str:
+    """A name in a warning: its backticks escaped, so that only the warning's own `code spans`
+    read as such (as in Markdown)."""
+    return text.replace("`", "\\`")
 
 
 def _release(version: str | None) -> tuple[int, ...] | None:

@@ -17,8 +17,10 @@ The record format is Kafka's protocol types (OffsetSync.java, connect/mirror-cli
 from __future__ import annotations
 
 import logging
+import re
 import struct
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -28,7 +30,7 @@ import pyarrow.parquet as pq
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
-from migrate.errors import OffsetSyncsUnavailable
+from migrate.errors import ConfigError, OffsetSyncsUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,45 @@ def syncs_topic(target_alias: str) -> str:
     return f"mm2-offset-syncs.{target_alias}.internal"
 
 
+_SYNCS_TOPIC = re.compile(r"^mm2-offset-syncs\.(.+)\.internal$")
+
+
+def target_aliases(topics: Iterable[str]) -> list[str]:
+    """The target cluster aliases whose syncs topics are among `topics`, sorted."""
+    return sorted(m[1] for t in topics if (m := _SYNCS_TOPIC.match(t)))
+
+
+def find_target_alias(consumer_config: dict) -> str:
+    """The target alias of the one syncs topic on the cluster `consumer_config` reaches.
+
+    Raises OffsetSyncsUnavailable when there is none or the cluster cannot be read, ConfigError
+    (naming them) when there are several.
+    """
+    server = _server(consumer_config)
+    try:
+        consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, **consumer_config)
+        try:
+            aliases = target_aliases(consumer.topics())
+        finally:
+            consumer.close()
+    except KafkaError as exc:
+        raise OffsetSyncsUnavailable(syncs_topic("<alias>"), server, f"cannot list topics: {exc}") \
+            from exc
+    if not aliases:
+        raise OffsetSyncsUnavailable(
+            syncs_topic("<alias>"), server, "no such topic: is MirrorMaker 2 running, and is "
+            "--offset-syncs-bootstrap-server the cluster that holds its offset syncs?")
+    if len(aliases) > 1:
+        raise ConfigError(f"--mm2-target-alias is needed: {server} holds the offset syncs of "
+                          f"{len(aliases)} MirrorMaker 2 targets: {', '.join(aliases)}")
+    return aliases[0]
+
+
+def _server(config: dict) -> str:
+    servers = config.get("bootstrap_servers")
+    return ",".join(servers) if isinstance(servers, list) else str(servers)
+
+
 def decode(key: bytes, value: bytes) -> OffsetSync:
     """The sync in one record; raises ValueError when the bytes are not an OffsetSync."""
     if key is None or value is None:
@@ -111,6 +152,11 @@ class SyncsInfo:
     skipped: int           # records that were not OffsetSyncs (logged)
     seconds: float
 
+    @property
+    def alias(self) -> str:
+        """The target cluster alias the syncs topic is named after."""
+        return target_aliases([self.topic])[0]
+
 
 class OffsetSyncsReader:
     """Reads a syncs topic from its beginning to the end it had when the read began."""
@@ -126,8 +172,7 @@ class OffsetSyncsReader:
         Raises OffsetSyncsUnavailable when the topic is missing or cannot be read to its end.
         """
         started = time.monotonic()
-        servers = self.config.get("bootstrap_servers")
-        server = ",".join(servers) if isinstance(servers, list) else str(servers)
+        server = _server(self.config)
         try:
             consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, **self.config)
         except KafkaError as exc:

@@ -1,5 +1,5 @@
-"""The dry-run report in reports/<run>/: summary.json, rows.csv, reset-offsets.csv, report.md,
-report.html.
+"""The dry-run report in reports/<run>/: summary.json, rows.csv, reset-offsets.csv (when the plan
+commits anything), report.md, report.html.
 
 Everything is computed from summary.json's dict and the plan (plan.parquet, or a table);
 nothing here re-judges a row. The plan is read a batch at a time, in its order: files that
@@ -41,12 +41,15 @@ def write_reports(out: Path, summary: dict[str, Any], plan: Plan) -> dict[str, P
 
     A name Kafka's tool cannot parse from reset-offsets.csv adds a warning to
     `summary["warnings"]` (the caller prints those too) before summary.json is written.
+    A plan that commits nothing has no reset-offsets.csv: an empty file would read as a plan.
     """
     files = {"summary": out / "summary.json", "rows": out / "rows.csv",
              "reset_offsets": out / "reset-offsets.csv",
              "markdown": out / "report.md", "html": out / "report.html"}
     write_rows(plan, files["rows"])
-    left_out = write_reset_offsets(plan, files["reset_offsets"])
+    kept, left_out = write_reset_offsets(plan, files["reset_offsets"])
+    if not kept:
+        files.pop("reset_offsets").unlink()
     if left_out:
         summary["warnings"].append(
             f"{left_out} planned offset(s) left out of reset-offsets.csv: their group or topic"
@@ -73,13 +76,13 @@ def write_rows(plan: Plan, path: Path) -> None:
                 rows.write_batch(batch)
 
 
-def write_reset_offsets(plan: Plan, path: Path) -> int:
+def write_reset_offsets(plan: Plan, path: Path) -> tuple[int, int]:
     """Rows to commit as `group,topic,partition,offset`, no header: kafka-consumer-groups
     --reset-offsets --from-file reads exactly that (it splits lines on commas, without
-    quoting). Returns the rows left out."""
+    quoting). Returns the rows written and the rows left out."""
     columns = list(RESET_COLUMNS)
     options = pacsv.WriteOptions(include_header=False, quoting_style="none")
-    left_out = 0
+    written = left_out = 0
     with pacsv.CSVWriter(path, _schema(columns), write_options=options) as out:
         for batch in p.plan_batches(plan, ["action", *columns]):
             commits = batch.filter(pc.equal(batch.column("action"), p.COMMIT)).select(columns)
@@ -87,8 +90,9 @@ def write_reset_offsets(plan: Plan, path: Path) -> int:
                                 _unparsable(commits.column("topic")))
             kept = commits.filter(pc.invert(unparsable))
             out.write_batch(kept)
+            written += kept.num_rows
             left_out += commits.num_rows - kept.num_rows
-    return left_out
+    return written, left_out
 
 
 def _schema(columns: Sequence[str]) -> pa.Schema:

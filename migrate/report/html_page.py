@@ -5,6 +5,7 @@ with its charts drawn as inline SVG.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -40,6 +41,16 @@ CSS = (
     "code{font-size:.9em}svg text{font:11px system-ui,sans-serif;fill:#1d2330}\n")
 
 e = html.escape   # nearly every value on the page goes through it
+_DELIMITER = re.compile(r"(?<!\\)`")   # a backtick not escaped (a name's own is: \`)
+
+
+def prose(text: str) -> str:
+    """zk2kafka's own sentences (warnings, facts), escaped, their `code spans` as <code>; a
+    backtick escaped in a name (\\`) is only a backtick."""
+    parts = [e(part.replace("\\`", "`")) for part in _DELIMITER.split(text)]
+    if len(parts) % 2 == 0:   # an unpaired delimiter: no code at all
+        return e(text.replace("\\`", "`"))
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
 
 
 def render_html(view: ReportView) -> str:
@@ -53,9 +64,9 @@ def render_html(view: ReportView) -> str:
            f"<style>{CSS}</style></head><body>",
            f"<h1>{heading}</h1>", *(f"<p>{e(t)}</p>" for t in ph.plan_line(sm)),
            '<ul class="facts">'
-           + "".join(f"<li>{e(f.label)}: {e(f.text)}</li>" for f in ph.facts(sm)) + "</ul>",
+           + "".join(f"<li>{e(f.label)}: {prose(f.text)}</li>" for f in ph.facts(sm)) + "</ul>",
            *_tiles(sm)]
-    out += [f'<p class="warn"><strong>Warning:</strong> {e(w)}</p>' for w in sm["warnings"]]
+    out += [f'<p class="warn"><strong>Warning:</strong> {prose(w)}</p>' for w in sm["warnings"]]
     out += _empty_groups(sm)
     out += _statuses(sm)
     out += ["<h2>Lag</h2><div class=\"charts\">",
@@ -119,7 +130,7 @@ def _statuses(sm: dict[str, Any]) -> list[str]:
             bar_chart("Offsets per status", bars, colours),
             "<table><tr><th>status</th><th class=n>offsets</th><th>meaning</th></tr>",
             *(f"<tr><td><code>{e(bar.label)}</code></td><td class=n>{bar.value:,}</td>"
-              f"<td>{e(ph.MEANING[bar.label])}</td></tr>" for bar in bars),
+              f"<td>{prose(ph.MEANING[bar.label])}</td></tr>" for bar in bars),
             "</table></div>"]
 
 

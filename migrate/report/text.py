@@ -87,6 +87,7 @@ def run(data: Data) -> str:
         # Only groups that moved since the review are left: a resume would refuse them again;
         # a fresh diff is what helps.
         lines = [line for line in lines if not line.startswith("incomplete:")]
+    lines += _applied(data.get("already_applied", {}))
     lines += _moved(moved, data["plan_id"])
     return "\n".join([*lines, run_line.replace(" report=", f" plan={data['plan_id']} report=", 1)])
 
@@ -100,12 +101,51 @@ def reviewed_dry_run(data: Data) -> str:
     lines += [f"  would write: {g}: {n:,} offset(s)" for g, n in would.items()][:SHOWN]
     lines += [f"  moved: {g}: {why}" for g, why in failed.items() if g in moved][:SHOWN]
     lines += [f"  not checked: {g}: {why}" for g, why in failed.items() if g not in moved][:SHOWN]
+    lines += _applied(data.get("already_applied", {}))
     lines += _moved(list(moved), data["plan_id"])
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
                      f"(see {Path(data['report']) / 'report.md'})")
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={data['run']} plan={data['plan_id']} report={data['report']}")
+    return "\n".join(lines)
+
+
+def already_applied(data: Data) -> str:
+    """migrate --plan of a plan every group of which holds what an earlier run of it wrote."""
+    runs = sorted(set(data["already_applied"].values()))
+    lines = [f"plan {data['plan_id']}: already applied: {len(data['already_applied']):,} "
+             f"group(s) hold what run {', '.join(runs)} wrote; nothing "
+             + ("would be" if data["dry_run"] else "was") + " written"]
+    if data["blockers"]:
+        lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
+                     f"(see {Path(data['report']) / 'report.md'}); exit 3")
+    lines.append(f"run={runs[-1]} plan={data['plan_id']} report={data['report']}")
+    return "\n".join(lines)
+
+
+def _applied(applied: dict[str, str]) -> list[str]:
+    """The groups an earlier run of the plan wrote, which still hold what it wrote."""
+    if not applied:
+        return []
+    runs = ", ".join(sorted(set(applied.values())))
+    return [f"already applied: {len(applied):,} group(s) hold what run {runs} wrote, "
+            f"not written again: {_some(sorted(applied))}"]
+
+
+def resume_dry_run(data: Data) -> str:
+    """migrate --resume without --execute: what the resume would write, and what it would not."""
+    would, failed = data["would_write"], data["failed"]
+    verified = data["groups"].get("verified", 0)
+    lines = [f"resume of {data['run']} ({data['state']}): would write "
+             f"{sum(would.values()):,} offsets in {len(would):,} group(s); "
+             f"{verified:,} group(s) verified already, left as they are"]
+    lines += [f"  would write: {g}: {n:,} offset(s)" for g, n in would.items()][:SHOWN]
+    lines += [f"  would not write: {g}: {why}" for g, why in failed.items()][:SHOWN]
+    lines.append(f"dry run: nothing was written; `zk2kafka migrate --execute --resume "
+                 f"{data['run']}` resumes it")
+    plan = f" plan={data['plan_id']}" if data["plan_id"] else ""
+    lines.append(f"run={data['run']}{plan} report={data['report']}")
     return "\n".join(lines)
 
 
@@ -124,7 +164,7 @@ def _moved(moved: list[str], plan_id: str) -> list[str]:
             f"{_some(moved)}",
             f"  a fresh diff of just those (with the same connection options): "
             f"`zk2kafka diff {fresh}`; review it, "
-            "then `zk2kafka migrate --execute --plan <its run>`"]
+            f"then `zk2kafka migrate --execute --plan <its run> {fresh}`"]
 
 
 def verify(data: Data) -> str:

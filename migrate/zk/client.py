@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import selectors
 import types
+import warnings
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
@@ -13,6 +14,10 @@ from kazoo.retry import KazooRetry
 
 from migrate.errors import ConfigError, ZkUnavailable
 from migrate.settings import Settings
+
+# kazoo warns on stderr when the connect string's chroot does not exist; a scan of it finds
+# nothing, which zk2kafka says in its own words (NothingFound).
+warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning)
 
 
 def connect(settings: Settings, timeout: float = 15.0) -> KazooClient:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -195,10 +196,17 @@ def test_rollback_restores_both_stores_exactly(cluster, zk, zk_chroot, kafka_adm
     assert code == 0 and dry["dry_run"] and dry["offsets"] == 10
     assert (zk_tree(zk), kafka_offsets(kafka_admin, everyone)) != before
 
-    elsewhere = ["--zookeeper", zk_chroot, "--bootstrap-server", "127.0.0.1:1", "--state-dir", str(tmp_path)]
-    assert cli.main(["rollback", done["run"], *elsewhere, "--execute", "-q"]) == 1   # not the cluster it wrote
-    assert f"cannot roll back {done['run']}: it wrote to other stores" in capsys.readouterr().err
-    conn = ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server, "--state-dir", str(tmp_path)]
+    # Another cluster (the session's KRaft one) is refused, naming both cluster ids; nothing is written.
+    elsewhere = ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.kraft_bootstrap_server,
+                 "--state-dir", str(tmp_path)]
+    assert cli.main(["rollback", done["run"], *elsewhere, "--execute", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert re.search(rf"cannot roll back {done['run']}: it wrote to other stores than these \(Kafka cluster \S+ then "
+                     rf"\(--bootstrap-server '{cluster.bootstrap_server}'\), \S+ now", err), err
+    # The same cluster at another address is the same store.
+    same = cluster.bootstrap_server.replace("127.0.0.1", "localhost")
+    assert same != cluster.bootstrap_server
+    conn = ["--zookeeper", zk_chroot, "--bootstrap-server", same, "--state-dir", str(tmp_path)]
     code, rolled = zk2kafka("rollback", done["run"], *conn, "--execute", capsys=capsys)
     assert code == 0 and rolled["state"] == "done" and rolled["rolls_back"] == done["run"]
     assert (zk_tree(zk), kafka_offsets(kafka_admin, everyone)) == before   # values and metadata, byte for byte

@@ -114,7 +114,10 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
               "--offset-syncs-bootstrap-server", cluster.bootstrap_server]
     args = [*stores, "--group", f"{prefix}[ab]"]
 
-    code, diff = zk2kafka(capsys, "diff", *args)
+    # The target alias is found: the syncs cluster holds one mm2-offset-syncs.<alias>.internal topic.
+    found = [a for a in args if a not in ("--mm2-target-alias", TARGET)]
+    code, diff = zk2kafka(capsys, "diff", *found)
+    assert diff["inputs"]["translation"]["mm2_target_alias"] == TARGET
     plan = {(r["group"], r["partition"]): r for r in pq.read_table(diff["files"]["plan"]).to_pylist()}
     assert code == 0, (diff["counts"], list(plan.values()))
     assert set(plan) == {(g, p) for g, offsets in zk_offsets.items() for p in offsets}
@@ -197,3 +200,16 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
     (row,) = pq.read_table(diff["files"]["plan"]).to_pylist()
     assert (row["topic"], row["upstream_offset"], row["planned_offset"]) == (remote, 10, None)
     assert "older than the first MirrorMaker 2 offset sync" in row["reason"]
+
+    # With the syncs of two targets on one cluster, the alias is asked for, naming both.
+    other = "mm2-offset-syncs.zz-elsewhere.internal"
+    source_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_server)
+    try:
+        source_admin.create_topics({other: {"num_partitions": 1, "replication_factor": 1}}, wait_for_metadata=True)
+        assert cli.main(["diff", *[a for a in stores if a not in ("--mm2-target-alias", TARGET)],
+                         "--group", f"{prefix}[ab]", "-q"]) == 2
+        assert (f"--mm2-target-alias is needed: {cluster.bootstrap_server} holds the offset syncs of 2 MirrorMaker 2 "
+                f"targets: {TARGET}, zz-elsewhere") in capsys.readouterr().err
+    finally:
+        source_admin.delete_topics([other])
+        source_admin.close()

@@ -86,7 +86,7 @@ def test_executes_the_reviewed_plan_and_fails_the_groups_that_moved(reviewed, zk
     assert code == 3, err
     assert dry["dry_run"] and set(dry["would_write"]) == {g0, g3} and set(dry["moved"]) == {g1, g2}
     assert "ZooKeeper offsets changed" in dry["moved"][g1] and moved_znode in dry["moved"][g1]
-    assert f"{topic}-1 None -> 40" in dry["moved"][g2]
+    assert f"{topic}-1 no offset -> 40" in dry["moved"][g2]
     assert kafka_offsets(kafka_admin, [g0, g3]) == {g0: {}, g3: {}}
 
     code, out, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
@@ -102,7 +102,8 @@ def test_executes_the_reviewed_plan_and_fails_the_groups_that_moved(reviewed, zk
     assert zk.get(moved_znode)[0] == b"33" and zk.get(moved_znode)[1].version == 1
     assert zk.get(f"/consumers/{g2}/offsets/{topic}/1")[1].version == 0
     assert re.search(rf"failed: {re.escape(g1)}: .*ZooKeeper offsets changed.*{re.escape(moved_znode)}", out), out
-    assert re.search(rf"failed: {re.escape(g2)}: Kafka offsets changed since the plan: {topic}-1 None -> 40", out), out
+    assert re.search(rf"failed: {re.escape(g2)}: Kafka offsets changed since the plan: {topic}-1 no offset -> 40",
+                     out), out
     assert "moved since the review of " + reviewed["plan_id"] in out
     assert f"zk2kafka diff --group {g1} --group {g2}`" in out
     last = out.strip().splitlines()[-1]
@@ -143,7 +144,8 @@ def test_a_stale_plan_or_one_for_other_stores_or_policies_is_refused(reviewed, k
                            "--max-plan-age", "1s", capsys=capsys)
     assert code == 1 and err.count("\n") == 1, err
     assert re.search(r"made \ds ago, older than --max-plan-age 1s; run a fresh `zk2kafka diff` and review it, "
-                     r"or pass --max-plan-age 2m to execute this one anyway; nothing was written", err), err
+                     r"or take this one anyway: `zk2kafka migrate --execute --plan \S+@\w+ --max-plan-age 2m`; "
+                     r"nothing was written", err), err
 
     code, _, err = run_cli("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
                            "--zk-root", "/elsewhere", capsys=capsys)
@@ -204,3 +206,57 @@ def test_a_reviewed_plan_run_resumes_verifies_and_rolls_back_as_any_run(reviewed
             assert zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0] == str(10 * (i + 1) + p).encode()
     code, checked, err = run_cli("verify", *args, "--run", run.run_id, capsys=capsys)
     assert code == 3 and checked["verified"] is False and len(checked["differ"]) == 8, err
+
+
+def test_a_plan_applied_again_is_already_applied_not_failed(reviewed, zk, kafka_admin, tmp_path, capsys):
+    topic, groups, args = reviewed["topic"], reviewed["groups"], reviewed["args"]
+    # The plan's file path names it too.
+    plan_file = str(reviewed["report"] / "plan.parquet")
+    code, first, err = run_cli("migrate", *args, "--execute", "--plan", plan_file, capsys=capsys)
+    assert code == 0 and first["state"] == "done" and first["groups"]["verified"] == 4, err
+    written = (kafka_offsets(kafka_admin, groups), {g: zk.get(f"/consumers/{g}/offsets/{topic}/0") for g in groups})
+
+    for dry in (True, False):
+        code, out, err = run_text("migrate", *args, *([] if dry else ["--execute"]), "--plan", reviewed["plan_id"],
+                                  capsys=capsys)
+        assert code == 0, err
+        assert (f"plan {reviewed['plan_id']}: already applied: 4 group(s) hold what run {first['run']} wrote; "
+                f"nothing {'would be' if dry else 'was'} written") in out
+        assert "failed" not in out and "changed since the plan" not in out
+        assert out.strip().splitlines()[-1] == (f"run={first['run']} plan={reviewed['plan_id']} "
+                                                f"report={reviewed['report']}")
+    assert (kafka_offsets(kafka_admin, groups), {g: zk.get(f"/consumers/{g}/offsets/{topic}/0") for g in groups}) \
+        == written
+    # status keeps the first run's state: no second run, nothing incomplete.
+    code, status, _ = run_cli("status", "--state-dir", str(tmp_path), capsys=capsys)
+    assert [(r["run"], r["state"]) for r in status["runs"]] == [(first["run"], "done")]
+
+
+def test_a_plan_whose_run_was_killed_is_resumed_not_applied_again(reviewed, kafka_admin, tmp_path, capsys):
+    args = reviewed["args"]
+    killed = subprocess.run([sys.executable, "-m", "migrate", "migrate", *args, "--execute", "--plan", reviewed["run"],
+                             "--parallelism", "1", "-q"], env={**os.environ, "ZK2KAFKA_CRASH_AT": "after-kafka-commit"},
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    (run,) = Journal.open(tmp_path).runs()
+    code, _, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
+    assert code == 1 and f"`zk2kafka migrate --execute --resume {run.run_id}` finishes them; nothing was written" in err
+    assert [r.run_id for r in Journal.open(tmp_path).runs()] == [run.run_id]
+    code, done, err = run_cli("migrate", *args, "--execute", "--resume", run.run_id, capsys=capsys)
+    assert code == 0 and done["state"] == "done", err
+    code, out, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
+    assert code == 0 and "already applied: 4 group(s)" in out, err
+
+
+def test_a_plan_made_through_another_address_of_the_same_cluster_is_executed(reviewed, cluster, kafka_admin,
+                                                                           capsys):
+    same = [a.replace("127.0.0.1", "localhost") for a in reviewed["args"]]
+    assert same != reviewed["args"]
+    code, done, err = run_cli("migrate", *same, "--execute", "--plan", reviewed["run"], capsys=capsys)
+    assert code == 0 and done["groups"]["verified"] == 4, err
+    # Another cluster is refused, naming both cluster ids.
+    other = [cluster.kraft_bootstrap_server if a == cluster.bootstrap_server else a for a in reviewed["args"]]
+    code, _, err = run_cli("migrate", *other, "--plan", reviewed["run"], capsys=capsys)
+    assert code == 1 and re.search(r"made against other stores \(Kafka cluster \S+ then \(--bootstrap-server "
+                                   rf"'{cluster.bootstrap_server}'\), \S+ now \(--bootstrap-server "
+                                   rf"'{cluster.kraft_bootstrap_server}'\)\)", err), err

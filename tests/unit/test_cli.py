@@ -65,7 +65,7 @@ def test_environment_feeds_options(monkeypatch, capsys):
 
 @pytest.mark.parametrize("error, code", [
     (NothingFound("verify", "zk:2181/consumers", "every group", exit_code=3), 3), (ConfigError("bad"), 2),
-                                         (KeyboardInterrupt(), 1), (RuntimeError("boom"), 1),
+                                         (KeyboardInterrupt(), 130), (RuntimeError("boom"), 1),
 ])
 def test_one_place_maps_errors_to_exit_codes(monkeypatch, error, code, capsys):
     def fail(*_args):
@@ -114,3 +114,50 @@ def test_global_options_are_taken_before_the_command_as_after_it():
 def test_global_option_before_the_command_reaches_the_settings(capsys):
     assert cli.main(["--bootstrap-server", "not-a-host-port", "diff"]) == 2
     assert "'not-a-host-port' is not host:port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["migrate", *prefix] for prefix in (["--e"], ["--ex"], ["--exe"], ["--exec"], ["--execu"], ["--execut"])
+] + [["rollback", "R", "--exec"], ["sync", "--exec"], ["--exec", "migrate"], ["migrate", "--res", "R"],
+     ["migrate", "--pla", "P"], ["verify", "--ru", "R"], ["migrate", "--state", "d"]])
+def test_no_flag_is_taken_abbreviated(argv, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" in err and "did you mean --" in err
+
+
+def test_every_parser_refuses_abbreviations():
+    parser = cli.build_parser()
+    assert not parser.allow_abbrev and parser.commands
+    assert all(not sub.allow_abbrev for sub in parser.commands.values())
+
+
+def test_an_unknown_flag_is_refused_with_the_commands_usage_and_the_flag_meant(capsys):
+    assert cli.main(["migrate", "--exeucte", "--group", "g"]) == 2
+    usage, error = capsys.readouterr().err.splitlines()
+    assert usage.startswith("usage: zk2kafka migrate ")
+    assert error == "zk2kafka migrate: error: unrecognized arguments: --exeucte (did you mean --execute?)"
+    assert cli.main(["rollback", "R", "--dry-run"]) == 2
+    assert "(without --execute every command is a dry run)" in capsys.readouterr().err
+
+
+def test_an_unknown_config_key_is_refused_with_the_commands_usage(tmp_path, capsys):
+    config = tmp_path / "change.toml"
+    config.write_text('bootstrap_servers = "kafka:9092"\n')
+    assert cli.main(["diff", "--config", str(config)]) == 2
+    usage, error = capsys.readouterr().err.splitlines()
+    assert usage.startswith("usage: zk2kafka diff ")
+    assert "unknown option 'bootstrap_servers' (did you mean 'bootstrap-server'?); known: " in error
+
+
+@pytest.mark.parametrize("command", ["migrate", "sync", "rollback", "verify"])
+def test_help_shows_the_commands_own_options_before_the_global_ones(command, capsys):
+    assert cli.main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.index(f"{command} options:") < out.index("global options:")
+
+
+def test_help_shows_durations_as_the_flag_takes_them(capsys):
+    assert cli.main(["migrate", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: 24h)" in out and "86400" not in out

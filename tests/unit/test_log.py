@@ -18,6 +18,20 @@ def _forget_secrets():
     set_secrets(())
 
 
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """configure_logging points the root logger at this test's captured stderr, closed after it: the
+    threads of later tests (py4j's) must not log there."""
+    root = logging.getLogger()
+    names = ("migrate", "kazoo", "kafka")
+    handlers, level, levels = root.handlers[:], root.level, {n: logging.getLogger(n).level for n in names}
+    yield
+    root.handlers[:], root.level = handlers, level
+    for name, was in levels.items():
+        logging.getLogger(name).setLevel(was)
+    logging.captureWarnings(False)
+
+
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_every_spelling_of_a_secret_is_redacted_in_log_lines(capsys, fmt):
     configure_logging(fmt, verbosity=2, secrets=[SECRET])
@@ -45,3 +59,22 @@ def test_errors_and_tracebacks_are_redacted(monkeypatch, capsys, tmp_path):
     assert cli.main(["verify", "--zk-auth", f"digest:bob:{SECRET}", "--debug", "--state-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err and "the server said no to digest:***" in err and "pw-" not in err
+
+
+@pytest.mark.parametrize("verbosity, shown", [(-1, False), (0, False), (1, True), (2, True)])
+def test_library_lines_show_only_from_v_on(capsys, verbosity, shown):
+    import warnings
+
+    configure_logging("text", verbosity=verbosity)
+    try:
+        logging.getLogger("kafka.conn").error("<connected> [IPv4 ('127.0.0.1', 1)]: Connection refused")
+        logging.getLogger("kazoo.client").warning("Connection dropped: socket connection error")
+        logging.getLogger("spark.jvm").warning("WARNING: Using incubator modules: jdk.incubator.vector")
+        warnings.warn("No chroot path exists", UserWarning)
+        logging.getLogger("migrate").warning("zk2kafka's own")
+    finally:
+        logging.captureWarnings(False)
+    err = capsys.readouterr().err
+    assert "zk2kafka's own" in err
+    for line in ("Connection refused", "Connection dropped", "incubator", "No chroot"):
+        assert (line in err) is shown, err

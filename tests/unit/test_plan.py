@@ -43,6 +43,21 @@ def test_a_plan_is_found_by_run_id_plan_id_or_report_dir(tmp_path):
     assert not by_run.refusals(CURRENT, 86400)
 
 
+def test_a_plan_is_found_by_its_file_too_and_a_scan_is_named_as_such(tmp_path):
+    report = write_plan(tmp_path)
+    assert p.ReviewedPlan.load(str(report / p.PLAN_FILE), tmp_path).run == "20261123T010203Z-3f2a"
+    scan = tmp_path / "20261123T000000Z-0000"
+    scan.mkdir()
+    (scan / "scan.json").write_text("{}")
+    with pytest.raises(PlanRefused, match=r"20261123T000000Z-0000 is a scan's run, which plans nothing: run a "
+                                          r"diff first \(`zk2kafka diff`\)"):
+        p.ReviewedPlan.load("20261123T000000Z-0000", tmp_path)
+    with pytest.raises(PlanRefused, match=r"no run 20991231T000000Z-0000 in .*; a diff's last line names its plan"):
+        p.ReviewedPlan.load("20991231T000000Z-0000", tmp_path)
+    with pytest.raises(PlanRefused, match="not a plan id"):
+        p.ReviewedPlan.load(str(report / "summary.json"), tmp_path)
+
+
 def test_a_changed_byte_or_another_id_is_refused(tmp_path):
     report = write_plan(tmp_path)
     good = p.ReviewedPlan.load("20261123T010203Z-3f2a", tmp_path).id
@@ -70,3 +85,29 @@ def test_groups_seen_reads_each_groups_state_once(tmp_path):
     seen = p.groups_seen(tmp_path / "20261123T010203Z-3f2a" / p.PLAN_FILE)
     assert seen == {"g": p.GroupSeen(None, 0)}
     assert seen["g"].matches("Dead", 0) and not seen["g"].matches("Empty", 0) and not seen["g"].matches(None, 1)
+
+
+def test_refusals_name_the_flags_as_typed_and_values_as_written(tmp_path):
+    write_plan(tmp_path)
+    plan = p.ReviewedPlan.load("20261123T010203Z-3f2a", tmp_path)
+    (selection,) = plan.refusals({**CURRENT, "groups": ["billing", "audit.*"]}, 86400)
+    assert "--group none in the plan, 'billing', 'audit.*' now" in selection and "--groups" not in selection
+    (policies,) = plan.refusals({**CURRENT, "no_zk_write": True}, 86400)
+    assert "--no-zk-write not given in the plan, given now" in policies
+
+
+def test_resume_changes_name_the_flags_as_typed():
+    from migrate.apply.guards import changes
+
+    assert changes({"groups": ["bulk-.*"], "on_conflict": "skip"}, {"groups": [], "on_conflict": "zk"},
+                   ("groups", "on_conflict")) == ["--group: 'bulk-.*' then, none now",
+                                                  "--on-conflict: 'skip' then, 'zk' now"]
+
+
+def test_kafka_offsets_that_moved_say_no_offset_not_none():
+    from migrate.apply import journal as j
+    from migrate.apply.kafka_half import moved
+
+    part = j.Partition("orders", 0, 120, "/p", 0, "standard", kafka_offset=None)
+    assert moved([part], {("orders", 0): (120, "")}) == (
+        "Kafka offsets changed since the plan: orders-0 no offset -> 120")

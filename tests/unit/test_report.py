@@ -149,6 +149,35 @@ def test_pages_bound_their_tables(tmp_path):
     assert len(files["rows"].read_text().splitlines()) == len(rows) + 1
 
 
+def test_a_plan_that_commits_nothing_writes_no_empty_csv(tmp_path):
+    rows = [row("g1", "orders", 0, s.IN_SYNC, 100, lag=0, kafka=100)]
+    files = write_reports(tmp_path, summary(rows), table(rows))
+    assert "reset_offsets" not in files and not (tmp_path / "reset-offsets.csv").exists()
+    assert all(path.stat().st_size for path in tmp_path.iterdir())
+
+
+def test_a_group_name_with_backticks_makes_no_code_span_of_a_warning(tmp_path):
+    from migrate.diff.summary import retention_preflight, selection_flags
+    from migrate.settings import Settings
+
+    rows = [row("a`b`c", "orders", 0, s.MIGRATE, 40, planned=40, lag=60)]
+    sm = summary(rows)
+    sm["retention"] = retention_preflight(sm["per_group"], 1440, "3.9", None, 10080,
+                                          selection=selection_flags(Settings(groups=("x`y",))))
+    sm["warnings"] = list(sm["retention"]["warnings"])
+    page = write_reports(tmp_path, sm, table(rows))["html"].read_text()
+    (warning,) = re.findall(r'<p class="warn">(.*?)</p>', page)
+    assert "(a`b`c)" in warning and warning.count("<code>") == 1
+    assert "<code>zk2kafka sync --execute --renew-every 6h --group &#x27;x`y&#x27;</code>" in warning
+
+
+def test_html_shows_code_spans_of_warnings_as_code(tmp_path):
+    sm = summary(ROWS, warnings=["keep them alive with `zk2kafka sync --renew-every` <soon>"])
+    page = write_reports(tmp_path, sm, table(ROWS))["html"].read_text()
+    assert "with <code>zk2kafka sync --renew-every</code> &lt;soon&gt;" in page
+    assert "`" not in page.split("<body>")[1]
+
+
 def test_lag_histogram_buckets_by_digits():
     rows = [row("g", "t", i, s.MIGRATE, 1, planned=1, lag=lag) for i, lag in
             enumerate([0, 0, 5, 9, 10, 999, 1000, 12345, -3])]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from migrate import cli
-from migrate.errors import ConfigError
+from migrate.errors import ConfigError, UnknownOption
 from migrate.options import OPTIONS, OPTIONS_BY_NAME
 from migrate.settings import Settings, load_settings
 
@@ -44,19 +44,22 @@ def test_flag_beats_environment_beats_file_beats_default(tmp_path: Path):
 
 def test_file_takes_flag_spellings_and_lists(tmp_path: Path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('group = ["^billing", "^audit$"]\nexclude-group = "test"\non-conflict = "max"\nexecute = true\n')
+    cfg.write_text('group = ["^billing", "^audit$"]\nexclude-group = "test"\non-conflict = "max"\n')
     s = load_settings({"config": str(cfg)}, environ={})
     assert s.groups == ("^billing", "^audit$")
     assert s.exclude_groups == ("test",)
-    assert (s.on_conflict, s.execute) == ("max", True)
+    assert s.on_conflict == "max"
 
 
 @pytest.mark.parametrize("toml, message", [
-    ('zookeepr = "x:1"', "unknown option 'zookeepr'"),
+    ('zookeepr = "x:1"', "unknown option 'zookeepr' \\(did you mean 'zookeeper'\\?\\); known: "),
+    ('bootstrap_servers = "x:1"', "did you mean 'bootstrap-server'.* bootstrap-server, cache-dir, "),
+    ("execute = true", "'execute' is not taken from a file: pass --execute on the command line"),
+    ('resume = "R"', "pass --resume on the command line"),
     ("zookeeper = 5", "expected a string"),
     ('on-conflict = "newest"', "expected one of skip, zk, kafka, max, fail"),
     ('group = ["("]', "bad regular expression"),
-    ("execute = 'maybe'", "expected true or false"),
+    ("zk-tls = 'maybe'", "expected true or false"),
     ("zookeeper = ", "not valid TOML"),
 ])
 def test_bad_config_file_is_a_clear_config_error(tmp_path: Path, toml: str, message: str):
@@ -85,10 +88,23 @@ def test_values_are_checked(flags, message):
 
 
 def test_environment_values_are_typed_and_checked():
-    s = load_settings({}, environ={"ZK2KAFKA_EXECUTE": "yes", "ZK2KAFKA_OUT_OF_RANGE": "clamp", "ZK2KAFKA_JSON": "0"})
-    assert (s.execute, s.out_of_range, s.json) == (True, "clamp", False)
+    s = load_settings({}, environ={"ZK2KAFKA_OUT_OF_RANGE": "clamp", "ZK2KAFKA_JSON": "0"})
+    assert (s.out_of_range, s.json) == ("clamp", False)
     with pytest.raises(ConfigError, match=r"--out-of-range \(from environment\)"):
         load_settings({}, environ={"ZK2KAFKA_OUT_OF_RANGE": "wrap"})
+
+
+def test_execute_comes_only_from_the_command_line():
+    # An exported variable would turn every later dry run in that shell into a write.
+    assert load_settings({}, environ={"ZK2KAFKA_EXECUTE": "yes"}).execute is False
+    assert load_settings({"execute": True}, environ={}).execute is True
+
+
+def test_settings_know_which_options_were_given(tmp_path: Path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('group = ["billing"]\n')
+    s = load_settings({"config": str(cfg), "on_conflict": "zk"}, environ={"ZK2KAFKA_ZOOKEEPER": "zk:2181"})
+    assert s.given == {"config", "groups", "on_conflict", "zookeeper"}
 
 
 def test_chroot_in_connect_string_is_kept():
@@ -237,7 +253,9 @@ def test_cli_with_any_toml_config_exits_0_or_2_with_one_line_never_a_traceback(d
         logging.getLogger().handlers[:] = handlers   # cli.main pointed logging at the captured stderr
         path.unlink()
     if isinstance(expected, ConfigError):
-        assert (code, err.getvalue()) == (2, f"zk2kafka: error: {expected}\n")
+        # An unknown key is answered as an unknown flag is: the command's usage, then the error.
+        usage = cli.build_parser().commands["status"].format_usage() if isinstance(expected, UnknownOption) else ""
+        assert (code, err.getvalue()) == (2, f"{usage}zk2kafka: error: {expected}\n")
     else:
         assert code == 0 and ("no runs yet" in out.getvalue() or '"runs": []' in out.getvalue()), err.getvalue()
 

@@ -28,11 +28,17 @@ def test_translation_implies_no_zk_write():
     assert load_settings({}, environ={}).no_zk_write is False
 
 
-@pytest.mark.parametrize("missing, flag", [("mm2_target_alias", "--mm2-target-alias"),
-                                           ("offset_syncs_bootstrap_server", "--offset-syncs-bootstrap-server")])
-def test_translation_needs_its_flags(missing, flag):
-    with pytest.raises(ConfigError, match=flag):
-        load_settings({k: v for k, v in MM2.items() if k != missing}, environ={})
+def test_translation_needs_the_syncs_cluster_not_the_target_alias():
+    with pytest.raises(ConfigError, match="--offset-syncs-bootstrap-server"):
+        load_settings({k: v for k, v in MM2.items() if k != "offset_syncs_bootstrap_server"}, environ={})
+    assert load_settings({k: v for k, v in MM2.items() if k != "mm2_target_alias"}, environ={}).mm2_target_alias is None
+
+
+def test_the_target_alias_is_read_from_the_syncs_topics_names():
+    from migrate.kafka.offset_syncs import target_aliases
+
+    assert target_aliases(["orders", "mm2-offset-syncs.new.internal", "__consumer_offsets",
+                           "mm2-offset-syncs.dr.east.internal", "mm2-offset-syncs..internal"]) == ["dr.east", "new"]
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -99,8 +105,10 @@ def test_a_translated_plan_is_executed_only_through_the_same_translation(tmp_pat
     assert plan.refusals(same, 86400) == []
     (other,) = plan.refusals({**same, "mm2_target_alias": "dr"}, 86400)
     assert "--mm2-target-alias 'new' in the plan, 'dr' now" in other
+    # Not given, the target alias is the plan's.
+    assert plan.refusals({**same, "mm2_target_alias": None}, 86400) == []
     (untranslated,) = plan.refusals({**same, "no_zk_write": False, "translate_via_mm2": None}, 86400)
-    assert "--translate-via-mm2 'old' in the plan, None now" in untranslated
+    assert "--translate-via-mm2 'old' in the plan, none now" in untranslated
     # An untranslated plan is not executed through a translation either.
     assert p.ReviewedPlan.load(str(write_plan(tmp_path / "plain")), tmp_path / "plain").refusals(
         {**CURRENT, "translate_via_mm2": "old"}, 86400)

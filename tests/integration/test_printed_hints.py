@@ -1,0 +1,201 @@
+"""Every command line zk2kafka prints as advice works when pasted in the shell that ran the command.
+
+The shell is an operator's: the connection and the state dir exported, the console script on PATH. Real runs on
+real ZooKeeper and Kafka print the advice (Ctrl-C mid-write, groups moved since the review, a plan too old, the
+retention warning); each command line between backticks is then run in that shell as printed (a placeholder such
+as `<its run>` filled in). A fast test checks that every such command line the code can print is covered here.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from migrate import cli
+from seeding import kafka_offsets, make_topic
+from test_runbooks import clean_env, zk2kafka_bin
+
+ROOT = Path(__file__).resolve().parents[2]
+HINT = re.compile(r"`(zk2kafka [^`]+)`")
+
+# Each command line migrate/ can print as advice (its text, `…` for what varies) and the test that pastes it.
+COVERED = {
+    "zk2kafka …": "test_interrupted_then_resumed_as_printed",   # a run's `interrupted:`/`incomplete:` line
+    "zk2kafka migrate --execute --resume …": "test_interrupted_then_resumed_as_printed",
+    "zk2kafka rollback --execute …": "test_interrupted_then_resumed_as_printed",
+    "zk2kafka status": "test_interrupted_then_resumed_as_printed",
+    "zk2kafka status …": "test_interrupted_then_resumed_as_printed",
+    "zk2kafka diff": "test_interrupted_then_resumed_as_printed",
+    "zk2kafka diff …": "test_moved_groups_old_plans_and_retention_as_printed",
+    "zk2kafka migrate --execute --plan <its run> …": "test_moved_groups_old_plans_and_retention_as_printed",
+    "zk2kafka migrate… --plan … --max-plan-age …": "test_moved_groups_old_plans_and_retention_as_printed",
+    "zk2kafka sync --execute --renew-every ……": "test_moved_groups_old_plans_and_retention_as_printed",
+}
+# The sandbox's own commands (its tests run them), and docstrings naming it.
+NOT_ADVICE = {"zk2kafka sandbox", "zk2kafka sandbox down", "zk2kafka sandbox up",
+              "zk2kafka sandbox up|down|status|seed"}
+
+
+def printed_command_lines() -> set[str]:
+    """Every `zk2kafka ...` between backticks in a string of migrate/, f-string fields as `…`."""
+    import migrate
+
+    found = set()
+    for source in Path(migrate.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(v.value if isinstance(v, ast.Constant) else "…" for v in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            else:
+                continue
+            found |= set(HINT.findall(text))
+    return found
+
+
+def test_every_printed_command_line_is_pasted_by_a_test():
+    printed = printed_command_lines()
+    # Advice split over two string literals is joined here as the code joins it.
+    assert "zk2kafka migrate --execute --resume …" in printed
+    unknown = printed - set(COVERED) - NOT_ADVICE
+    assert not unknown, f"advice no test pastes: {sorted(unknown)} (add it to COVERED with a test that runs it)"
+    assert set(COVERED) | NOT_ADVICE <= printed, f"no longer printed: {sorted(set(COVERED) | NOT_ADVICE - printed)}"
+    for test in set(COVERED.values()):
+        assert test in globals(), test
+
+
+def operator_shell(cluster, zookeeper: str, state: Path) -> dict[str, str]:
+    return clean_env(ZK2KAFKA_ZOOKEEPER=zookeeper, ZK2KAFKA_BOOTSTRAP_SERVER=cluster.bootstrap_server,
+                     ZK2KAFKA_STATE_DIR=str(state),
+                     PATH=os.pathsep.join([str(Path(zk2kafka_bin()).parent), os.environ.get("PATH", "")]))
+
+
+def paste(shell: dict[str, str], line: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """One command line as an operator pastes it into the shell."""
+    return subprocess.run(["bash", "-c", line], env=shell, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def hints(text: str) -> list[str]:
+    return HINT.findall(text)
+
+
+def seed(zookeeper: str, groups: list[str], topic: str, offset: int = 5) -> None:
+    """One offset znode per group, in transactions of 500."""
+    zk = KazooClient(hosts=zookeeper)
+    zk.start(timeout=15)
+    try:
+        for i in range(0, len(groups), 500):
+            for g in groups[i:i + 500]:
+                zk.ensure_path(f"/consumers/{g}/offsets/{topic}")
+            tx = zk.transaction()
+            for g in groups[i:i + 500]:
+                tx.create(f"/consumers/{g}/offsets/{topic}/0", str(offset).encode())
+            assert all(r is True or isinstance(r, str) for r in tx.commit())
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def verified_groups(state: Path) -> int:
+    try:
+        db = sqlite3.connect(f"{(state / 'journal.sqlite').as_uri()}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT count(*) FROM groups WHERE state='verified'").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+
+
+def test_interrupted_then_resumed_as_printed(cluster, zk_chroot, kafka_admin, prefix, tmp_path):
+    topic = f"{prefix}bulk"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 20)
+    groups = [f"{prefix}bulk-{i:04d}" for i in range(2000)]
+    seed(zk_chroot, groups, topic)
+    state = tmp_path / "state"
+    shell = operator_shell(cluster, zk_chroot, state)
+    # A selection on the command line, then Ctrl-C once the writes began.
+    migrate = subprocess.Popen([zk2kafka_bin(), "migrate", "--execute", "--group", f"{prefix}bulk-.*",
+                                "--parallelism", "4", "-q"], env=shell, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 240
+    while not verified_groups(state) and migrate.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    migrate.send_signal(signal.SIGINT)
+    out, err = migrate.communicate(timeout=240)
+    assert migrate.returncode == 130, (out, err)
+    run = re.search(r"^run=(\S+) ", out, re.MULTILINE)[1]
+    (resume,) = hints(out)
+    assert resume == f"zk2kafka migrate --execute --resume {run}" and f"interrupted: `{resume}`" in out
+
+    resumed = paste(shell, resume)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"groups: verified {len(groups):,}" in resumed.stdout
+    assert all(o == {(topic, 0): (5, f"zk2kafka migrate {run}")}
+               for o in kafka_offsets(kafka_admin, groups).values())
+    for line in ("zk2kafka status", f"zk2kafka status {run}", f"zk2kafka rollback --execute {run}",
+                 "zk2kafka diff --group 'nothing-matches'"):
+        # status and a rollback (as a partial group's reason prints it) work as printed; a diff that finds nothing
+        # says so, and names the selection.
+        done = paste(shell, line)
+        expected = 1 if "diff" in line else 0
+        assert done.returncode == expected, (line, done.stdout, done.stderr)
+    assert kafka_offsets(kafka_admin, groups[:3]) == {g: {} for g in groups[:3]}   # rolled back
+
+
+def test_moved_groups_old_plans_and_retention_as_printed(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path,
+                                                         capsys, monkeypatch):
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 50)
+    groups = [f"{prefix}g{i}" for i in range(3)]
+    seed(zk_chroot, groups, topic, 10)
+    state = tmp_path / "state"
+    shell = operator_shell(cluster, zk_chroot, state)
+    for name, value in shell.items():
+        monkeypatch.setenv(name, value)   # the commands below run in-process, in the same shell
+
+    assert cli.main(["diff", "--group", f"{prefix}g.*", "-q"]) == 0
+    out = capsys.readouterr().out
+    plan_id = re.search(r" plan=(\S+) ", out)[1]
+    (renew,) = [h for h in hints(out) if h.startswith("zk2kafka sync")]
+    assert renew == f"zk2kafka sync --execute --renew-every 42h --group '{prefix}g.*'"   # 7 days' retention / 4
+    syncing = subprocess.Popen(["bash", "-c", f"exec {renew}"], env=shell, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while kafka_offsets(kafka_admin, groups[:1]) == {groups[0]: {}} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    syncing.send_signal(signal.SIGTERM)
+    synced, err = syncing.communicate(timeout=120)
+    assert syncing.returncode == 0 and "3 offset change(s) mirrored" in synced, synced + err
+    code = cli.main(["rollback", "--execute", re.search(r"^sync (\S+):", synced, re.MULTILINE)[1], "-q"])
+    assert code == 0 and kafka_offsets(kafka_admin, groups) == {g: {} for g in groups}
+    capsys.readouterr()
+
+    # Too old: the whole command that executes it anyway.
+    time.sleep(2.1)
+    zk.set(f"/consumers/{groups[1]}/offsets/{topic}/0", b"12")   # an old consumer moves g1 since the review
+    assert cli.main(["migrate", "--execute", "--plan", plan_id, "--max-plan-age", "1s", "-q"]) == 1
+    (anyway,) = [h for h in hints(capsys.readouterr().err) if "--max-plan-age" in h]
+    assert anyway.startswith(f"zk2kafka migrate --execute --plan {plan_id} --max-plan-age ")
+    done = paste(shell, anyway)
+    assert done.returncode == 1, done.stdout + done.stderr   # g1 moved: not written
+    assert f"failed: {groups[1]}" not in done.stdout or "moved since the review" in done.stdout
+    fresh_diff, then_plan = hints(done.stdout)[-2:]
+    assert fresh_diff == f"zk2kafka diff --group {groups[1]}"
+    assert then_plan == f"zk2kafka migrate --execute --plan <its run> --group {groups[1]}"
+
+    diffed = paste(shell, fresh_diff)
+    assert diffed.returncode == 0, diffed.stdout + diffed.stderr
+    fresh_run = re.search(r"^run=(\S+) ", diffed.stdout, re.MULTILINE)[1]
+    written = paste(shell, then_plan.replace("<its run>", fresh_run))
+    assert written.returncode == 0, written.stdout + written.stderr
+    held = kafka_offsets(kafka_admin, groups)
+    assert [held[g][(topic, 0)][0] for g in groups] == [10, 12, 10]
