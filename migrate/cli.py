@@ -64,7 +64,10 @@ class Parser(argparse.ArgumentParser):
         parsed, unknown = self.parse_known_args(args, namespace)
         if unknown:
             # The command's parser says it, with its usage: the flag belongs to that command line.
-            parser = self.commands.get(getattr(parsed, "command", None), self)
+            command = getattr(parsed, "command", None)
+            if command == "sandbox":
+                command = f"sandbox {getattr(parsed, 'action', None)}"
+            parser = self.commands.get(command, self)
             parser.error(unrecognized(unknown, parser))
         return parsed
 
@@ -132,7 +135,7 @@ def _options_parser(command: str | None) -> argparse.ArgumentParser:
 
 
 USAGE = {"rollback": "RUN_ID [options]", "status": "[RUN_ID] [options]",
-         "sandbox": "{up,down,status,seed} [options]"}
+         "sandbox": "ACTION [options]"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("run_id", metavar="RUN_ID", nargs="?",
                            help="one run; all runs when omitted")
         elif name == "sandbox":
-            _add_sandbox_arguments(p)
+            for action, a in _add_sandbox_arguments(p).items():
+                parser.commands[f"sandbox {action}"] = a
     return parser
 
 
@@ -187,13 +191,16 @@ SANDBOX_ACTIONS: dict[str, str] = {
 }
 
 
-def _add_sandbox_arguments(p: argparse.ArgumentParser) -> None:
+def _add_sandbox_arguments(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The sandbox's actions, each a parser with its own options first, then the global ones."""
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    parsers = {}
     for name, summary in SANDBOX_ACTIONS.items():
         # No abbreviations: a prefix of one flag must not pass for another.
-        a = actions.add_parser(name, help=summary, description=summary, allow_abbrev=False,
-                               parents=[_options_parser("sandbox")],
+        a = actions.add_parser(name, help=summary, description=summary,
+                               prog=f"zk2kafka sandbox {name}", usage="%(prog)s [options]",
                                formatter_class=argparse.RawDescriptionHelpFormatter)
+        parsers[name] = a
         own = a.add_argument_group(f"sandbox {name} options")
         if name == "up":
             own.add_argument("--kraft", action="store_true",
@@ -217,6 +224,8 @@ def _add_sandbox_arguments(p: argparse.ArgumentParser) -> None:
             own.add_argument("tool_args", metavar="-- ARGS", nargs=argparse.REMAINDER,
                              help=f"{name}'s own arguments, after `--`; {default} "
                                   "defaults to the sandbox's broker")
+        _add_global_options(a)
+    return parsers
 
 
 def _count(text: str) -> int:
