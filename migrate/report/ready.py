@@ -21,11 +21,8 @@ FIRST = ("written", "registered", "differs", "unreadable", "not_in_kafka")
 WHAT = {"not_in_kafka": "not in Kafka", "registered": "old consumer registered",
         "written": "written during the watch", "differs": "differs from Kafka",
         "unreadable": "not readable"}
-# What each problem asks of the operator, said once under the table.
-DO = {"not_in_kafka": "move it: with its consumers stopped, a reviewed plan ({diff}; review it, "
-                      "then `zk2kafka migrate --execute --plan <its run>`); or a rolling switch "
-                      "with `zk2kafka sync`",
-      "registered": "stop the old consumers (their registration in ids/ and owners/ goes with "
+# What each problem asks of the operator, said once under the table (not in Kafka: _move).
+DO = {"registered": "stop the old consumers (their registration in ids/ and owners/ goes with "
                     "them)",
       "written": "a client that does not register still commits (OffsetCommit v0 through the "
                  "broker, or to ZooKeeper itself): find it (DeprecatedRequestsPerSec on the "
@@ -65,8 +62,8 @@ def text(data: Data) -> str:
                     more = f" (+{len(v[p]) - DETAILS} more)" if len(v[p]) > DETAILS else ""
                     lines.append(f"  {v['group']}: {WHAT[p]}: {'; '.join(v[p][:DETAILS])}{more}")
         found = [p for p in PROBLEMS if any(v[p] for v in bad)]
-        diff = _diff([v["group"] for v in bad if v["not_in_kafka"]])
-        lines += ["", *(f"{WHAT[p]}: {DO[p].format(diff=diff)}" for p in found)]
+        move = _move([v["group"] for v in bad if v["not_in_kafka"]])
+        lines += ["", *(f"{WHAT[p]}: {move if p == 'not_in_kafka' else DO[p]}" for p in found)]
     gone = [v for v in verdicts.values() if v["topic_gone"]]
     if gone:
         lines.append("left behind with their topic gone from Kafka (blocks nothing): "
@@ -80,13 +77,21 @@ _REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
 MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff of every group
 
 
-def _diff(groups: list[str]) -> str:
-    """The diff of just those groups, as a command to paste (--group is a full-match regex:
-    only its metacharacters are escaped)."""
+def _move(groups: list[str]) -> str:
+    """What moving the groups not in Kafka takes, as commands to paste: the diff and the reviewed
+    plan of just those groups, or a rolling switch of them."""
+    sel = _selection(groups)
+    return (f"move it: with its consumers stopped, a reviewed plan (`zk2kafka diff{sel}`; review "
+            f"it, then `zk2kafka migrate --execute --plan <its run>{sel}`); or a rolling switch "
+            f"with `zk2kafka sync --execute{sel}`")
+
+
+def _selection(groups: list[str]) -> str:
+    """` --group G ...` naming just those groups (--group is a full-match regex: only its
+    metacharacters are escaped); empty past MOST_IN_A_HINT groups, for the whole selection."""
     if not groups or len(groups) > MOST_IN_A_HINT:
-        return "`zk2kafka diff`"
-    return "`zk2kafka diff " + " ".join("--group " + shlex.quote(_REGEX_META.sub(r"\\\1", g))
-                                        for g in groups) + "`"
+        return ""
+    return "".join(" --group " + shlex.quote(_REGEX_META.sub(r"\\\1", g)) for g in groups)
 
 
 def _cell(verdict: dict, problem: str) -> str:

@@ -38,10 +38,16 @@ COVERED = {
     "zk2kafka migrate --execute --plan <its run> …": "test_moved_groups_old_plans_and_retention_as_printed",
     "zk2kafka migrate… --plan … --max-plan-age …": "test_moved_groups_old_plans_and_retention_as_printed",
     "zk2kafka sync --execute --renew-every ……": "test_moved_groups_old_plans_and_retention_as_printed",
+    "zk2kafka diff…": "test_ready_for_kraft_advice_as_printed",
+    "zk2kafka migrate --execute --plan <its run>…": "test_ready_for_kraft_advice_as_printed",
+    "zk2kafka sync --execute…": "test_ready_for_kraft_advice_as_printed",
 }
 # The sandbox's own commands (its tests run them), and docstrings naming it.
-NOT_ADVICE = {"zk2kafka sandbox", "zk2kafka sandbox down", "zk2kafka sandbox up",
-              "zk2kafka sandbox up|down|status|seed"}
+NOT_ADVICE = {"zk2kafka sandbox", "zk2kafka sandbox down", "zk2kafka sandbox up", "zk2kafka sandbox status",
+              "zk2kafka ready-for-kraft",
+              "zk2kafka sandbox kafka-consumer-groups -- ARGS",
+              "zk2kafka sandbox up|down|status|seed|kraft-migrate|stop-old-consumers|kafka-consumer-groups|\n"
+              "kafka-get-offsets|kafka-jmx"}
 
 
 def printed_command_lines() -> set[str]:
@@ -199,3 +205,44 @@ def test_moved_groups_old_plans_and_retention_as_printed(cluster, zk, zk_chroot,
     assert written.returncode == 0, written.stdout + written.stderr
     held = kafka_offsets(kafka_admin, groups)
     assert [held[g][(topic, 0)][0] for g in groups] == [10, 12, 10]
+
+
+def test_ready_for_kraft_advice_as_printed(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 50)
+    planned, followed = [f"{prefix}p{i}" for i in range(2)], f"{prefix}s0"
+    seed(zk_chroot, planned, topic, 10)
+    shell = operator_shell(cluster, zk_chroot, tmp_path / "state")
+    ready = "zk2kafka ready-for-kraft --quiet-for 1s"
+
+    # Groups not in Kafka: the diff and the reviewed plan of just those groups, as printed.
+    checked = paste(shell, ready)
+    assert checked.returncode == 3, checked.stdout + checked.stderr
+    diff, execute, switch = hints(checked.stdout)
+    selection = f"--group {planned[0]} --group {planned[1]}"
+    assert (diff, execute, switch) == (f"zk2kafka diff {selection}",
+                                       f"zk2kafka migrate --execute --plan <its run> {selection}",
+                                       f"zk2kafka sync --execute {selection}")
+    diffed = paste(shell, diff)
+    assert diffed.returncode == 0, diffed.stdout + diffed.stderr
+    written = paste(shell, execute.replace("<its run>", re.search(r"^run=(\S+) ", diffed.stdout, re.MULTILINE)[1]))
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert paste(shell, ready).returncode == 0
+
+    # A group left behind since: the rolling switch of just that group, as printed, until Kafka holds it.
+    seed(zk_chroot, [followed], topic, 20)
+    checked = paste(shell, ready)
+    assert checked.returncode == 3, checked.stdout + checked.stderr
+    switch = hints(checked.stdout)[-1]
+    assert switch == f"zk2kafka sync --execute --group {followed}"
+    syncing = subprocess.Popen(["bash", "-c", f"exec {switch}"], env=shell, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while kafka_offsets(kafka_admin, [followed]) == {followed: {}} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    syncing.send_signal(signal.SIGTERM)
+    synced, err = syncing.communicate(timeout=120)
+    assert syncing.returncode == 0, synced + err
+    assert kafka_offsets(kafka_admin, [followed])[followed][(topic, 0)][0] == 20
+    done = paste(shell, ready)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -28,7 +28,7 @@ def test_old_release_up_status_seed_down_up_in_one_state_dir(tmp_path: Path):
     try:
         assert up.returncode == 0, up.stderr
         status = zk2kafka("sandbox", "status", *state, cwd=tmp_path)
-        assert "# Kafka 0.10.2.2 (ZooKeeper 3.4.9)" in status.stdout.splitlines(), status.stdout
+        assert "# Kafka 0.10.2.2 (ZooKeeper 3.4.9): ZooKeeper mode" in status.stdout.splitlines(), status.stdout
         assert zk2kafka("sandbox", "seed", *state, cwd=tmp_path).returncode == 0
         zk = KazooClient(hosts=_exports(up.stdout)["ZK2KAFKA_ZOOKEEPER"])
         zk.start(timeout=15)
