@@ -108,7 +108,8 @@ def plan(settings: Settings, command: str) -> Plan:
         raise
 
     policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers,
-                    zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write)
+                    zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write,
+                    writes_zk=not settings.no_zk_write, rewrite_zk=settings.rewrite_zk_offsets)
     report = state.reports(run)
     translation = None if syncs is None else Translation(
         settings.translate_via_mm2, settings.replication_policy, syncs.path)

@@ -48,6 +48,11 @@ PLAN_SCHEMA = pa.schema([
     ("log_start", pa.int64()), ("log_end", pa.int64()),
     ("lag", pa.int64()),                # log_end - zk_offset: messages the group has still to read
     ("zk_minus_kafka", pa.int64()),     # zk_offset - kafka_offset: >0 Kafka is behind ZooKeeper
+    # What the row does to ZooKeeper's offset (diff.schema.ZK_CHANGES), and the offset it sets
+    # there where that is not ZooKeeper's own (null where ZooKeeper keeps its offset).
+    ("zk_change", pa.string()), ("zk_planned", pa.int64()),
+    # When the topic was created, as ZooKeeper's /brokers/topics/<topic> says (null: unknown)
+    ("topic_ctime", pa.timestamp("ms", tz="UTC")),
 ])
 
 # A plan translated through MirrorMaker 2's offset syncs (--translate-via-mm2, diff/translate.py)
