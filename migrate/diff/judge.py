@@ -65,7 +65,7 @@ def plan_columns(policy: Policy) -> list[Column]:
         (F.col("zk_offset") - F.col("kafka_offset")).alias("zk_minus_kafka"),
         change.alias("zk_change"),
         F.when(change.isin(s.ZK_FORWARD, s.ZK_BACKWARD), F.col("planned_offset"))
-        .alias("zk_planned"),
+        .when(change == s.ZK_BLOCKED, F.col("_wanted")).alias("zk_planned"),
         "topic_ctime"]
 
 

@@ -46,6 +46,23 @@ BLOCKERS = frozenset({CONFLICT, BELOW_LOG_START, ABOVE_LOG_END, GROUP_ACTIVE_KAF
 ZK_UNCHANGED, ZK_FORWARD, ZK_BACKWARD, ZK_BLOCKED = "unchanged", "forward", "backward", "blocked"
 ZK_CHANGES = (ZK_UNCHANGED, ZK_FORWARD, ZK_BACKWARD, ZK_BLOCKED)
 
+
+
+def left_alone(per_group: list[dict], most: int | None = None) -> dict[str, str]:
+    """Each group with blocker rows (summary.json's per_group), with why in words: its blocker
+    statuses counted and its first blocker row's reason. `most`: the first that many groups."""
+    out = {}
+    for g in per_group:
+        if not g.get("blockers"):
+            continue
+        if most is not None and len(out) >= most:
+            break
+        counts = ", ".join(f"{k} {n:,}" for k, n in g["counts"].items() if k in BLOCKERS)
+        first = g.get("first_blocker")
+        out[g["group"]] = f"{counts}; first: {first}" if first else counts
+    return out
+
+
 # The plan's row schema, order and reading live in migrate/diff/plan.py; the diff writes what it
 # defines.
 from migrate.diff.plan import (BATCH_ROWS, COMMIT, NOTHING, PLAN_ORDER, PLAN_SCHEMA,  # noqa: E402,F401

@@ -181,7 +181,9 @@ def test_a_policy_alone_never_moves_zookeeper(spark, on_conflict, zk_offset, kaf
                 Policy(on_conflict=on_conflict))
     row = rows[("g", "t", 0)]
     assert (row["status"], row["action"], row["planned_offset"]) == (s.CONFLICT, s.SKIP, None)
-    assert (row["zk_change"], row["zk_planned"]) == (s.ZK_BLOCKED, None)
+    # What it would be set to, which the report shows; written nowhere.
+    assert (row["zk_change"], row["zk_planned"]) == (s.ZK_BLOCKED, max(zk_offset, kafka_offset)
+                                                     if on_conflict == "max" else kafka_offset)
     way = "forwards" if direction == s.ZK_FORWARD else "backwards"
     assert row["reason"] == (f"Kafka has {kafka_offset}, ZooKeeper {zk_offset}; would set ZooKeeper's offset "
                              f"{zk_offset} -> {kafka_offset if on_conflict == 'kafka' else 80} ({way}), away from the "
@@ -213,7 +215,8 @@ def test_clamp_moves_zookeeper_too_and_needs_the_flag(spark):
     zk, kafka = [zk_row("g", "t", 0, 5), zk_row("g", "t", 1, 500)], [partition("t", 0, 10, 100),
                                                                       partition("t", 1, 10, 100)]
     rows = plan(spark, zk, kafka, Policy(out_of_range="clamp"))
-    assert [(r["planned_offset"], r["zk_change"]) for r in rows.values()] == [(None, s.ZK_BLOCKED)] * 2
+    assert [(r["planned_offset"], r["zk_change"], r["zk_planned"]) for r in rows.values()] == [
+        (None, s.ZK_BLOCKED, 10), (None, s.ZK_BLOCKED, 100)]
     rows = plan(spark, zk, kafka, Policy(out_of_range="clamp", rewrite_zk=True))
     assert [(r["planned_offset"], r["zk_change"], r["zk_planned"]) for r in rows.values()] == [
         (10, s.ZK_FORWARD, 10), (100, s.ZK_BACKWARD, 100)]
