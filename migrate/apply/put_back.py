@@ -29,16 +29,25 @@ def put_back(group: str, parts: list[j.Partition], kafka: KafkaHalf, zk) -> str:
         raise PutBackFailed(group, wrong)
     zk.put_back(group, parts)
     held = kafka.writer.committed(group)
-    kafka_other = [f"{p.topic}-{p.partition} holds {shown(committed_offset(held.get(p.key)))}, "
-                   f"{shown(p.before_kafka_offset)} before the run"
+    kafka_other = [f"{p.topic}-{p.partition} holds {shown(committed_offset(held.get(p.key)))} "
+                   f"({shown(p.before_kafka_offset)} before the run)"
                    for p in parts if committed_offset(held.get(p.key)) != p.before_kafka_offset]
     zk_other = zk.not_as_before(parts)
     if not zk.writes:
-        stores = "Kafka holds its values from before the run; ZooKeeper was not written"
+        zk_said = "ZooKeeper was not written"
+    elif zk_other:
+        zk_said = "ZooKeeper: " + _few(zk_other)
     else:
-        stores = "Kafka and ZooKeeper hold their values from before the run"
+        zk_said = "ZooKeeper holds its values from before the run"
     if not kafka_other and not zk_other:
-        return f"{stores} (read back)"
-    others = [f"Kafka {text}" for text in kafka_other] + [f"ZooKeeper {text}" for text in zk_other]
-    return ("what this run wrote is undone (read back), and someone else moved the rest since: "
-            + "; ".join(others[:3]) + (" ..." if len(others) > 3 else ""))
+        if zk.writes:
+            return "Kafka and ZooKeeper hold their values from before the run (read back)"
+        return f"Kafka holds its values from before the run; {zk_said} (read back)"
+    kafka_said = ("Kafka: " + _few(kafka_other) if kafka_other
+                  else "Kafka holds its values from before the run")
+    return (f"{kafka_said}; {zk_said} (read back; what differs, someone else moved since: it is "
+            "left as it is)")
+
+
+def _few(items: list[str]) -> str:
+    return ", ".join(items[:3]) + (" ..." if len(items) > 3 else "")

@@ -22,9 +22,9 @@ from migrate.apply.locks import WriterLock
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    VERIFIED, Journal, Run)
 from migrate.apply.scratch import scratch_journal
-from migrate.diff.plan import (LEFT_ALONE_SHOWN, Plan, PlannedByGroup, ReviewedPlan, commits,
+from migrate.diff.plan import (BLOCKED_SHOWN, Plan, PlannedByGroup, ReviewedPlan, commits,
                                writer_digest)
-from migrate.diff.schema import left_alone
+from migrate.diff.schema import blocked_groups
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, StateDirError
 from migrate.progress import Progress
 from migrate.settings import Settings
@@ -201,12 +201,12 @@ def _run_data(run: Run, batched: Batched, summary: dict[str, Any] | None) -> dic
 
 
 def _of_plan(summary: dict[str, Any] | None) -> dict[str, Any]:
-    """What a run's terminal repeats of its plan: the blocker rows, the groups it leaves them in
+    """What a run's terminal repeats of its plan: its blocker rows, the groups that have them
     (each with why), and the plan's warnings (Kafka's retention among them)."""
     if summary is None:   # a rollback: no plan of its own
-        return {"blockers": 0, "left_alone": {}, "warnings": []}
+        return {"blockers": 0, "blocked": {}, "warnings": []}
     return {"blockers": summary["blockers"],
-            "left_alone": left_alone(summary.get("per_group", []), LEFT_ALONE_SHOWN),
+            "blocked": blocked_groups(summary.get("per_group", []), BLOCKED_SHOWN),
             "warnings": summary.get("warnings", [])}
 
 
@@ -233,7 +233,7 @@ def _journal_plan(plan: Plan) -> JournalPlan:
 
 def _planned(plan_file: Path, per_group: list[dict[str, Any]]) -> JournalPlan:
     groups = PlannedByGroup(plan_file)
-    planned, blocked = set(groups), left_alone(per_group)
+    planned, blocked = set(groups), blocked_groups(per_group)
     skipped = {g["group"]: "nothing to commit: " + (blocked.get(g["group"]) or ", ".join(
                f"{k} {n}" for k, n in g["counts"].items()))
                for g in per_group if g["group"] not in planned}
@@ -291,10 +291,10 @@ def status(settings: Settings, run_id: str | None = None) -> dict[str, Any]:
             return {"runs": [shown(r, alive) for r in journal.runs()]}
         run = guards.journaled(journal, run_id)
         groups = journal.groups(run_id)
-    left = _left_alone(run.report) if run.kind == "migrate" else {}
+    blocked = _blocked(run.report) if run.kind == "migrate" else {}
     return {**shown(run, alive), "failed": {g.name: g.reason for g in groups if g.state == FAILED},
             "partial": {g.name: g.reason for g in groups if g.state == PARTIAL},
-            "left_alone": left}
+            "blocked": blocked}
 
 
 def shown(run: Run, writer_alive: bool) -> dict[str, Any]:
@@ -306,10 +306,10 @@ def shown(run: Run, writer_alive: bool) -> dict[str, Any]:
     return data
 
 
-def _left_alone(report: str | None) -> dict[str, str]:
-    """The groups the run's plan left blocker rows of, with why (from its summary.json)."""
+def _blocked(report: str | None) -> dict[str, str]:
+    """The groups of the run's plan with blocker rows, with why (from its summary.json)."""
     try:
         per_group = json.loads(Path(report or "", "summary.json").read_text())["per_group"]
     except (OSError, ValueError, KeyError):   # a report moved away: status still answers
         return {}
-    return left_alone(per_group)
+    return blocked_groups(per_group)

@@ -70,8 +70,8 @@ class ZkHalf:
     def not_as_before(self, parts: list[j.Partition]) -> list[str]:
         """The znodes that do not hold their value from before the run, read now, in words."""
         now = self.writer.read([p.zk_path for p in parts])
-        return [f"{p.zk_path} holds {_shown(now[p.zk_path].value)}, {_shown(p.before_zk_value)} "
-                "before the run" for p in parts if now[p.zk_path].value != p.before_zk_value]
+        return [f"{p.zk_path} holds {_shown(now[p.zk_path].value)} ({_shown(p.before_zk_value)} "
+                "before the run)" for p in parts if now[p.zk_path].value != p.before_zk_value]
 
     def write(self, groups: Parts, zk_now: Mapping[str, Znode]) -> dict[str, Exception | None]:
         """Write each group's znodes, pipelined; those a crash left written already are skipped.

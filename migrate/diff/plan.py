@@ -92,7 +92,7 @@ PLAN_ORDER = [("group", "ascending"), ("topic", "ascending"), ("partition", "asc
 BATCH_ROWS = 65_536   # plan rows read (and turned into Python objects) at a time
 
 PLAN_FILE = "plan.parquet"
-LEFT_ALONE_SHOWN = 1000   # groups with blockers --json names (summary.json's per_group has all)
+BLOCKED_SHOWN = 1000   # groups with blockers --json names (summary.json's per_group has all)
 SHORT_HASH = 12        # hex digits of the file's sha256 in a plan id: what a ticket quotes
 
 
@@ -151,11 +151,11 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         """The summary without its per-group table, with where the report and its files are."""
-        from migrate.diff.schema import left_alone
+        from migrate.diff.schema import blocked_groups
 
         data = {k: v for k, v in self.summary.items() if k != "per_group"}
         # per_group is in order of most blockers first: the groups a terminal lists first.
-        return {**data, "left_alone": left_alone(self.summary["per_group"], LEFT_ALONE_SHOWN),
+        return {**data, "blocked": blocked_groups(self.summary["per_group"], BLOCKED_SHOWN),
                 "report": str(self.files["summary"].parent),
                 "files": {k: str(v) for k, v in self.files.items()}}
 

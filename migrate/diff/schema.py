@@ -48,7 +48,7 @@ ZK_CHANGES = (ZK_UNCHANGED, ZK_FORWARD, ZK_BACKWARD, ZK_BLOCKED)
 
 
 
-def left_alone(per_group: list[dict], most: int | None = None) -> dict[str, str]:
+def blocked_groups(per_group: list[dict], most: int | None = None) -> dict[str, str]:
     """Each group with blocker rows (summary.json's per_group), with why in words: its blocker
     statuses counted and its first blocker row's reason. `most`: the first that many groups."""
     out = {}

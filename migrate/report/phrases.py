@@ -59,9 +59,9 @@ def no_offset(sm: dict[str, Any]) -> list[str]:
     found = sm.get("no_offset") or {}
     if not found.get("partitions"):
         return []
-    return [f"no offset anywhere: {found['partitions']:,} partition(s) of {found['groups']:,} "
-            f"group(s)' topics ({found['messages']:,} message(s) in their logs): a new consumer "
-            f"starts there by its auto.offset.reset: {NEW_CONSUMER}"]
+    return [f"no offset anywhere: {found['partitions']:,} partition(s) of the topics of "
+            f"{found['groups']:,} group(s) ({found['messages']:,} message(s) in their logs): a new "
+            f"consumer of the group starts there by its auto.offset.reset: {NEW_CONSUMER}"]
 
 
 def zk_side(r: dict[str, Any]) -> str:

@@ -46,7 +46,7 @@ def plan(data: Data) -> str:
     lines += [*ph.zk_changes(data), *ph.no_offset(data)]
     lines.append(f"blockers: {data['blockers']:,}"
                  + (" (see the report; exit 3)" if data["blockers"] else ""))
-    lines += _left_alone(data.get("left_alone", {}))
+    lines += _blocked(data.get("blocked", {}))
     lines += [f"warning: {w}" for w in data["warnings"]]
     lines += [f"{name}: {path}" for name, path in data["files"].items()
               if name in ("markdown", "html", "reset_offsets", "no_offset")]
@@ -73,7 +73,7 @@ def run(data: Data) -> str:
               if r["state"] in ("failed", "partial")][:SHOWN]
     lines += [f"  unfinished: {r['group']}: {r['reason']}" for r in data["reasons"]
               if r["reason"] and r["state"] not in ("failed", "partial")][:SHOWN]
-    lines += _left_alone(data.get("left_alone", {}))
+    lines += _blocked(data.get("blocked", {}))
     lines += [f"warning: {w}" for w in data.get("warnings", [])]
     if data["state"] != "done":
         again = (f"migrate --execute --resume {data['run']}" if data["kind"] == "migrate"
@@ -108,7 +108,7 @@ def reviewed_dry_run(data: Data) -> str:
     lines += [f"  not checked: {g}: {why}" for g, why in failed.items() if g not in moved][:SHOWN]
     lines += _applied(data.get("already_applied", {}))
     lines += [f"warning: {w}" for w in data.get("warnings", [])]
-    lines += _left_alone(data.get("left_alone", {}))
+    lines += _blocked(data.get("blocked", {}))
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
                      f"(see {Path(data['report']) / 'report.md'})")
@@ -278,7 +278,7 @@ def status(data: Data) -> str:
     failed = [(g, "failed", why) for g, why in data["failed"].items()]
     failed += [(g, "partial", why) for g, why in data["partial"].items()]
     lines += [f"  {state}: {g}: {why}" for g, state, why in sorted(failed)]
-    lines += _left_alone(data.get("left_alone", {}))
+    lines += _blocked(data.get("blocked", {}))
     if data["state"] == "interrupted":
         lines.append("interrupted: its process is gone (nothing holds this state dir's writers' "
                      "lock: killed, or crashed)" + _goes_on(data))
@@ -294,11 +294,11 @@ def _goes_on(data: Data) -> str:
     return ""
 
 
-def _left_alone(left: dict[str, str]) -> list[str]:
+def _blocked(blocked: dict[str, str]) -> list[str]:
     """The groups with blocker rows, each with why (the first SHOWN)."""
-    lines = [f"  left alone: {g}: {why}" for g, why in left.items()][:SHOWN]
-    if len(left) > SHOWN:
-        lines.append(f"  ... and {len(left) - SHOWN:,} more group(s) with blocker rows "
+    lines = [f"  blocker rows: {g}: {why}" for g, why in blocked.items()][:SHOWN]
+    if len(blocked) > SHOWN:
+        lines.append(f"  ... and {len(blocked) - SHOWN:,} more group(s) with blocker rows "
                      "(the report lists them)")
     return lines
 

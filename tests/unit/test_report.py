@@ -246,7 +246,7 @@ def test_every_page_says_what_happens_to_zookeeper_and_names_the_uncovered_parti
             "not planned: 1 row(s) would set an old consumer's ZooKeeper offset" in text
         assert "set 80 -&gt; 30 (backwards)" in text
         assert "kept: would be set 30 -&gt; 80; not planned (--rewrite-zk-offsets)" in text
-        assert "no offset anywhere: 2 partition(s) of 1 group(s)" in text
+        assert "no offset anywhere: 2 partition(s) of the topics of 1 group(s)" in text
         assert "earliest reads them; latest skips them; none fails to start" in text
     assert "| g1 | orders | 3, 4 | 300 |" in md
     parsed = list(csv.reader(files["rows"].open(newline="")))[1:]
