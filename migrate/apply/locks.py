@@ -23,7 +23,7 @@ class WriterLock:
     """
 
     NAME = "journal.lock"
-    # How long a writer keeps trying before it calls the lock busy: `held()` takes it shared for
+    # How long a writer keeps trying before it calls the lock busy: `holder()` takes it shared for
     # an instant, which must not turn a writer away.
     PATIENCE = 0.5
 
@@ -66,27 +66,27 @@ class WriterLock:
         return cls(path, fd)
 
     @classmethod
-    def held(cls, state_dir: Path) -> bool:
-        """Whether a process holds the state dir's lock now: a writer that is alive.
+    def holder(cls, state_dir: Path) -> str | None:
+        """Who holds the state dir's lock now (its line in the file, "" before it wrote it), or
+        None when no process does: a run journaled `running` then lost its process.
 
         Found by taking the lock shared and dropping it at once (a writer starting in that
-        instant waits for it, PATIENCE); never waits. A run journaled `running` while nothing
-        holds the lock lost its process (kill -9, a crash).
+        instant waits for it, PATIENCE); never waits.
         """
         try:
             fd = os.open(state_dir / cls.NAME, os.O_RDONLY)
         except FileNotFoundError:
-            return False
+            return None
         except OSError as exc:
             raise StateDirError(state_dir / cls.NAME,
                                 f"cannot read the writers' lock: {why(exc)}") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return True
+            return os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
         finally:
             os.close(fd)   # closing drops the shared lock if it was taken
-        return False
+        return None
 
     def release(self) -> None:
         try:

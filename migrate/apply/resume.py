@@ -63,7 +63,7 @@ def _dry_run(settings: Settings, run_id: str) -> dict[str, Any]:
             data = write_groups(settings, copy, run.run_id, todo, _summary(run.report),
                                 dry_run=True, **_review(settings, run, todo))
     return {**data, "run": run.run_id, "kind": "migrate", "report": run.report,
-            "state": shown(run, WriterLock.held(Path(settings.state_dir)))["state"],
+            "state": shown(run, WriterLock.holder(Path(settings.state_dir)))["state"],
             "groups": run.groups, "plan_id": run.settings.get("reviewed_plan")}
 
 

@@ -279,31 +279,42 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
 
 
 def status(settings: Settings, run_id: str | None = None) -> dict[str, Any]:
-    """Runs in the journal, or one run with the reasons of its groups that failed and why its plan
-    left groups alone. A run journaled running whose process is gone (nothing holds the writers'
-    lock) is `interrupted`."""
+    """Runs in the journal, or one run with the reasons of its groups that failed and its plan's
+    groups with blocker rows. A run journaled running whose process is gone (the writers' lock is
+    free, or held by another run's writer) is `interrupted`."""
     path = Path(settings.state_dir) / "journal.sqlite"
     if not path.exists():
         return {"runs": [], "missing_journal": f"{settings.state_dir}/journal.sqlite"}
-    alive = WriterLock.held(Path(settings.state_dir))
+    holder = WriterLock.holder(Path(settings.state_dir))
     with Journal.open(settings.state_dir) as journal:
         if run_id is None:
-            return {"runs": [shown(r, alive) for r in journal.runs()]}
+            return {"runs": [shown(r, holder) for r in journal.runs()]}
         run = guards.journaled(journal, run_id)
         groups = journal.groups(run_id)
     blocked = _blocked(run.report) if run.kind == "migrate" else {}
-    return {**shown(run, alive), "failed": {g.name: g.reason for g in groups if g.state == FAILED},
+    return {**shown(run, holder), "failed": {g.name: g.reason for g in groups if g.state == FAILED},
             "partial": {g.name: g.reason for g in groups if g.state == PARTIAL},
             "blocked": blocked}
 
 
-def shown(run: Run, writer_alive: bool) -> dict[str, Any]:
+def shown(run: Run, holder: str | None) -> dict[str, Any]:
     """A run's data as status shows it: `interrupted` where the journal says running and no
-    writer is alive (its process was killed, or crashed)."""
+    writer of it is alive (its process was killed, or crashed). `holder`: who holds the writers'
+    lock now (WriterLock.holder)."""
     data = run.to_json()
-    if run.state == RUNNING and not writer_alive:
+    if run.state == RUNNING and not _writing(run, holder):
         data["state"] = INTERRUPTED
     return data
+
+
+def _writing(run: Run, holder: str | None) -> bool:
+    """Whether the lock's holder is the writer of `run`: it names the run (a rollback: the run
+    it rolls back); one that has not written its name yet may be."""
+    if holder is None:
+        return False
+    if not holder or run.run_id in holder:
+        return True
+    return run.kind == "rollback" and f"rollback --execute {run.rolls_back}" in holder
 
 
 def _blocked(report: str | None) -> dict[str, str]:
