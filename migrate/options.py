@@ -188,7 +188,14 @@ OPTIONS: tuple[Option, ...] = (
            commands=WRITE_COMMANDS, metavar="TEXT", recorded=True),
     Option("no_zk_write", "bool", False,
            "commit to Kafka only; do not keep ZooKeeper in agreement",
-           commands=WRITE_COMMANDS, recorded=True),
+           commands=("diff",) + WRITE_COMMANDS, recorded=True),
+    # Its own flag: a policy that picks Kafka's offset or a bound of the log must not move the old
+    # consumers' offsets in ZooKeeper by itself.
+    Option("rewrite_zk_offsets", "bool", False,
+           "let a row set ZooKeeper to another offset than the old consumer's own (what "
+           "--on-conflict kafka|max or --out-of-range clamp can plan); without it such rows are "
+           "not planned, in either store (--no-zk-write commits them to Kafka alone)",
+           commands=("diff", "migrate"), recorded=True),
     Option("zk_write_via", "choice", "zk",
            "how the ZooKeeper half is written: "
            "zk (kazoo, conditioned on the scanned znode versions) "

@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate import stores
-from migrate.diff.plan import Plan, commits, plan_id
-from migrate.diff.schema import IN_SYNC, KAFKA_ONLY
+from migrate.diff.plan import Plan, commits, plan_batches, plan_id
+from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
 from migrate.kafka.client import open_admin
 from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
@@ -108,7 +108,8 @@ def plan(settings: Settings, command: str) -> Plan:
         raise
 
     policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers,
-                    zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write)
+                    zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write,
+                    writes_zk=not settings.no_zk_write, rewrite_zk=settings.rewrite_zk_offsets)
     report = state.reports(run)
     translation = None if syncs is None else Translation(
         settings.translate_via_mm2, settings.replication_policy, syncs.path)
@@ -198,11 +199,19 @@ def _names(zk_snapshot: Path) -> Names:
 
 
 def verify(settings: Settings) -> dict[str, Any]:
-    """A fresh plan's data, and whether every selected ZooKeeper offset equals Kafka's (IN_SYNC)."""
+    """A fresh plan's data, and whether every selected ZooKeeper offset equals Kafka's (IN_SYNC);
+    where they differ, whether Kafka is ahead (a consumer moved on past the migrated offset) or
+    behind (rewound below it)."""
     computed = plan(settings, "verify")
     counts = computed.summary["counts"]
     mismatched = {k: n for k, n in counts.items() if n and k not in (IN_SYNC, KAFKA_ONLY)}
-    return {**computed.to_json(), "verified": not mismatched, "mismatched": mismatched}
+    ahead = behind = 0
+    for batch in plan_batches(computed.files["plan"], ["status", "zk_minus_kafka"]):
+        differ = batch.filter(pc.equal(batch.column("status"), CONFLICT)).column("zk_minus_kafka")
+        ahead += pc.sum(pc.less(differ, 0)).as_py() or 0
+        behind += pc.sum(pc.greater(differ, 0)).as_py() or 0
+    return {**computed.to_json(), "verified": not mismatched, "mismatched": mismatched,
+            "kafka_ahead": ahead, "kafka_behind": behind}
 
 
 def selection_text(settings: Settings) -> str:

@@ -79,6 +79,7 @@ class Settings:
     out_of_range: str = "skip"
     metadata: str | None = None
     no_zk_write: bool = False
+    rewrite_zk_offsets: bool = False
     zk_write_via: str = "zk"
     parallelism: int = 32
     writers: int = 1
@@ -323,6 +324,10 @@ def _check(s: Settings) -> None:
                 raise ConfigError(f"--bootstrap-server: {host!r} is not host:port")
     if s.translate_via_mm2 is not None:
         _check_translation(s)
+    if s.rewrite_zk_offsets and s.no_zk_write:
+        why = "--translate-via-mm2 implies --no-zk-write" if s.translate_via_mm2 else \
+            "--no-zk-write leaves ZooKeeper as it is"
+        raise ConfigError(f"--rewrite-zk-offsets writes ZooKeeper, and {why}: pass one of them")
     if s.metrics_address is not None and not _HOSTPORT.match(s.metrics_address):
         raise ConfigError(f"--metrics-address: expected HOST:PORT (e.g. 0.0.0.0:9308), "
                           f"got {s.metrics_address!r}")

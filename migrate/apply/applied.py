@@ -40,7 +40,7 @@ def still_holds(journal: Journal, run: Run, groups: list[str],
                 held = committed_offset(answer.get(p.key))
                 if held != p.offset:
                     differ.append(f"{g} {p.topic}-{p.partition}: Kafka holds {shown(held)}, "
-                                  f"the run wrote {p.offset}")
+                                  f"the run wrote {p.offset} ({_which_way(held, p.offset)})")
                 elif writers.zk and zk_now[p.zk_path].value != encode(
                         p.before_zk_value, p.offset, p.layout, semantics):
                     differ.append(f"{g} {p.zk_path}: ZooKeeper holds "
@@ -119,3 +119,12 @@ def already_applied(journal: Journal, plan_id: str, groups: list[str],
         log.info("plan %s: %d group(s) already applied, holding what an earlier run of it wrote",
                  plan_id, len(found))
     return found
+
+
+def _which_way(held: int | None, wrote: int) -> str:
+    """Why Kafka may no longer hold what a run wrote: a consumer read on, or it was rewound."""
+    if held is None:
+        return "no offset now: deleted, or expired by retention"
+    if held > wrote:
+        return "a consumer moved on past it"
+    return "rewound below it: a reset, or another writer"

@@ -26,9 +26,10 @@ from kazoo.exceptions import KazooException, ZookeeperError
 
 from migrate.apply import journal as j
 from migrate.apply import kafka_half
-from migrate.apply.kafka_half import Committed, GroupNow, KafkaHalf, committed_offset
+from migrate.apply.kafka_half import Committed, KafkaHalf, committed_offset
+from migrate.apply.review import Review
+from migrate.apply.put_back import PutBackFailed, put_back
 from migrate.apply.zk_half import NoZkWrite, ZkHalf, check_zk_unchanged
-from migrate.diff.plan import GroupSeen
 from migrate.errors import MigrateError, ZkUnavailable
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.zk.walk import RETRIABLE
@@ -113,11 +114,11 @@ class DualCommit:
     def __init__(self, journal: j.Journal, run_id: str, kafka: KafkaOffsetWriter,
                  zk: ZkOffsetWriter | None, metadata: str, semantics: str = "next",
                  zk_reader: ZkOffsetWriter | None = None,
-                 seen: Mapping[str, GroupSeen] | None = None, dry_run: bool = False):
+                 review: Review | None = None, dry_run: bool = False):
         """`zk`: None for --no-zk-write, which still reads ZooKeeper through `zk_reader`: a plan
         is only committed while its znodes are the ones planned from.
-        `seen`: each group's Kafka state when planned (a reviewed plan's), checked with the
-        offsets and znodes.
+        `review`: a reviewed plan's groups and logs as the diff saw them, checked with the
+        offsets and znodes (review.py).
         `dry_run`: everything up to the first write (reads, prechecks), then each group that
         passed is settled WOULD_WRITE; neither store nor the before-values are touched.
         """
@@ -125,7 +126,7 @@ class DualCommit:
         self.kafka, self.kafka_half = kafka, KafkaHalf(kafka)
         self.zk_half = ZkHalf(zk, semantics) if zk is not None else NoZkWrite(zk_reader)
         self.metadata = metadata
-        self.seen, self.dry_run = seen, dry_run
+        self.review, self.dry_run = review, dry_run
         # Groups whose stores moved since the plan, before anything was written.
         self.moved: set[str] = set()
 
@@ -177,8 +178,10 @@ class DualCommit:
         (expired in an outage); they may have been written, so a failure puts them back.
         """
         untouched = [g for g in batch.groups if g not in start.resumed]
-        state_now = (self.kafka_half.states(untouched)
-                     if self.seen is not None and untouched else {})
+        reviewing = self.review is not None and untouched
+        state_now = self.kafka_half.states(untouched) if reviewing else {}
+        log_now = self.review.read_now(self.kafka, self.zk_half, (
+            p for g in untouched for p in start.parts[g])) if reviewing else None
         failures, before = {}, {}
         for g in batch.groups:
             parts = start.parts[g]
@@ -191,8 +194,9 @@ class DualCommit:
                     continue
                 try:
                     self._check_unchanged(g, parts, now, start.zk_now)
-                    if self.seen is not None:
-                        self._check_state(g, state_now.get(g))
+                    if reviewing:
+                        _refuse(g, self.review.state_moved(g, state_now.get(g)))
+                        _refuse(g, self.review.log_moved(start.parts[g], log_now))
                 except REFUSALS:
                     self.moved.add(g)
                     raise
@@ -281,37 +285,23 @@ class DualCommit:
         _refuse(group, kafka_half.moved(parts, kafka_now))
         check_zk_unchanged(group, parts, zk_now)
 
-    def _check_state(self, group: str, now: GroupNow | None) -> None:
-        seen = self.seen.get(group)
-        state, members = now or GroupNow(None, 0)
-        if seen is not None and not seen.matches(state, members):
-            raise GroupFailed(group, f"Kafka group state changed since the plan: {seen} then, "
-                                     f"{state or 'unknown to Kafka'}, {members} member(s) now")
-
     # -- putting a failed group back -------------------------------------------------------------
 
     def _put_back_many(self, failures: dict[str, str],
                        parts: Mapping[str, list[j.Partition]]) -> dict[str, Outcome]:
-        """_put_back() each failed group, then journal it; the outcomes, each reason saying what
+        """put_back() each failed group, then journal it; the outcomes, each reason saying what
         became of the stores (`partial` for a group that could not be put back)."""
         failed, partial = {}, {}
         for g, reason in failures.items():
             try:
-                self._put_back(g, parts[g])
-                failed[g] = (f"{reason}; put back: Kafka and ZooKeeper hold their values from "
-                             "before the run")
-            except (*REFUSALS, *OUTAGES, ZookeeperError) as exc:
+                failed[g] = f"{reason}; put back: " + put_back(g, parts[g], self.kafka_half,
+                                                               self.zk_half)
+            except (*REFUSALS, PutBackFailed, *OUTAGES, ZookeeperError) as exc:
                 partial[g] = (f"{reason}; could not be put back ({_reason(exc)}): "
                               f"`zk2kafka rollback --execute {self.run_id}` restores the values "
                               "journaled before")
         partial_outcomes = self._fail(partial, j.PARTIAL)
         return {**partial_outcomes, **self._fail(failed)}
-
-    def _put_back(self, group: str, parts: list[j.Partition]) -> None:
-        """Put what this run wrote of `group` back to the journaled before-values, in both
-        stores, and read it back; raises when a store refuses or the read-back differs."""
-        _refuse(group, self.kafka_half.put_back(group, parts))
-        self.zk_half.put_back(group, parts)
 
     # -- rollback --------------------------------------------------------------------------------
 

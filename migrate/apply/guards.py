@@ -7,6 +7,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from migrate.apply.journal import DONE, Journal, Run
 from migrate.diff.plan import Plan, ReviewedPlan, readable_writer_digest
 from migrate.errors import MigrateError, PlanRefused
@@ -131,6 +133,15 @@ def executable(reviewed: ReviewedPlan, settings: Settings, now: Stores) -> None:
     refusals = reviewed.refusals(current, settings.max_plan_age, elsewhere)
     if refusals:
         raise PlanRefused(reviewed.id, "; ".join(refusals) + "; nothing was written")
+    policies = reviewed.summary.get("policies", {})
+    could_move_zk = (policies.get("on_conflict") in ("kafka", "max")
+                     or policies.get("out_of_range") == "clamp")
+    if (could_move_zk and not inputs.get("no_zk_write")
+            and "zk_change" not in pq.read_schema(reviewed.file).names):
+        # Its rows may set ZooKeeper to Kafka's offset or a log bound, which it never showed.
+        raise PlanRefused(reviewed.id, "made by an older zk2kafka, which did not show what each "
+                                       "row does to ZooKeeper's offset; make and review a fresh "
+                                       "`zk2kafka diff`; nothing was written")
     counts = reviewed.summary["counts"]
     if settings.on_conflict == "fail" and counts.get("CONFLICT"):
         raise PlanRefused(reviewed.id, f"--on-conflict fail: {counts['CONFLICT']} CONFLICT row(s) "

@@ -23,6 +23,9 @@ class WriterLock:
     """
 
     NAME = "journal.lock"
+    # How long a writer keeps trying before it calls the lock busy: `holder()` takes it shared for
+    # an instant, which must not turn a writer away.
+    PATIENCE = 0.5
 
     def __init__(self, path: Path, fd: int):
         self.path, self._fd = path, fd
@@ -40,13 +43,19 @@ class WriterLock:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise StateDirError(path, f"cannot open the writers' lock: {why(exc)}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
-            os.close(fd)
-            holder = holder or "a writer that has not written its name yet"
-            raise WriterBusy(str(path), holder) from None
+        deadline = time.monotonic() + cls.PATIENCE
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    continue
+                holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+                os.close(fd)
+                holder = holder or "a writer that has not written its name yet"
+                raise WriterBusy(str(path), holder) from None
         try:
             os.ftruncate(fd, 0)
             held = f"pid {os.getpid()}: zk2kafka {command}, since {iso(time.time())}\n"
@@ -55,6 +64,29 @@ class WriterLock:
             os.close(fd)
             raise StateDirError(path, f"cannot write the writers' lock: {why(exc)}") from exc
         return cls(path, fd)
+
+    @classmethod
+    def holder(cls, state_dir: Path) -> str | None:
+        """Who holds the state dir's lock now (its line in the file, "" before it wrote it), or
+        None when no process does: a run journaled `running` then lost its process.
+
+        Found by taking the lock shared and dropping it at once (a writer starting in that
+        instant waits for it, PATIENCE); never waits.
+        """
+        try:
+            fd = os.open(state_dir / cls.NAME, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateDirError(state_dir / cls.NAME,
+                                f"cannot read the writers' lock: {why(exc)}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        finally:
+            os.close(fd)   # closing drops the shared lock if it was taken
+        return None
 
     def release(self) -> None:
         try:

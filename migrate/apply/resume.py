@@ -13,9 +13,11 @@ from typing import Any
 from migrate import stores
 from migrate.apply import guards, shards
 from migrate.apply.journal import Journal
-from migrate.apply.runs import UNFINISHED, write_groups
+from migrate.apply.locks import WriterLock
+from migrate.apply.runs import UNFINISHED, shown, write_groups
 from migrate.apply.scratch import copy_of_run
-from migrate.diff.plan import ReviewedPlan, groups_seen
+from migrate.apply.review import Review
+from migrate.diff.plan import ReviewedPlan
 from migrate.errors import MigrateError, StateDirError
 from migrate.settings import Settings
 
@@ -43,7 +45,7 @@ def resume(settings: Settings) -> dict[str, Any]:
         run = guards.resumable(journal, settings)   # again, now that no other writer runs
         todo = _todo(journal, run.run_id)
         log.info("resuming %s: %d group(s) to finish", run.run_id, len(todo))
-        data = write_groups(settings, journal, run.run_id, todo, _blockers(run.report),
+        data = write_groups(settings, journal, run.run_id, todo, _summary(run.report),
                             **_review(settings, run, todo))
     if run.settings.get("reviewed_plan"):
         return {**data, "plan_id": run.settings["reviewed_plan"]}
@@ -58,10 +60,11 @@ def _dry_run(settings: Settings, run_id: str) -> dict[str, Any]:
         with copy_of_run(journal, run.run_id) as copy:
             todo = _todo(copy, run.run_id)
             log.info("resume of %s (dry run): %d group(s) to check", run.run_id, len(todo))
-            data = write_groups(settings, copy, run.run_id, todo, _blockers(run.report),
+            data = write_groups(settings, copy, run.run_id, todo, _summary(run.report),
                                 dry_run=True, **_review(settings, run, todo))
     return {**data, "run": run.run_id, "kind": "migrate", "report": run.report,
-            "state": run.state, "groups": run.groups, "plan_id": run.settings.get("reviewed_plan")}
+            "state": shown(run, WriterLock.holder(Path(settings.state_dir)))["state"],
+            "groups": run.groups, "plan_id": run.settings.get("reviewed_plan")}
 
 
 def _todo(journal: Journal, run_id: str) -> list[str]:
@@ -72,17 +75,20 @@ def _review(settings: Settings, run, todo: list[str]) -> dict[str, Any]:
     """A reviewed plan's groups are still checked against its review."""
     if not run.settings.get("reviewed_plan"):
         return {}
-    return {"seen": groups_seen(guards.plan_file(run), set(todo)),
+    return {"review": Review.of_plan(guards.plan_file(run), set(todo)),
             "reviewed": ReviewedPlan.load(str(guards.plan_file(run).parent),
                                           Path(settings.state_dir) / "reports")}
 
 
-def _blockers(report: str | None) -> int:
-    """The blocker rows of the run's plan, from its summary.json."""
+def _summary(report: str | None) -> dict[str, Any]:
+    """The summary.json of the run's plan: its blockers, groups and warnings."""
     path = Path(report or "", "summary.json")
     try:
-        return json.loads(path.read_text())["blockers"]
+        summary = json.loads(path.read_text())
     except OSError as exc:
         raise StateDirError(path, f"cannot read the run's summary: {exc.strerror or exc}") from exc
-    except (ValueError, KeyError) as exc:
+    except ValueError as exc:
         raise MigrateError(f"{path}: not a summary zk2kafka wrote ({exc})") from exc
+    if not isinstance(summary, dict) or "blockers" not in summary:
+        raise MigrateError(f"{path}: not a summary zk2kafka wrote (no blockers)")
+    return summary

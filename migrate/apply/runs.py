@@ -4,8 +4,9 @@ groups through the dual commit for them and for resume (resume.py)."""
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -15,12 +16,15 @@ from migrate.apply import guards, shards
 from migrate.apply.applied import already_applied
 from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
+from migrate.apply.review import Review
 from migrate.apply.sessions import migrate_writer, open_writers
+from migrate.apply.locks import WriterLock
 from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    VERIFIED, Journal, Run)
 from migrate.apply.scratch import scratch_journal
-from migrate.diff.plan import (Plan, PlannedByGroup, ReviewedPlan, commits, groups_seen,
+from migrate.diff.plan import (BLOCKED_SHOWN, Plan, PlannedByGroup, ReviewedPlan, commits,
                                writer_digest)
+from migrate.diff.schema import blocked_groups
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, StateDirError
 from migrate.progress import Progress
 from migrate.settings import Settings
@@ -30,6 +34,8 @@ log = logging.getLogger(__name__)
 
 WRITE_BATCH = 250   # groups per batch of the dual commit
 UNFINISHED = (PENDING, COMMITTED, FAILED, PARTIAL)   # the group states a run still has work in
+# What status shows for a run journaled running whose process is gone: nothing holds the lock.
+INTERRUPTED = "interrupted"
 
 
 class JournalPlan(NamedTuple):
@@ -57,8 +63,7 @@ def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
         journal.create_run(plan.run, "migrate", writer_digest(plan.files["plan"]),
                            guards.settings_record(settings, reached), planned.groups,
                            planned.skipped, report=report, rows=planned.rows())
-        return write_groups(settings, journal, plan.run, list(planned.groups),
-                            plan.summary["blockers"])
+        return write_groups(settings, journal, plan.run, list(planned.groups), plan.summary)
 
 
 def reviewed(settings: Settings) -> dict[str, Any]:
@@ -74,7 +79,7 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     guards.executable(plan, settings, reached)
     shards.warm_up(settings)
     planned = _planned(plan.file, plan.summary["per_group"])
-    seen = groups_seen(plan.file, set(planned.groups))
+    review = Review.of_plan(plan.file, set(planned.groups))
     record = {**guards.settings_record(settings, reached), "reviewed_plan": plan.id}
     run_id = new_run_id()
     with ExitStack() as stack:
@@ -94,8 +99,8 @@ def reviewed(settings: Settings) -> dict[str, Any]:
         journal.create_run(run_id, "migrate", writer_digest(plan.file), record,
                            dict.fromkeys(todo), skipped, report=str(plan.report),
                            rows=(row for row in planned.rows() if row[0] not in done))
-        data = write_groups(settings, journal, run_id, todo, plan.summary["blockers"],
-                            seen=seen, reviewed=plan, dry_run=not settings.execute)
+        data = write_groups(settings, journal, run_id, todo, plan.summary,
+                            review=review, reviewed=plan, dry_run=not settings.execute)
     if settings.execute:
         return {**data, **reviewed_as}
     return {**data, **reviewed_as, "run": plan.run, "report": str(plan.report)}
@@ -119,12 +124,13 @@ def _reviewed_journals(settings: Settings, stack: ExitStack,
 
 
 def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list[str],
-                 blockers: int, *, seen: Mapping | None = None,
+                 summary: dict[str, Any], *, review: Review | None = None,
                  reviewed: ReviewedPlan | None = None, dry_run: bool = False) -> dict[str, Any]:
-    """The dual commit over `groups` of a journaled run, then the run's state, as data.
+    """The dual commit over `groups` of a journaled run, then the run's state, as data, with
+    what the terminal repeats of its plan's `summary` (blockers, warnings).
 
-    `seen` and `reviewed`: a reviewed plan's groups as the diff saw them, and the plan
-    (migrate --plan).
+    `review` and `reviewed`: a reviewed plan's groups and logs as the diff saw them, and the
+    plan (migrate --plan).
     `dry_run`: the same path, stopping before the first write (on a throwaway journal).
     """
     label = "groups checked" if dry_run else "groups written"
@@ -133,10 +139,10 @@ def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list
         if shards.processes(settings, groups, WRITE_BATCH) > 1:
             with Progress(label, total=len(groups)) as progress:
                 batched, moved = shards.write(settings, journal.path.parent, run_id, groups,
-                                              WRITE_BATCH, seen, dry_run, progress)
+                                              WRITE_BATCH, review, dry_run, progress)
         else:
             with open_writers(settings, zk=True) as writers:
-                writer = migrate_writer(settings, journal, run_id, writers, seen, dry_run)
+                writer = migrate_writer(settings, journal, run_id, writers, review, dry_run)
                 with Progress(label, total=len(groups)) as progress:
                     # Two batches in flight: one's reads and journal writes overlap the other's
                     # commits.
@@ -151,14 +157,14 @@ def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list
         raise StateDirError(exc.path, exc.reason,
                             resume=f"zk2kafka migrate --execute --resume {run_id}") from exc
     if dry_run:
-        return _dry_run_data(batched, moved, blockers)
-    data = _run_data(journal.run(run_id), batched, blockers)
+        return _dry_run_data(batched, moved, summary)
+    data = _run_data(journal.run(run_id), batched, summary)
     if reviewed is None:
         return data
     return {**data, "moved": sorted(moved)}
 
 
-def _dry_run_data(batched: Batched, moved: set[str], blockers: int) -> dict[str, Any]:
+def _dry_run_data(batched: Batched, moved: set[str], summary: dict[str, Any]) -> dict[str, Any]:
     """A dry run's pass (migrate --plan or --resume without --execute): what would be written,
     and which groups would not be, why."""
     would = [o for o in batched.outcomes if o.state == WOULD_WRITE]
@@ -168,7 +174,7 @@ def _dry_run_data(batched: Batched, moved: set[str], blockers: int) -> dict[str,
             "unchecked": {g: why for g, why in failed.items() if g not in moved},
             "interrupted": batched.interrupted,
             "failed": failed,   # moved and unchecked, in the order the groups were settled
-            "blockers": blockers}
+            **_of_plan(summary)}
 
 
 def dry_run_exit_code(data: dict[str, Any]) -> int:
@@ -181,17 +187,27 @@ def dry_run_exit_code(data: dict[str, Any]) -> int:
     return EXIT_BLOCKERS if data["moved"] or data["blockers"] else EXIT_OK
 
 
-def _run_data(run: Run, batched: Batched, blockers: int) -> dict[str, Any]:
+def _run_data(run: Run, batched: Batched, summary: dict[str, Any] | None) -> dict[str, Any]:
     """A journaled run after this pass: the journal's view, and what this pass did."""
     outcomes = batched.outcomes
     return {**run.to_json(), "written": sum(o.offsets for o in outcomes),
             "interrupted": batched.interrupted,
             "failed": {o.group: o.reason for o in outcomes if o.state == FAILED},
             "partial": {o.group: o.reason for o in outcomes if o.state == PARTIAL},
-            "blockers": blockers,
+            **_of_plan(summary),
             # The groups this pass left with a reason, in the order they were settled.
             "reasons": [{"group": o.group, "state": o.state, "reason": o.reason}
                         for o in outcomes if o.reason or o.state in (FAILED, PARTIAL)]}
+
+
+def _of_plan(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """What a run's terminal repeats of its plan: its blocker rows, the groups that have them
+    (each with why), and the plan's warnings (Kafka's retention among them)."""
+    if summary is None:   # a rollback: no plan of its own
+        return {"blockers": 0, "blocked": {}, "warnings": []}
+    return {"blockers": summary["blockers"],
+            "blocked": blocked_groups(summary.get("per_group", []), BLOCKED_SHOWN),
+            "warnings": summary.get("warnings", [])}
 
 
 def applied_exit_code(data: dict[str, Any]) -> int:
@@ -217,9 +233,9 @@ def _journal_plan(plan: Plan) -> JournalPlan:
 
 def _planned(plan_file: Path, per_group: list[dict[str, Any]]) -> JournalPlan:
     groups = PlannedByGroup(plan_file)
-    planned = set(groups)
-    skipped = {g["group"]: "nothing to commit: "
-               + ", ".join(f"{k} {n}" for k, n in g["counts"].items())
+    planned, blocked = set(groups), blocked_groups(per_group)
+    skipped = {g["group"]: "nothing to commit: " + (blocked.get(g["group"]) or ", ".join(
+               f"{k} {n}" for k, n in g["counts"].items()))
                for g in per_group if g["group"] not in planned}
     return JournalPlan(groups, skipped, plan_file)
 
@@ -259,18 +275,52 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
         run = journal.run(rollback_id)
         done = not batched.interrupted and run.groups[VERIFIED] == len(touched)
         journal.set_run(rollback_id, DONE if done else INCOMPLETE)
-        return _run_data(journal.run(rollback_id), batched, 0)
+        return _run_data(journal.run(rollback_id), batched, None)
 
 
 def status(settings: Settings, run_id: str | None = None) -> dict[str, Any]:
-    """Runs in the journal, or one run with the reasons of its groups that failed."""
+    """Runs in the journal, or one run with the reasons of its groups that failed and its plan's
+    groups with blocker rows. A run journaled running whose process is gone (the writers' lock is
+    free, or held by another run's writer) is `interrupted`."""
     path = Path(settings.state_dir) / "journal.sqlite"
     if not path.exists():
         return {"runs": [], "missing_journal": f"{settings.state_dir}/journal.sqlite"}
+    holder = WriterLock.holder(Path(settings.state_dir))
     with Journal.open(settings.state_dir) as journal:
         if run_id is None:
-            return {"runs": [r.to_json() for r in journal.runs()]}
+            return {"runs": [shown(r, holder) for r in journal.runs()]}
         run = guards.journaled(journal, run_id)
         groups = journal.groups(run_id)
-    return {**run.to_json(), "failed": {g.name: g.reason for g in groups if g.state == FAILED},
-            "partial": {g.name: g.reason for g in groups if g.state == PARTIAL}}
+    blocked = _blocked(run.report) if run.kind == "migrate" else {}
+    return {**shown(run, holder), "failed": {g.name: g.reason for g in groups if g.state == FAILED},
+            "partial": {g.name: g.reason for g in groups if g.state == PARTIAL},
+            "blocked": blocked}
+
+
+def shown(run: Run, holder: str | None) -> dict[str, Any]:
+    """A run's data as status shows it: `interrupted` where the journal says running and no
+    writer of it is alive (its process was killed, or crashed). `holder`: who holds the writers'
+    lock now (WriterLock.holder)."""
+    data = run.to_json()
+    if run.state == RUNNING and not _writing(run, holder):
+        data["state"] = INTERRUPTED
+    return data
+
+
+def _writing(run: Run, holder: str | None) -> bool:
+    """Whether the lock's holder is the writer of `run`: it names the run (a rollback: the run
+    it rolls back); one that has not written its name yet may be."""
+    if holder is None:
+        return False
+    if not holder or run.run_id in holder:
+        return True
+    return run.kind == "rollback" and f"rollback --execute {run.rolls_back}" in holder
+
+
+def _blocked(report: str | None) -> dict[str, str]:
+    """The groups of the run's plan with blocker rows, with why (from its summary.json)."""
+    try:
+        per_group = json.loads(Path(report or "", "summary.json").read_text())["per_group"]
+    except (OSError, ValueError, KeyError):   # a report moved away: status still answers
+        return {}
+    return blocked_groups(per_group)

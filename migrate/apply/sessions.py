@@ -3,13 +3,13 @@ them: one place, for the command's own process and for each writer process of `-
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
 from migrate.apply.dual_commit import DualCommit
+from migrate.apply.review import Review
 from migrate.apply.journal import Journal
-from migrate.diff.plan import GroupSeen
 from migrate.kafka.client import open_admin
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings
@@ -44,10 +44,10 @@ def open_writers(settings: Settings, zk: bool) -> Iterator[Writers]:
 
 
 def migrate_writer(settings: Settings, journal: Journal, run_id: str, writers: Writers,
-                   seen: Mapping[str, GroupSeen] | None, dry_run: bool) -> DualCommit:
+                   review: Review | None, dry_run: bool) -> DualCommit:
     """The dual commit of a migrate run: ZooKeeper is read even with --no-zk-write (a plan is
     committed only while its znodes are as planned), and written unless it is given."""
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka migrate {run_id}"
     zk = None if settings.no_zk_write else writers.zk
     return DualCommit(journal, run_id, writers.kafka, zk, metadata, settings.offset_semantics,
-                      zk_reader=writers.zk, seen=seen, dry_run=dry_run)
+                      zk_reader=writers.zk, review=review, dry_run=dry_run)

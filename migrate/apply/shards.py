@@ -23,7 +23,6 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Mapping
 from logging.handlers import QueueHandler, QueueListener
 from pathlib import Path
 from typing import NamedTuple
@@ -31,8 +30,8 @@ from typing import NamedTuple
 from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WRITER_PARENT_ENV
 from migrate.apply.journal import Journal
+from migrate.apply.review import Review
 from migrate.apply.sessions import migrate_writer, open_writers
-from migrate.diff.plan import GroupSeen
 from migrate.errors import EXIT_ERROR, MigrateError, StateDirError
 from migrate.processes import pid_alive
 from migrate.progress import Progress
@@ -89,7 +88,7 @@ def processes(settings: Settings, groups: list[str], batch: int) -> int:
 
 
 def write(settings: Settings, journal_dir: Path, run_id: str, groups: list[str], batch: int,
-          seen: Mapping[str, GroupSeen] | None, dry_run: bool, progress: Progress) -> Sharded:
+          review: Review | None, dry_run: bool, progress: Progress) -> Sharded:
     """The dual commit of `groups` over `processes()` writer processes; their outcomes merged.
 
     Ctrl-C tells every process to finish its batches in flight and start no more. Raises
@@ -113,7 +112,7 @@ def write(settings: Settings, journal_dir: Path, run_id: str, groups: list[str],
             worker = ctx.Process(
                 target=_shard, name=f"zk2kafka-writer-{k}", daemon=True,
                 args=(settings, journal_dir, run_id, shard, batch,
-                      {g: seen[g] for g in shard if g in seen} if seen is not None else None,
+                      None if review is None else review.of(shard),
                       dry_run, os.getpid(), counts, stop, records, levels, theirs))
             worker.start()
             theirs.close()
@@ -215,14 +214,14 @@ class ToParent(QueueHandler):
 
 
 def _shard(settings: Settings, journal_dir: Path, run_id: str, groups: list[str], batch: int,
-           seen: Mapping[str, GroupSeen] | None, dry_run: bool, parent: int, counts, stop,
+           review: Review | None, dry_run: bool, parent: int, counts, stop,
            records, levels: dict[str, int], pipe) -> None:
     """A writer process: its groups through the dual commit, its answer sent down `pipe`."""
     become_child(parent, records, levels)
     os.environ[WRITER_PARENT_ENV] = str(parent)   # see crash_point()
     try:
         with Journal.open(journal_dir) as journal, open_writers(settings, zk=True) as writers:
-            writer = migrate_writer(settings, journal, run_id, writers, seen, dry_run)
+            writer = migrate_writer(settings, journal, run_id, writers, review, dry_run)
             batched = run_batches(groups, writer.migrate, batch, 2, _Shared(counts), stop.is_set)
             answer = _Done(batched, writer.moved)
     except StateDirError as exc:

@@ -39,6 +39,8 @@ def check_zk_unchanged(group: str, parts: list[j.Partition], zk_now: Mapping[str
 class ZkHalf:
     """Writes the znodes a run plans, each conditioned on the version it held before."""
 
+    writes = True
+
     def __init__(self, writer: ZkOffsetWriter, semantics: str):
         self.writer, self.semantics = writer, semantics
 
@@ -53,8 +55,23 @@ class ZkHalf:
 
     def check_resumed(self, group: str, parts: list[j.Partition],
                       zk_now: Mapping[str, Znode]) -> None:
-        """Nothing to check before the write: a crash may have left this run's own values, and
-        the conditioned write refuses anything else."""
+        """Raises ZkChanged unless each znode of a group caught in flight holds what it held
+        before the run (the same znode, at the same version) or this run's own write.
+
+        Checked before Kafka is committed again: a znode an old consumer moved since would
+        otherwise see the run's stale offset committed to Kafka before its write is refused.
+        """
+        changed = [p.zk_path for p in parts
+                   if not self._as_before(p, zk_now[p.zk_path])
+                   and not self._written(p, zk_now[p.zk_path])]
+        if changed:
+            raise ZkChanged(group, changed)
+
+    def not_as_before(self, parts: list[j.Partition]) -> list[str]:
+        """The znodes that do not hold their value from before the run, read now, in words."""
+        now = self.writer.read([p.zk_path for p in parts])
+        return [f"{p.zk_path} holds {_shown(now[p.zk_path].value)} ({_shown(p.before_zk_value)} "
+                "before the run)" for p in parts if now[p.zk_path].value != p.before_zk_value]
 
     def write(self, groups: Parts, zk_now: Mapping[str, Znode]) -> dict[str, Exception | None]:
         """Write each group's znodes, pipelined; those a crash left written already are skipped.
@@ -129,6 +146,12 @@ class ZkHalf:
         """The bytes this run writes to the znode."""
         return encode(p.before_zk_value, p.offset, p.layout, self.semantics)
 
+    @staticmethod
+    def _as_before(p: j.Partition, node: Znode) -> bool:
+        """Whether the znode is the one journaled before the run, unwritten since."""
+        return node.version == p.before_zk_version and (p.zk_mzxid is None
+                                                         or node.mzxid == p.zk_mzxid)
+
     def _written(self, p: j.Partition, node: Znode) -> bool:
         """Whether a crash left this run's write in the znode already."""
         return node.version == (p.before_zk_version or 0) + 1 and node.value == self._ours(p)
@@ -137,6 +160,8 @@ class ZkHalf:
 class NoZkWrite:
     """--no-zk-write: ZooKeeper is read, never written. A plan is only committed while its
     znodes are the ones planned from, so old consumers still reading them stay consistent."""
+
+    writes = False
 
     def __init__(self, reader: ZkOffsetWriter | None):
         self.reader = reader
@@ -167,9 +192,18 @@ class NoZkWrite:
         pass
 
     @staticmethod
+    def not_as_before(parts: list[j.Partition]) -> list[str]:
+        return []
+
+    @staticmethod
     def to_restore(group: str, parts: list[j.Partition]) -> Writes:
         return {}
 
     @staticmethod
     def restore(group: str, writes: Writes) -> None:
         pass
+
+
+def _shown(value: bytes | None) -> str:
+    """A znode's value in a reason: its text, or `no znode`."""
+    return "no znode" if value is None else repr(value.decode("utf-8", "replace"))

@@ -2,36 +2,25 @@
 
 Pure DataFrame transformations, no I/O.
 
-Each row gets exactly one status, the first of `schema.PRECEDENCE` that applies, and
-a `planned_offset` from the policies. The same code runs on `local[*]` and on a cluster.
+Each row is then judged (diff/judge.py): exactly one status, the first of `schema.PRECEDENCE`
+that applies, and a `planned_offset` from the policies. The same code runs on `local[*]` and on a
+cluster.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from migrate.diff import schema as s
-from migrate.kafka.snapshot import GROUP, IDLE_STATES, OFFSET, PARTITION
+from migrate.diff.judge import Policy, judged, plan_columns
+from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION
 from migrate.zk import layouts
 
-
-@dataclass(frozen=True)
-class Policy:
-    """How CONFLICT and out-of-range rows are planned, and whether live old consumers block."""
-
-    on_conflict: str = "skip"       # skip | zk | kafka | max | fail
-    out_of_range: str = "skip"      # skip | clamp | commit
-    allow_live_zk_consumers: bool = False
-    # ZooKeeper is written in `--offset-semantics last` form (the last processed offset, one less):
-    # offset 0 has no such form (it would be -1, which the next scan calls MALFORMED), so it is
-    # not planned.
-    zk_holds_last: bool = False
+__all__ = ["Policy", "dedupe_zk", "group_splits", "offset_diff"]
 
 
 # The three kinds of rows side by side in one frame (`_side`), in this order within a key: Kafka's
@@ -93,7 +82,8 @@ def _part_of(splits: Sequence[str]) -> Column:
 
 def _zk_side(zk: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     return zk.select(*KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime",
-                     "path", "layout", "zk_consumers", *carry, F.lit(ZK_SIDE).alias("_side"))
+                     "path", "layout", "zk_consumers", "topic_ctime", *carry,
+                     F.lit(ZK_SIDE).alias("_side"))
 
 
 def _side_by_side(zk: DataFrame, kafka: DataFrame | None, carry: tuple[str, ...] = (),
@@ -173,7 +163,8 @@ def _matched(rows: DataFrame, carry: tuple[str, ...] = ()) -> DataFrame:
     in_kafka_group = F.col("group").isNotNull()
     return rows.filter(zk_row | kafka_only).select(
         PART, *KEYS, "offset", "raw", "status", "reason", "version", "mzxid", "mtime", "path",
-        "layout", "zk_consumers", *carry, F.when(is_zk, F.lit(True)).alias("_in_zk"),
+        "layout", "zk_consumers", "topic_ctime", *carry,
+        F.when(is_zk, F.lit(True)).alias("_in_zk"),
         F.when(is_offset, F.col("committed_offset"))
         .when(kafka_beside, F.col("_key_offset")).alias("kafka_offset"),
         F.when(is_offset, F.col("metadata"))
@@ -212,7 +203,7 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
         F.col("status").alias("zk_status"), F.col("reason").alias("zk_reason"),
         F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"),
         F.col("mtime").alias("zk_mtime"),
-        F.col("path").alias("zk_path"), "layout", "zk_consumers", "_in_zk",
+        F.col("path").alias("zk_path"), "layout", "zk_consumers", "topic_ctime", "_in_zk",
         "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
         *carry)
     # Kafka's partitions are few beside the offsets (one row per partition of the topics read):
@@ -225,123 +216,7 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
     # Groups that never reached Kafka have no row in the group list: fill them as absent with no
     # members.
     rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))
-    rows = rows.withColumn("status", _status(policy)).withColumn("_wanted", _planned(policy))
-    zero_under_last = F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0)
-    rows = rows.withColumn("planned_offset", F.when(zero_under_last, F.lit(None).cast("bigint"))
-                           .otherwise(F.col("_wanted")))
+    rows = judged(rows, policy)
     # Already so sorted by the window (and its order kept since): no sort is added.
     rows = rows.sortWithinPartitions(PART, *KEYS)
-    return rows.select(
-        "group", "topic", "partition", "status",
-        _reason(policy).alias("reason"), _action().alias("action"), "planned_offset",
-        "zk_offset", "zk_raw", "zk_status", "zk_version", "zk_mzxid", "zk_mtime", "zk_path",
-        "layout", "zk_consumers",
-        "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
-        "log_start", "log_end",
-        (F.col("log_end") - F.col("zk_offset")).alias("lag"),
-        (F.col("zk_offset") - F.col("kafka_offset")).alias("zk_minus_kafka"), *carry)
-
-
-def _active_in_kafka() -> Column:
-    state = F.col("group_state")
-    return (F.col("kafka_members") > 0) | (state.isNotNull() & ~state.isin(*IDLE_STATES))
-
-
-def _status(policy: Policy) -> Column:
-    zk_offset, kafka_offset = F.col("zk_offset"), F.col("kafka_offset")
-    live_zk = F.coalesce(F.col("zk_consumers"), F.lit(0)) > 0
-    conditions = {
-        s.UNREADABLE: F.col("zk_status") == s.UNREADABLE,
-        s.MALFORMED: F.col("zk_status") == s.MALFORMED,
-        s.UNTRANSLATABLE: F.col("zk_status") == s.UNTRANSLATABLE,
-        s.UNKNOWN_PARTITION: F.col("_in_kafka").isNull(),
-        s.IN_SYNC: kafka_offset.isNotNull() & (kafka_offset == zk_offset),
-        s.GROUP_ACTIVE_KAFKA: _active_in_kafka(),
-        s.GROUP_ACTIVE_ZK: F.lit(False) if policy.allow_live_zk_consumers else live_zk,
-        s.BELOW_LOG_START: zk_offset < F.col("log_start"),
-        s.ABOVE_LOG_END: zk_offset > F.col("log_end"),
-        s.CONFLICT: kafka_offset.isNotNull(),
-    }
-    # A partition Kafka has an offset for but ZooKeeper lacks is informational only.
-    status = F.when(F.col("_in_zk").isNull(), F.lit(s.KAFKA_ONLY))
-    for name in s.PRECEDENCE[:-1]:
-        status = status.when(F.coalesce(conditions[name], F.lit(False)), F.lit(name))
-    return status.otherwise(F.lit(s.MIGRATE))
-
-
-def _planned(policy: Policy) -> Column:
-    status, zk_offset, kafka_offset = F.col("status"), F.col("zk_offset"), F.col("kafka_offset")
-    none = F.lit(None).cast("bigint")
-    conflict = {"skip": none, "fail": none, "zk": zk_offset, "kafka": kafka_offset,
-                "max": F.greatest(zk_offset, kafka_offset)}[policy.on_conflict]
-    below = {"skip": none, "clamp": F.col("log_start"), "commit": zk_offset}[policy.out_of_range]
-    above = {"skip": none, "clamp": F.col("log_end"), "commit": zk_offset}[policy.out_of_range]
-    return (F.when(status == s.MIGRATE, zk_offset)
-            .when(status == s.CONFLICT, conflict)
-            .when(status == s.BELOW_LOG_START, _unless_kafka_differs(below, policy))
-            .when(status == s.ABOVE_LOG_END, _unless_kafka_differs(above, policy))
-            .otherwise(none))
-
-
-def _unless_kafka_differs(ranged: Column, policy: Policy) -> Column:
-    """An out-of-range row's offset, where Kafka holds one of its own only as --on-conflict allows.
-
-    --out-of-range clamp|commit never moves Kafka's own offset on its own: skip and fail leave
-    it, zk takes the out-of-range policy's value, kafka keeps Kafka's, max the greater of the two
-    (and nothing when the out-of-range policy plans nothing). IN_SYNC rows never get here.
-    """
-    kafka_offset, none = F.col("kafka_offset"), F.lit(None).cast("bigint")
-    greater = F.when(ranged.isNull(), none).otherwise(F.greatest(ranged, kafka_offset))
-    allowed = {"skip": none, "fail": none, "zk": ranged, "kafka": kafka_offset,
-               "max": greater}[policy.on_conflict]
-    return F.when(kafka_offset.isNotNull(), allowed).otherwise(ranged)
-
-
-def _action() -> Column:
-    return (F.when(F.col("planned_offset").isNotNull(), F.lit(s.COMMIT))
-            .when(F.col("status").isin(s.IN_SYNC, s.KAFKA_ONLY), F.lit(s.NOTHING))
-            .otherwise(F.lit(s.SKIP)))
-
-
-def _reason(policy: Policy) -> Column:
-    status = F.col("status")
-    ranged = status.isin(s.BELOW_LOG_START, s.ABOVE_LOG_END)
-    # Kafka's own offset is shown wherever the status does not say it, and why 0 was not planned.
-    kafka_too = F.when(ranged & F.col("kafka_offset").isNotNull(), F.concat(
-        F.lit("; Kafka has "), F.col("kafka_offset").cast("string"),
-        F.lit(f" (moved only as --on-conflict allows: {policy.on_conflict})")))
-    no_zero = F.when(F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0), F.lit(
-        "; 0 is not planned: under --offset-semantics last ZooKeeper would hold -1, "
-        "which no client reads"))
-    return F.concat_ws("", _status_reason(), kafka_too, no_zero)
-
-
-def _status_reason() -> Column:
-    status = F.col("status")
-    zk, kafka = F.col("zk_offset").cast("string"), F.col("kafka_offset").cast("string")
-    unknown_bounds = F.concat(F.lit("; log bounds unknown: "), F.col("partition_error"))
-    no_bounds = (F.when(F.col("partition_error").isNotNull(), unknown_bounds)
-                 .otherwise(F.lit("")))
-    return (
-        F.when(status.isin(s.UNREADABLE, s.MALFORMED, s.UNTRANSLATABLE), F.col("zk_reason"))
-        .when(status == s.UNKNOWN_PARTITION, F.when(
-            F.col("partition").isNull(), F.lit("no partition number"))
-            .otherwise(F.lit("no such topic or partition in Kafka")))
-        .when(status == s.IN_SYNC, F.concat(F.lit("both hold "), zk))
-        .when(status == s.GROUP_ACTIVE_KAFKA, F.concat(
-            F.lit("Kafka group is "), F.coalesce(F.col("group_state"), F.lit("active")),
-            F.lit(" with "),
-            F.col("kafka_members").cast("string"), F.lit(" member(s); a commit would be rejected")))
-        .when(status == s.GROUP_ACTIVE_ZK, F.concat(
-            F.col("zk_consumers").cast("string"),
-            F.lit(" old consumer(s) registered in ZooKeeper")))
-        .when(status == s.BELOW_LOG_START, F.concat(
-            zk, F.lit(" is below log start "), F.col("log_start").cast("string"),
-            F.lit(" (data deleted)")))
-        .when(status == s.ABOVE_LOG_END, F.concat(
-            zk, F.lit(" is above log end "), F.col("log_end").cast("string")))
-        .when(status == s.CONFLICT, F.concat(F.lit("Kafka has "), kafka, F.lit(", ZooKeeper "), zk))
-        .when(status == s.MIGRATE, F.concat(F.lit("no committed offset in Kafka"), no_bounds))
-        .when(status == s.KAFKA_ONLY, F.concat(
-            F.lit("Kafka has "), kafka, F.lit(", ZooKeeper has none")))
-    )
+    return rows.select(*plan_columns(policy), *carry)

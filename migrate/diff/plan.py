@@ -48,6 +48,12 @@ PLAN_SCHEMA = pa.schema([
     ("log_start", pa.int64()), ("log_end", pa.int64()),
     ("lag", pa.int64()),                # log_end - zk_offset: messages the group has still to read
     ("zk_minus_kafka", pa.int64()),     # zk_offset - kafka_offset: >0 Kafka is behind ZooKeeper
+    # What the row does to ZooKeeper's offset (diff.schema.ZK_CHANGES), and the offset the
+    # policies set there where that is not ZooKeeper's own: written when the change is forward or
+    # backward; a blocked row is written nowhere (null where ZooKeeper keeps its offset).
+    ("zk_change", pa.string()), ("zk_planned", pa.int64()),
+    # When the topic was created, as ZooKeeper's /brokers/topics/<topic> says (null: unknown)
+    ("topic_ctime", pa.timestamp("ms", tz="UTC")),
 ])
 
 # A plan translated through MirrorMaker 2's offset syncs (--translate-via-mm2, diff/translate.py)
@@ -86,6 +92,7 @@ PLAN_ORDER = [("group", "ascending"), ("topic", "ascending"), ("partition", "asc
 BATCH_ROWS = 65_536   # plan rows read (and turned into Python objects) at a time
 
 PLAN_FILE = "plan.parquet"
+BLOCKED_SHOWN = 1000   # groups with blockers --json names (summary.json's per_group has all)
 SHORT_HASH = 12        # hex digits of the file's sha256 in a plan id: what a ticket quotes
 
 
@@ -144,8 +151,12 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         """The summary without its per-group table, with where the report and its files are."""
+        from migrate.diff.schema import blocked_groups
+
         data = {k: v for k, v in self.summary.items() if k != "per_group"}
-        return {**data, "report": str(self.files["summary"].parent),
+        # per_group is in order of most blockers first: the groups a terminal lists first.
+        return {**data, "blocked": blocked_groups(self.summary["per_group"], BLOCKED_SHOWN),
+                "report": str(self.files["summary"].parent),
                 "files": {k: str(v) for k, v in self.files.items()}}
 
 
@@ -206,16 +217,6 @@ class GroupSeen:
 
     def __str__(self) -> str:
         return f"{self.state or 'unknown to Kafka'}, {self.members} member(s)"
-
-
-def groups_seen(plan: pa.Table | Path, groups: set[str] | None = None) -> dict[str, GroupSeen]:
-    """Each group's Kafka state and member count as the diff saw them (alike on all its rows)."""
-    seen: dict[str, GroupSeen] = {}
-    for batch in plan_batches(plan, ["group", "group_state", "kafka_members"]):
-        for group, state, members in zip(*(c.to_pylist() for c in batch.columns)):
-            if group not in seen and (groups is None or group in groups):
-                seen[group] = GroupSeen(state, members or 0)
-    return seen
 
 
 def writer_digest(plan: pa.Table | Path) -> str:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +25,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from migrate.diff import cds
 from migrate.diff import schema as s
+from migrate.diff.coverage import NO_OFFSET_FILE, Coverage
 from migrate.diff.offset_diff import Policy, group_splits, offset_diff
 from migrate.diff.translate import TRANSLATION_COLUMNS, Translation, translate
 from migrate.kafka.offset_syncs import SYNCS_SCHEMA
@@ -42,6 +43,8 @@ class DiffResult:
     per_group: list[dict]     # one dict per group: offsets, counts, blockers, planned, state, lag
     startup_seconds: float   # booting the SparkSession (overlapping the reads when started early)
     diff_seconds: float      # the diff itself, once the session was up
+    # the partitions of the groups' topics no offset covers (coverage.py), for summary.json
+    no_offset: dict = field(default_factory=dict)
 
 
 def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path | None = None,
@@ -180,6 +183,7 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
             carry = TRANSLATION_COLUMNS
         schema = s.plan_schema(translation is not None)
         rollup, rows = GroupRollup(), 0
+        coverage = Coverage.of_snapshot(kafka_snapshot, plan_path.with_name(NO_OFFSET_FILE))
         with pq.ParquetWriter(plan_path, schema) as out:
             # Spark's part done, its JVM shuts down while the driver copies the plan.
             plan = offset_diff(zk, kafka, policy, carry, splits)
@@ -187,16 +191,18 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
                 chunk = _conform(chunk, schema)
                 out.write_table(chunk, row_group_size=s.BATCH_ROWS)
                 rollup.add(chunk)
+                coverage.add(chunk)
                 rows += chunk.num_rows
     finally:
         starter.stop()
+    no_offset = coverage.close()
     elapsed = time.monotonic() - started
     startup = starter.startup_seconds
     log.info("diff on %s: %d plan rows in %.1fs (Spark start %.1fs, of which %.1fs waited for)",
              master, rows, elapsed - waited, startup, waited)
     return DiffResult(plan=Path(plan_path), rows=rows, per_group=rollup.groups(),
                       startup_seconds=round(startup, 3),
-                      diff_seconds=round(elapsed - waited, 3))
+                      diff_seconds=round(elapsed - waited, 3), no_offset=no_offset)
 
 
 # Parquet writer features off for the intermediate parts (parquet-hadoop's settings).
@@ -256,11 +262,15 @@ def _conform(table: pa.Table, schema: pa.Schema = s.PLAN_SCHEMA) -> pa.Table:
     return table.select(schema.names).cast(schema)
 
 
+# The per-group counts of the rows that move ZooKeeper's offset, or would and are not planned.
+ZK_MOVES = {s.ZK_FORWARD: "zk_forward", s.ZK_BACKWARD: "zk_backward", s.ZK_BLOCKED: "zk_blocked"}
+
+
 class GroupRollup:
     """Per-group figures of a plan fed a chunk at a time: offsets, a count per status, blockers,
     planned, state and lag. A group split across chunks is summed (and its maxima kept)."""
 
-    SUMS = ("offsets", "blockers", "planned", *s.STATUSES)
+    SUMS = ("offsets", "blockers", "planned", *s.STATUSES, *ZK_MOVES.values())
     MAXIMA = ("group_state", "protocol_type", "kafka_members", "zk_consumers")
 
     def __init__(self):
@@ -277,6 +287,7 @@ class GroupRollup:
                     seen[name] = max(known, default=None)
                 if group["lag"] is not None:
                     seen["lag"] = (seen["lag"] or 0) + group["lag"]
+                seen["first_blocker"] = seen["first_blocker"] or group["first_blocker"]
 
     def groups(self) -> list[dict]:
         """One dict per group, most blockers first, then most offsets, then by name."""
@@ -290,19 +301,31 @@ def _rollup(plan: pa.Table) -> list[dict]:
     lag = pc.if_else(pc.greater(plan["lag"], 0), plan["lag"], None)
     rows = plan.select(["group", "status", "action", "group_state", "protocol_type",
                         "kafka_members", "zk_consumers"]).append_column("positive_lag", lag)
-    rows = rows.append_column("blocker", pc.is_in(rows["status"], pa.array(sorted(s.BLOCKERS))))
+    blocker = pc.is_in(rows["status"], pa.array(sorted(s.BLOCKERS)))
+    rows = rows.append_column("blocker", blocker)
     rows = rows.append_column("commit", pc.equal(rows["action"], s.COMMIT))
+    for change, name in ZK_MOVES.items():
+        rows = rows.append_column(name, pc.equal(plan["zk_change"], change))
     totals = rows.group_by("group").aggregate([
         ([], "count_all"), ("blocker", "sum"), ("commit", "sum"),
+        *((name, "sum") for name in ZK_MOVES.values()),
         ("group_state", "max"), ("protocol_type", "max"),
         ("kafka_members", "max"), ("zk_consumers", "max"),
         ("positive_lag", "sum", pc.ScalarAggregateOptions(min_count=1))]).to_pylist()
     statuses: dict[str, dict[str, int]] = {}
     for row in rows.group_by(["group", "status"]).aggregate([([], "count_all")]).to_pylist():
         statuses.setdefault(row["group"], {})[row["status"]] = row["count_all"]
+    # Each group's first blocker row (in plan order), which says in words why the group, or part
+    # of it, is left alone.
+    blocked = plan.select(["group", "status", "reason"]).filter(blocker)
+    first = {r["group"]: f"{r['status_first']}: {r['reason_first']}" for r in blocked.group_by(
+        "group", use_threads=False).aggregate([("status", "first"), ("reason", "first")]
+    ).to_pylist()}
     return [{"group": t["group"], "offsets": t["count_all"],
              **{name: statuses[t["group"]].get(name, 0) for name in s.STATUSES},
+             **{name: t[f"{name}_sum"] for name in ZK_MOVES.values()},
              "blockers": t["blocker_sum"], "planned": t["commit_sum"],
              "group_state": t["group_state_max"],
              "protocol_type": t["protocol_type_max"], "kafka_members": t["kafka_members_max"],
-             "zk_consumers": t["zk_consumers_max"], "lag": t["positive_lag_sum"]} for t in totals]
+             "zk_consumers": t["zk_consumers_max"], "lag": t["positive_lag_sum"],
+             "first_blocker": first.get(t["group"])} for t in totals]

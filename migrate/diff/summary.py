@@ -8,7 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
-from migrate.diff.run import DiffResult
+from migrate.diff.run import ZK_MOVES, DiffResult
 from migrate.kafka.compat import (HOW_VERSION_IS_KNOWN, RETENTION_DEFAULT_BEFORE_2_0,
                                   RETENTION_DEFAULT_SINCE_2_0)
 from migrate.kafka.snapshot import IDLE_STATES, SnapshotInfo
@@ -42,7 +42,10 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
                           "blockers": row["blockers"], "planned": row["planned"],
                           "group_state": row["group_state"], "protocol_type": row["protocol_type"],
                           "kafka_members": row["kafka_members"],
-                          "zk_consumers": row["zk_consumers"], "lag": row["lag"]})
+                          "zk_consumers": row["zk_consumers"], "lag": row["lag"],
+                          "zk_moves": {change: row[name] for change, name in ZK_MOVES.items()
+                                       if row[name]},
+                          "first_blocker": row["first_blocker"]})
     blocker_counts = {name: counts[name] for name in s.STATUSES
                       if name in s.BLOCKERS and counts[name]}
     blockers = sum(blocker_counts.values())
@@ -54,6 +57,8 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
     if settings.on_conflict == "fail" and counts[s.CONFLICT]:
         warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); "
                         f"migrate --execute will refuse")
+    zk_changes = {change: sum(g["zk_moves"].get(change, 0) for g in per_group)
+                  for change in ZK_MOVES}
     return {
         "run": run, "command": command, "created": iso(time.time()),
         "versions": _versions(),
@@ -62,11 +67,17 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
                    "topics": list(settings.topics)},
         "policies": {"on_conflict": settings.on_conflict, "out_of_range": settings.out_of_range,
                      "offset_semantics": settings.offset_semantics,
-                     "allow_live_zk_consumers": settings.allow_live_zk_consumers},
+                     "allow_live_zk_consumers": settings.allow_live_zk_consumers,
+                     "rewrite_zk_offsets": settings.rewrite_zk_offsets},
         "groups": len(per_group), "offsets": result.rows,
         "counts": counts, "blockers": blockers, "blocker_counts": blocker_counts,
         "planned": {"commit_offsets": sum(g["planned"] for g in per_group),
                     "commit_groups": sum(1 for g in per_group if g["planned"])},
+        # The rows that set ZooKeeper's offset forwards or backwards, and those not planned
+        # because they would (without --rewrite-zk-offsets): every other row keeps it.
+        "zk_changes": zk_changes,
+        # Partitions of the groups' topics with no offset anywhere (diff/coverage.py).
+        "no_offset": result.no_offset,
         "kafka": {"broker_version": kafka.broker_version,
                   "broker_version_source": HOW_VERSION_IS_KNOWN,
                   "cluster_id": kafka.cluster_id, "groups_in_kafka": kafka.groups_in_kafka,

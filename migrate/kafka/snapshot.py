@@ -27,14 +27,15 @@ from typing import NamedTuple, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 from kafka import TopicPartition
-from kafka.admin import KafkaAdminClient, OffsetSpec
+from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from migrate.batches import chunks
 from migrate.errors import KafkaUnavailable
 from migrate.kafka import compat, group_clock
 from migrate.kafka.client import fetch_committed
-from migrate.kafka.retry import RetryPolicy, is_retriable
+from migrate.kafka.log_bounds import log_bounds
+from migrate.kafka.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -241,28 +242,12 @@ class KafkaSnapshot:
         A partition whose lookup fails non-retriably gets `error` instead.
         """
         tps = [TopicPartition(r["topic"], r["partition"]) for r in rows]
-
-        def list_offsets(spec: OffsetSpec):
-            return self.features.call(
-                "ListOffsets",
-                lambda: self.admin.list_partition_offsets(dict.fromkeys(tps, spec)))
-
-        try:
-            start = self.policy.call("list log-start offsets",
-                                     lambda: list_offsets(OffsetSpec.EARLIEST))
-            end = self.policy.call("list log-end offsets", lambda: list_offsets(OffsetSpec.LATEST))
-        except KafkaError as exc:
-            if is_retriable(exc):
-                raise KafkaUnavailable(f"list offsets: {exc}") from exc
-            if len(rows) == 1:
-                rows[0]["error"] = f"{type(exc).__name__}: {exc}"
-                return
-            half = len(rows) // 2
-            self._log_bounds(rows[:half])
-            self._log_bounds(rows[half:])
-            return
+        bounds = log_bounds(self.admin, self.features, self.policy, tps)
         for row, tp in zip(rows, tps):
-            row["log_start"], row["log_end"] = start[tp].offset, end[tp].offset
+            if isinstance(bounds[tp], str):
+                row["error"] = bounds[tp]
+            else:
+                row["log_start"], row["log_end"] = bounds[tp]
 
     def _empty_since(self, listed: dict[str, dict]) -> tuple[dict[str, int], str | None]:
         """When each Empty consumer group became Empty, as the broker keeps it (see group_clock)."""

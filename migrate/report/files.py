@@ -24,7 +24,7 @@ from migrate.report.markdown_page import render_markdown
 from migrate.report.view import Plan, ReportView
 
 ROWS_COLUMNS = ("group", "topic", "partition", "zk_offset", "kafka_offset", "log_start",
-                "log_end", "status", "planned_offset")
+                "log_end", "status", "planned_offset", "zk_change", "zk_planned")
 RESET_COLUMNS = ("group", "topic", "partition", "planned_offset")
 # A translated plan's rows.csv: ZooKeeper's topic and offset on the source, then the target's topic
 # and the translated offset (the plan's zk_offset there), side by side.
@@ -33,7 +33,8 @@ TRANSLATED_ROWS = (("group", "group"), ("upstream_topic", "source_topic"), ("top
                    ("zk_offset", "translated_offset"), ("redelivery_window", "reread_at_most"),
                    ("kafka_offset", "kafka_offset"), ("log_start", "log_start"),
                    ("log_end", "log_end"), ("status", "status"),
-                   ("planned_offset", "planned_offset"))
+                   ("planned_offset", "planned_offset"), ("zk_change", "zk_change"),
+                   ("zk_planned", "zk_planned"))
 
 
 def write_reports(out: Path, summary: dict[str, Any], plan: Plan) -> dict[str, Path]:
@@ -46,6 +47,8 @@ def write_reports(out: Path, summary: dict[str, Any], plan: Plan) -> dict[str, P
     files = {"summary": out / "summary.json", "rows": out / "rows.csv",
              "reset_offsets": out / "reset-offsets.csv",
              "markdown": out / "report.md", "html": out / "report.html"}
+    if (summary.get("no_offset") or {}).get("file"):   # written by the diff, as it found them
+        files["no_offset"] = Path(summary["no_offset"]["file"])
     write_rows(plan, files["rows"])
     kept, left_out = write_reset_offsets(plan, files["reset_offsets"])
     if not kept:

@@ -66,6 +66,7 @@ def render_html(view: ReportView) -> str:
            '<ul class="facts">'
            + "".join(f"<li>{e(f.label)}: {prose(f.text)}</li>" for f in ph.facts(sm)) + "</ul>",
            *_tiles(sm)]
+    out += [f"<p>{e(line)}</p>" for line in (*ph.zk_changes(sm), *ph.no_offset(sm))]
     out += [f'<p class="warn"><strong>Warning:</strong> {prose(w)}</p>' for w in sm["warnings"]]
     out += _empty_groups(sm)
     out += _statuses(sm)
@@ -78,6 +79,16 @@ def render_html(view: ReportView) -> str:
         out.append(_table(("group", "topic", "partition", "status", "reason"),
                           [(r["group"], r["topic"], r["partition"], r["status"], r["reason"])
                            for r in view.blocker_rows], numeric={2}))
+    if view.zk_rows:
+        moving = sum((sm.get("zk_changes") or {}).values())
+        out.append(f"<h2>{e(ph.ZK_TITLE)} ({ph.shown(len(view.zk_rows), moving)})</h2>")
+        out.append(_table(ph.ZK_HEADER, [ph.zk_row(r) for r in view.zk_rows],
+                          numeric={2, 3, 4, 5}))
+    found = sm.get("no_offset") or {}
+    if found.get("partitions"):
+        out.append(f"<h2>{e(ph.NO_OFFSET_TITLE)} ({e(ph.no_offset_count(found))})</h2>")
+        out.append(_table(ph.NO_OFFSET_HEADER, [ph.no_offset_row(g) for g in found["per_group"]],
+                          numeric={3}))
     if view.translated_rows:
         shown = ph.shown(len(view.translated_rows), sm["planned"]["commit_offsets"])
         out.append(f"<h2>{e(ph.TRANSLATED_TITLE)} ({shown} planned commits)</h2>")

@@ -15,8 +15,10 @@ from migrate.report.view import MAX_GROUPS, ReportView
 _LINE_BREAKS = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 FILES = [
-    "- `rows.csv`: every row with ZooKeeper and Kafka offsets, log bounds, status and planned"
-    " offset",
+    "- `rows.csv`: every row with ZooKeeper and Kafka offsets, log bounds, status, planned"
+    " offset and what it does to ZooKeeper's offset",
+    "- `no-offset.csv` (when there are any): the partitions of the groups' topics with no offset"
+    " in ZooKeeper or Kafka",
     "- `plan.parquet`: the full plan, with reasons and znode versions",
     "- `reset-offsets.csv`: the planned commits for `kafka-consumer-groups.sh --reset-offsets"
     " --from-file reset-offsets.csv --group <each group>` (not `--all-groups`: it lists only"
@@ -33,6 +35,7 @@ def render_markdown(view: ReportView) -> str:
              f"**{sm['offsets']:,} offsets in {sm['groups']:,} groups."
              f" Planned: commit {planned['commit_offsets']:,} offsets"
              f" in {planned['commit_groups']:,} groups. Blockers: {sm['blockers']:,}.**", ""]
+    lines += [f"- {_md(line)}" for line in (*ph.zk_changes(sm), *ph.no_offset(sm))] + [""]
     lines += [f"> **Warning:** {_md(w)}" for w in sm["warnings"]]
     lines += _empty_groups(sm)
     lines += ["", "## Offsets per status", "",
@@ -44,6 +47,13 @@ def render_markdown(view: ReportView) -> str:
                   "| group | topic | partition | status | reason |", "|---|---|--:|---|---|"]
         lines += [f"| {_md(r['group'])} | {_md(r['topic'])} | {_num(r['partition'])}"
                   f" | `{r['status']}` | {_md(r['reason'])} |" for r in view.blocker_rows]
+    if view.zk_rows:
+        moving = sum((sm.get("zk_changes") or {}).values())
+        lines += ["", f"## {ph.ZK_TITLE} ({ph.shown(len(view.zk_rows), moving)})", "",
+                  "| " + " | ".join(ph.ZK_HEADER) + " |", "|---|---|--:|--:|--:|--:|---|"]
+        lines += ["| " + " | ".join(_md(v) if isinstance(v, str) else _num(v)
+                                    for v in ph.zk_row(r)) + " |" for r in view.zk_rows]
+    lines += _no_offset(sm)
     if view.translated_rows:
         shown = ph.shown(len(view.translated_rows), sm["planned"]["commit_offsets"])
         lines += ["", f"## {ph.TRANSLATED_TITLE} ({shown} planned commits)", "",
@@ -61,6 +71,17 @@ def render_markdown(view: ReportView) -> str:
     lines += [f"- `{k}`: {_md(str(v))}" for k, v in sm["policies"].items()]
     lines += ["", "## Files", "", *FILES, ""]
     return "\n".join(lines)
+
+
+def _no_offset(sm: dict[str, Any]) -> list[str]:
+    found = sm.get("no_offset") or {}
+    if not found.get("partitions"):
+        return []
+    lines = ["", f"## {ph.NO_OFFSET_TITLE} ({ph.no_offset_count(found)})", "",
+             "| " + " | ".join(ph.NO_OFFSET_HEADER) + " |", "|---|---|---|--:|---|"]
+    return lines + ["| " + " | ".join(_md(v) if isinstance(v, str) else _num(v)
+                                      for v in ph.no_offset_row(g)) + " |"
+                    for g in found["per_group"]]
 
 
 def _empty_groups(sm: dict[str, Any]) -> list[str]:

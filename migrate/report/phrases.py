@@ -22,7 +22,77 @@ MEANING = {
     s.KAFKA_ONLY: "an offset in Kafka and none in ZooKeeper: informational",
     s.UNTRANSLATABLE: "no MirrorMaker 2 offset sync at or below the ZooKeeper offset "
                       "(older than the first sync, or no sync for the partition): skipped",
+    s.TOPIC_RECREATED: "ZooKeeper's offset was last written before its topic was created (deleted "
+                       "and created again since): it counts messages of the old topic: skipped",
 }
+ZK_TITLE = "ZooKeeper offsets the plan moves, or would"
+ZK_HEADER = ("group", "topic", "partition", "ZooKeeper", "Kafka", "set to", "ZooKeeper's side")
+NO_OFFSET_TITLE = "Partitions with no offset anywhere"
+NO_OFFSET_HEADER = ("group", "topic", "partitions", "messages in the log",
+                    "a new consumer (auto.offset.reset)")
+NEW_CONSUMER = "earliest reads them; latest skips them; none fails to start"
+
+
+def zk_changes(sm: dict[str, Any]) -> list[str]:
+    """What the plan does to ZooKeeper's offsets, in a line or two: every row keeps its own, or
+    how many are set forwards and backwards, and how many are not planned because they would be."""
+    changes = sm.get("zk_changes") or {}
+    moved = {c: changes.get(c, 0) for c in (s.ZK_FORWARD, s.ZK_BACKWARD)}
+    blocked = changes.get(s.ZK_BLOCKED, 0)
+    if sm.get("inputs", {}).get("no_zk_write"):
+        lines = ["ZooKeeper: not written (--no-zk-write): every old consumer keeps its offset"]
+    elif any(moved.values()):
+        lines = [f"ZooKeeper: {moved[s.ZK_FORWARD]:,} row(s) set forwards, "
+                 f"{moved[s.ZK_BACKWARD]:,} backwards (--rewrite-zk-offsets); every other row "
+                 "keeps the old consumer's offset"]
+    else:
+        lines = ["ZooKeeper: every row keeps the old consumer's offset"]
+    if blocked:
+        lines.append(f"not planned: {blocked:,} row(s) would set an old consumer's ZooKeeper "
+                     "offset away from its own (the reason says which way); --rewrite-zk-offsets "
+                     "writes them there too, --no-zk-write commits them to Kafka alone")
+    return lines
+
+
+def no_offset(sm: dict[str, Any]) -> list[str]:
+    """The partitions of the groups' topics that no offset covers, in a line."""
+    found = sm.get("no_offset") or {}
+    if not found.get("partitions"):
+        return []
+    return [f"no offset anywhere: {found['partitions']:,} partition(s) of the topics of "
+            f"{found['groups']:,} group(s) ({found['messages']:,} message(s) in their logs): a new "
+            f"consumer of the group starts there by its auto.offset.reset: {NEW_CONSUMER}"]
+
+
+def zk_side(r: dict[str, Any]) -> str:
+    """A plan row's ZooKeeper side, in words."""
+    change = r["zk_change"]
+    before, after = (f"{v:,}" if isinstance(v, int) else "?" for v in (r["zk_offset"],
+                                                                        r["zk_planned"]))
+    if change == s.ZK_BLOCKED:
+        return f"kept: would be set {before} -> {after}; not planned (--rewrite-zk-offsets)"
+    if change in (s.ZK_FORWARD, s.ZK_BACKWARD):
+        return f"set {before} -> {after} ({change}s)"
+    return "kept"
+
+
+def zk_row(r: dict[str, Any]) -> tuple:
+    """A row of ZK_HEADER."""
+    return (r["group"], r["topic"], r["partition"], r["zk_offset"], r["kafka_offset"],
+            r["zk_planned"], zk_side(r))
+
+
+def no_offset_count(found: dict[str, Any]) -> str:
+    """How many partitions, of how many groups, and where all of them are listed."""
+    return (f"{found['partitions']:,} partition(s) of {found['groups']:,} group(s); every one in "
+            "no-offset.csv")
+
+
+def no_offset_row(g: dict[str, Any]) -> tuple:
+    """An entry of summary.json's no_offset, as NO_OFFSET_HEADER lists it."""
+    shown = ", ".join(map(str, g["partitions"][:20])) + (" ..." if len(g["partitions"]) > 20
+                                                         else "")
+    return g["group"], g["topic"], shown, g["messages"], NEW_CONSUMER
 TRANSLATED_TITLE = "Translated through MirrorMaker 2's offset syncs"
 TRANSLATED_HEADER = ("group", "source topic", "target topic", "partition", "ZooKeeper offset",
                      "translated", "re-read at most")

@@ -10,7 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from migrate.diff.schema import BLOCKERS, IN_SYNC, KAFKA_ONLY
+from migrate.diff.schema import BLOCKERS, CONFLICT, IN_SYNC, KAFKA_ONLY
+from migrate.report import phrases as ph
 
 Data = dict[str, Any]
 
@@ -42,11 +43,13 @@ def plan(data: Data) -> str:
     planned = data["planned"]
     lines.append(f"planned: commit {planned['commit_offsets']:,} offsets "
                  f"in {planned['commit_groups']:,} groups")
+    lines += [*ph.zk_changes(data), *ph.no_offset(data)]
     lines.append(f"blockers: {data['blockers']:,}"
                  + (" (see the report; exit 3)" if data["blockers"] else ""))
+    lines += _blocked(data.get("blocked", {}))
     lines += [f"warning: {w}" for w in data["warnings"]]
     lines += [f"{name}: {path}" for name, path in data["files"].items()
-              if name in ("markdown", "html", "reset_offsets")]
+              if name in ("markdown", "html", "reset_offsets", "no_offset")]
     # The plan id sits before report=: scripts that take the report path as the line's tail
     # still do.
     lines.append(f"run={data['run']} plan={data['plan_id']} report={data['report']}")
@@ -70,6 +73,8 @@ def run(data: Data) -> str:
               if r["state"] in ("failed", "partial")][:SHOWN]
     lines += [f"  unfinished: {r['group']}: {r['reason']}" for r in data["reasons"]
               if r["reason"] and r["state"] not in ("failed", "partial")][:SHOWN]
+    lines += _blocked(data.get("blocked", {}))
+    lines += [f"warning: {w}" for w in data.get("warnings", [])]
     if data["state"] != "done":
         again = (f"migrate --execute --resume {data['run']}" if data["kind"] == "migrate"
                  else f"rollback --execute {data['rolls_back']}")
@@ -102,10 +107,12 @@ def reviewed_dry_run(data: Data) -> str:
     lines += [f"  moved: {g}: {why}" for g, why in failed.items() if g in moved][:SHOWN]
     lines += [f"  not checked: {g}: {why}" for g, why in failed.items() if g not in moved][:SHOWN]
     lines += _applied(data.get("already_applied", {}))
-    lines += _moved(list(moved), data["plan_id"])
+    lines += [f"warning: {w}" for w in data.get("warnings", [])]
+    lines += _blocked(data.get("blocked", {}))
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
                      f"(see {Path(data['report']) / 'report.md'})")
+    lines += _moved(list(moved), data["plan_id"])
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={data['run']} plan={data['plan_id']} report={data['report']}")
     return "\n".join(lines)
@@ -172,12 +179,25 @@ def verify(data: Data) -> str:
     counts, mismatched = data["counts"], data["mismatched"]
     checked = data["offsets"] - counts[KAFKA_ONLY]
     lines = [f"verify: {counts[IN_SYNC]:,} of {checked:,} ZooKeeper offsets equal Kafka's"]
-    lines += [f"  {k:<18} {n:>9,}" for k, n in mismatched.items()]
+    lines += [f"  {k:<18} {n:>9,}" + (_which_way(data) if k == CONFLICT else "")
+              for k, n in mismatched.items()]
     lines.append("verified: every selected offset is IN_SYNC" if not mismatched
                  else f"mismatch: {sum(mismatched.values()):,} offset(s) differ; "
                       f"see {data['files']['markdown']} (exit 3)")
     lines.append(f"run={data['run']} report={data['report']}")
     return "\n".join(lines)
+
+
+def _which_way(data: Data) -> str:
+    """Where Kafka differs: ahead of ZooKeeper (a consumer moved on, as it should once the new
+    consumers run) or behind it (rewound: a reset, or another writer)."""
+    ahead, behind = data.get("kafka_ahead", 0), data.get("kafka_behind", 0)
+    parts = []
+    if ahead:
+        parts.append(f"Kafka ahead in {ahead:,} (a consumer moved on past the migrated offset)")
+    if behind:
+        parts.append(f"Kafka behind in {behind:,} (rewound below ZooKeeper's offset)")
+    return ": " + "; ".join(parts) if parts else ""
 
 
 def verify_run(data: Data) -> str:
@@ -258,7 +278,29 @@ def status(data: Data) -> str:
     failed = [(g, "failed", why) for g, why in data["failed"].items()]
     failed += [(g, "partial", why) for g, why in data["partial"].items()]
     lines += [f"  {state}: {g}: {why}" for g, state, why in sorted(failed)]
+    lines += _blocked(data.get("blocked", {}))
+    if data["state"] == "interrupted":
+        lines.append("interrupted: its process is gone (nothing holds this state dir's writers' "
+                     "lock: killed, or crashed)" + _goes_on(data))
     return "\n".join(lines)
+
+
+def _goes_on(data: Data) -> str:
+    """The command that goes on with an unfinished run, as `; … goes on from here`."""
+    if data["kind"] == "migrate":
+        return f"; `zk2kafka migrate --execute --resume {data['run']}` goes on from here"
+    if data["kind"] == "rollback":
+        return f"; `zk2kafka rollback --execute {data['rolls_back']}` goes on from here"
+    return ""
+
+
+def _blocked(blocked: dict[str, str]) -> list[str]:
+    """The groups with blocker rows, each with why (the first SHOWN)."""
+    lines = [f"  blocker rows: {g}: {why}" for g, why in blocked.items()][:SHOWN]
+    if len(blocked) > SHOWN:
+        lines.append(f"  ... and {len(blocked) - SHOWN:,} more group(s) with blocker rows "
+                     "(the report lists them)")
+    return lines
 
 
 def _counts(counts: dict[str, int]) -> str:

@@ -16,6 +16,8 @@ from migrate.diff import plan as p
 from migrate.diff import schema as s
 
 BLOCKER_COLUMNS = ("group", "topic", "partition", "status", "reason")
+# The rows that set ZooKeeper's offset, or would and are not planned.
+ZK_COLUMNS = ("group", "topic", "partition", "zk_offset", "kafka_offset", "zk_planned", "zk_change")
 # A translated plan's rows: ZooKeeper's (upstream) offset beside the translated one.
 TRANSLATED_COLUMNS = ("group", "upstream_topic", "topic", "partition", "upstream_offset",
                       "zk_offset", "redelivery_window")
@@ -44,24 +46,31 @@ class ReportView:
     top_lag: list[Bar]
     # --translate-via-mm2: the first planned commits, upstream and translated offsets side by side
     translated_rows: list[dict[str, Any]] = ()
+    # the first rows that move ZooKeeper's offset, or would (not planned)
+    zk_rows: list[dict[str, Any]] = ()
 
     @classmethod
     def build(cls, summary: dict[str, Any], plan: Plan) -> ReportView:
-        blocker_rows, histogram = [], LagHistogram()
+        blocker_rows, zk_rows, histogram = [], [], LagHistogram()
         blocker_statuses = pa.array(sorted(s.BLOCKERS))
-        for batch in p.plan_batches(plan, list(dict.fromkeys([*BLOCKER_COLUMNS, "lag"]))):
+        columns = list(dict.fromkeys([*BLOCKER_COLUMNS, *ZK_COLUMNS, "lag"]))
+        for batch in p.plan_batches(plan, columns):
             histogram.add(batch)
             if len(blocker_rows) < MAX_BLOCKER_ROWS:   # the first ones in plan order
                 blockers = batch.filter(pc.is_in(batch.column("status"),
                                                  value_set=blocker_statuses))
                 wanted = blockers.slice(0, MAX_BLOCKER_ROWS - len(blocker_rows))
                 blocker_rows += wanted.select(list(BLOCKER_COLUMNS)).to_pylist()
+            if len(zk_rows) < MAX_BLOCKER_ROWS:
+                moving = batch.filter(pc.not_equal(batch.column("zk_change"), s.ZK_UNCHANGED))
+                wanted = moving.slice(0, MAX_BLOCKER_ROWS - len(zk_rows))
+                zk_rows += wanted.select(list(ZK_COLUMNS)).to_pylist()
         groups = sorted(summary["per_group"],
                         key=lambda g: (-g["blockers"], -(g["lag"] or 0), g["group"]))
         by_lag = sorted(groups, key=lambda g: -(g["lag"] or 0))[:TOP_LAG_GROUPS]
         top_lag = [Bar(g["group"], g["lag"]) for g in by_lag if g["lag"]]
         return cls(summary, blocker_rows, groups[:MAX_GROUPS], histogram.buckets(), top_lag,
-                   _translated_rows(plan))
+                   _translated_rows(plan), zk_rows)
 
 
 def _translated_rows(plan: Plan) -> list[dict[str, Any]]:

@@ -19,11 +19,12 @@ from typing import NamedTuple
 import pyarrow as pa
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError, ZookeeperError
+from kazoo.retry import KazooRetry, RetryFailedError
 
 from migrate.errors import ConfigError, ZkUnavailable
 from migrate.zk.parse import (MALFORMED, OK, UNREADABLE, Parsed, parse_decimal, parse_storm,
                               show_raw)
-from migrate.zk.walk import AsyncBatch, Request
+from migrate.zk.walk import RETRIABLE, AsyncBatch, Request
 
 SCHEMA = pa.schema([
     ("group", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
@@ -37,10 +38,17 @@ SCHEMA = pa.schema([
     # recreated starts again at version 0, never at the same mzxid). The writer checks both before
     # writing.
     ("mzxid", pa.int64()),
+    # When the row's topic was created, by the ctime of ZooKeeper's /brokers/topics/<topic> (null
+    # where ZooKeeper holds no such znode, e.g. another cluster's, or a chroot without brokers).
+    ("topic_ctime", pa.timestamp("ms", tz="UTC")),
 ])
+# Where ZooKeeper-mode brokers register each topic, below the chroot the offsets live under.
+TOPICS_PATH = "/brokers/topics"
 
 
 _PARTITION_NAME = re.compile(r"0|[1-9][0-9]{0,9}")
+# The names Kafka gives a topic (Topic.validate): only these can have a znode of the brokers.
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 @dataclass(frozen=True)
@@ -179,8 +187,10 @@ class ZkOffsetReader:
         `unchanged(group, path)`: True for an offset znode the caller knows to be as it last read
         it (sync: its watch has not fired); it is not read, and gives no row. Asked once per znode.
         """
+        created: dict[str, object] = {}   # this pass's topic creation times, read once each
         for i in range(0, len(groups), self.group_batch):
             rows = self._read(groups[i:i + self.group_batch], unchanged)
+            self._topic_created(rows, created)
             yield pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
 
     def offset_row(self, group: str, path: str, layout: str, topic: str, partition: int,
@@ -213,6 +223,33 @@ class ZkOffsetReader:
                           liveness.get(leaf.node.group, _NO_LIVENESS))
                 for i, leaf in enumerate(leaves))
         return [r for r in rows if r is not None]
+
+    def _topic_created(self, rows: list[dict], created: dict[str, object]) -> None:
+        """Fill each row's `topic_ctime`: one stat of /brokers/topics/<topic> per topic and pass,
+        pipelined (`exists` needs no read permission and carries no data).
+
+        A topic ZooKeeper registers no znode for gives none: nothing is judged by it.
+        """
+        topics = sorted({r["topic"] for r in rows if r["topic"] is not None} - created.keys())
+        pending = [(t, self.client.exists_async(f"{TOPICS_PATH}/{t}")) for t in topics
+                   if _TOPIC_NAME.fullmatch(t) and t not in (".", "..")]
+        retry = KazooRetry(max_tries=-1, deadline=self.batch.deadline)
+        for topic, answer in pending:
+            path = f"{TOPICS_PATH}/{topic}"
+            try:
+                stat = answer.get(timeout=self.batch.request_timeout)
+            except RETRIABLE:
+                try:
+                    stat = retry(self.client.exists, path)
+                except RetryFailedError as exc:
+                    raise ZkUnavailable(f"ZooKeeper unreachable for more than "
+                                        f"{self.batch.deadline:.0f}s; {path} could not be "
+                                        "read") from exc
+            except ZookeeperError:
+                stat = None
+            created[topic] = stat.ctime if stat is not None else None
+        for row in rows:
+            row["topic_ctime"] = created.get(row["topic"])
 
     def _descend(self, frontier: list[_Node], leaves: list[_Leaf]) -> list[_Node]:
         """One level down: literals are appended, patterns listed and matched.
@@ -308,5 +345,5 @@ class ZkOffsetReader:
             "mtime": mtime, "ctime": ctime, "version": version,
             "layout": node.template.layout, "path": node.path,
             "zk_consumers": liveness.consumers, "zk_owned_partitions": liveness.owned_partitions,
-            "mzxid": mzxid,
+            "mzxid": mzxid, "topic_ctime": None,
         }

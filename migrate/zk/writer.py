@@ -47,6 +47,7 @@ class Znode:
     version: int | None
     # the zxid of its last change: tells a recreated znode from the one planned
     mzxid: int | None = None
+    ctime: int | None = None   # when it was created (ms since the epoch)
 
 
 def encode(current: bytes | None, offset: int, layout: str, semantics: str) -> bytes:
@@ -82,7 +83,7 @@ class ZkOffsetWriter:
                 raise answer
             else:
                 data, stat = answer
-                out[path] = Znode(data, stat.version, stat.mzxid)
+                out[path] = Znode(data, stat.version, stat.mzxid, stat.ctime)
         return out
 
     def write(self, group: str, writes: Writes) -> dict[str, int]:

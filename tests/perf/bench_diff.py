@@ -107,6 +107,9 @@ def synthesize(groups: int, partitions: int, topics: int, topic_partitions: int)
     reason = pc.if_else(malformed, pa.scalar("not a decimal"), pc.if_else(unreadable, pa.scalar("NoAuth"),
                                                                           pa.scalar(None, pa.string())))
     offset = pc.if_else(pc.or_(malformed, unreadable), pa.scalar(None, pa.int64()), offset)
+    # Every topic was created a day before the offsets were written; one offset in 991 is older than its
+    # topic (ZooKeeper's /brokers/topics/<topic> says when): TOPIC_RECREATED.
+    created = pc.if_else(_is(i, 991, 4), pa.scalar(T0 + dt.timedelta(hours=1)), pa.scalar(T0 - dt.timedelta(days=1)))
     live_zk = _is(g, 50, 1)  # old consumers still registered: GROUP_ACTIVE_ZK
     consumers = pc.if_else(live_zk, pa.scalar(2, pa.int32()), pa.scalar(0, pa.int32()))
     owned = pc.if_else(live_zk, pa.scalar(partitions, pa.int32()), pa.scalar(0, pa.int32()))
@@ -120,6 +123,7 @@ def synthesize(groups: int, partitions: int, topics: int, topic_partitions: int)
         "mzxid": pa.array(range(1, n + 1), ZK_SCHEMA.field("mzxid").type),   # each znode's own last change
         "layout": pa.repeat(pa.scalar("standard"), n),
         "path": path, "zk_consumers": consumers, "zk_owned_partitions": owned,
+        "topic_ctime": pc.cast(created, ZK_SCHEMA.field("topic_ctime").type),
     }, schema=ZK_SCHEMA)
     return zk, _kafka(zk, g, i, groups, partitions, topics, topic_partitions, slots)
 

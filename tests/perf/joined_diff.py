@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from migrate.diff import judge
 from migrate.diff import offset_diff as od
 from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION
 from migrate.zk import layouts
@@ -30,7 +31,7 @@ def joined_diff(zk: DataFrame, kafka: DataFrame, policy: od.Policy) -> DataFrame
         F.col("offset").alias("zk_offset"), F.col("raw").alias("zk_raw"),
         F.col("status").alias("zk_status"), F.col("reason").alias("zk_reason"),
         F.col("version").alias("zk_version"), F.col("mzxid").alias("zk_mzxid"), F.col("mtime").alias("zk_mtime"),
-        F.col("path").alias("zk_path"), "layout", "zk_consumers", F.lit(True).alias("_in_zk"))
+        F.col("path").alias("zk_path"), "layout", "zk_consumers", "topic_ctime", F.lit(True).alias("_in_zk"))
     committed = kafka.filter(F.col("kind") == OFFSET).select(
         "group", "topic", "partition", F.col("committed_offset").alias("kafka_offset"),
         F.col("metadata").alias("kafka_metadata"))
@@ -44,16 +45,4 @@ def joined_diff(zk: DataFrame, kafka: DataFrame, policy: od.Policy) -> DataFrame
             .join(partitions, ["topic", "partition"], "left")
             .join(groups, "group", "left"))
     rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))
-    rows = rows.withColumn("status", od._status(policy)).withColumn("_wanted", od._planned(policy))
-    zero_under_last = F.lit(policy.zk_holds_last) & (F.col("_wanted") == 0)
-    rows = rows.withColumn("planned_offset", F.when(zero_under_last, F.lit(None).cast("bigint"))
-                           .otherwise(F.col("_wanted")))
-    return rows.select(
-        "group", "topic", "partition", "status",
-        od._reason(policy).alias("reason"), od._action().alias("action"), "planned_offset",
-        "zk_offset", "zk_raw", "zk_status", "zk_version", "zk_mzxid", "zk_mtime", "zk_path",
-        "layout", "zk_consumers",
-        "kafka_offset", "kafka_metadata", "group_state", "kafka_members", "protocol_type",
-        "log_start", "log_end",
-        (F.col("log_end") - F.col("zk_offset")).alias("lag"),
-        (F.col("zk_offset") - F.col("kafka_offset")).alias("zk_minus_kafka"))
+    return judge.judged(rows, policy).select(*judge.plan_columns(policy))

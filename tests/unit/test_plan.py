@@ -80,11 +80,43 @@ def test_other_stores_policies_selection_or_age_are_refused(tmp_path):
                                                      "another selection"]
 
 
-def test_groups_seen_reads_each_groups_state_once(tmp_path):
+def test_a_review_reads_each_groups_state_and_each_planned_partitions_log_once(tmp_path):
+    from migrate.apply.review import PartitionSeen, Review
+
     write_plan(tmp_path)
-    seen = p.groups_seen(tmp_path / "20261123T010203Z-3f2a" / p.PLAN_FILE)
-    assert seen == {"g": p.GroupSeen(None, 0)}
-    assert seen["g"].matches("Dead", 0) and not seen["g"].matches("Empty", 0) and not seen["g"].matches(None, 1)
+    review = Review.of_plan(tmp_path / "20261123T010203Z-3f2a" / p.PLAN_FILE, {"g"})
+    assert review.groups == {"g": p.GroupSeen(None, 0)} and review.partitions == {
+        ("t", 0): PartitionSeen(None, None, None)}
+    seen = review.groups["g"]
+    assert seen.matches("Dead", 0) and not seen.matches("Empty", 0) and not seen.matches(None, 1)
+    assert Review.of_plan(tmp_path / "20261123T010203Z-3f2a" / p.PLAN_FILE, {"other"}).groups == {}
+
+
+def test_a_reviewed_offset_out_of_the_log_now_or_a_topic_created_again_is_drift():
+    from migrate.apply import journal as j
+    from migrate.apply.review import LogNow, PartitionSeen, Review
+
+    created = 1_700_000_000_000
+    review = Review({"g": p.GroupSeen("Empty", 0)},
+                    {("t", 0): PartitionSeen(0, 100, created), ("t", 1): PartitionSeen(0, 100, created),
+                     ("u", 0): PartitionSeen(50, 60, None)}, {"t": created})
+    parts = [j.Partition("t", 0, 10, "/z0", 0, "standard"), j.Partition("t", 1, 100, "/z1", 0, "standard")]
+    still = LogNow({("t", 0): (0, 120), ("t", 1): (5, 120)}, {"t": created})
+    assert review.log_moved(parts, still) is None
+    trimmed = LogNow({("t", 0): (50, 120), ("t", 1): (5, 120)}, {"t": created})
+    assert review.log_moved(parts, trimmed) == (
+        "Kafka's log moved since the plan: t-0: 10 is below the log start 50 now (was 0: retention or deleteRecords)")
+    recreated = LogNow({("t", 0): (0, 20), ("t", 1): (0, 20)}, {"t": created + 60_000})
+    assert review.log_moved(parts, recreated) == (
+        "Kafka's log moved since the plan: topic t was created again since the plan (2023-11-14T22:13:20Z then, "
+        "2023-11-14T22:14:20Z now); t-0: its log end went back from 100 to 20 (the topic recreated or truncated); "
+        "t-1: 100 is past the log end 20 now (was 100)")
+    gone = LogNow({("t", 0): "UnknownTopicOrPartitionError: ...", ("t", 1): (0, 120)}, {"t": None})
+    assert review.log_moved(parts, gone).startswith(
+        "Kafka's log moved since the plan: topic t was deleted since the plan; t-0: no log bounds now")
+    # Reviewed out of the log already (--out-of-range commit): it was reviewed as such, and is no drift.
+    committed_below = [j.Partition("u", 0, 10, "/z2", 0, "standard")]
+    assert review.log_moved(committed_below, LogNow({("u", 0): (55, 70)}, {})) is None
 
 
 def test_refusals_name_the_flags_as_typed_and_values_as_written(tmp_path):

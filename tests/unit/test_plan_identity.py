@@ -33,10 +33,11 @@ T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 OLD = "kafka-1.1.0-offset"
 KEYS = [name for name, _ in s.PLAN_ORDER]
 POLICIES = [od.Policy(),
-            od.Policy(on_conflict="max", out_of_range="clamp"),
+            od.Policy(on_conflict="max", out_of_range="clamp", rewrite_zk=True),
             od.Policy(on_conflict="zk", out_of_range="commit", allow_live_zk_consumers=True),
-            od.Policy(on_conflict="kafka", out_of_range="clamp", zk_holds_last=True),
-            od.Policy(on_conflict="fail", zk_holds_last=True)]
+            od.Policy(on_conflict="kafka", out_of_range="clamp", zk_holds_last=True),   # moves blocked
+            od.Policy(on_conflict="fail", zk_holds_last=True),
+            od.Policy(on_conflict="kafka", out_of_range="clamp", writes_zk=False)]
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +69,13 @@ def assert_same_plan(new: pa.Table, old: pa.Table) -> None:
 
 
 def zk_row(group, topic, partition, offset=None, status="OK", consumers=0, layout="standard", mtime=T0,
-           raw=None, version=3):
+           raw=None, version=3, topic_ctime=None):
     return {"group": group, "topic": topic, "partition": partition, "offset": offset,
             "raw": raw if raw is not None else str(offset), "status": status,
             "reason": None if status == "OK" else f"{status.lower()} value", "mtime": mtime, "ctime": T0,
             "version": version, "layout": layout, "mzxid": 7,
             "path": f"/consumers/{group}/{'offsets' if layout == 'standard' else 'offset'}/{topic}/{partition}",
-            "zk_consumers": consumers, "zk_owned_partitions": 0}
+            "zk_consumers": consumers, "zk_owned_partitions": 0, "topic_ctime": topic_ctime}
 
 
 def edge_cases() -> tuple[pa.Table, pa.Table]:
@@ -90,10 +91,13 @@ def edge_cases() -> tuple[pa.Table, pa.Table]:
         zk_row("a", None, None, None, "UNREADABLE", raw="", layout=OLD),
         zk_row("a", "u", None, None, "UNREADABLE", raw=""),                                 # unlistable topic dir
         zk_row("b", None, None, None, "UNREADABLE", raw=""),                                # a group of only that
-        zk_row("c", "t", 0, 500, consumers=2), zk_row("c", "gone", 0, 3),
+        zk_row("c", "t", 0, 500, consumers=2), zk_row("c", "gone", 0, 3),                 # live, out of range
+        zk_row("c", "t", 1, 50, consumers=2),                                               # live
         zk_row("d", "t", 0, 1), zk_row("d", "t", 1, 2, consumers=1),                        # unknown to Kafka
         zk_row("a", "v", 0, 5), zk_row("a", "v", 1, 50),                                    # out of range
         zk_row("e", "t", 0, 50), zk_row("e", "t", 9, 50),                                   # no such partition
+        zk_row("f", "t", 0, 50, topic_ctime=later), zk_row("f", "t", 1, 50, topic_ctime=T0),  # topic recreated
+        zk_row("f", "v", 0, 5), zk_row("f", "v", 1, 15),                  # equal in both, below the log start
     ]
     kafka = [{"kind": PARTITION, "topic": "t", "partition": p, "log_start": 0, "log_end": 100, "leader": 0}
              for p in range(6)]
@@ -102,7 +106,9 @@ def edge_cases() -> tuple[pa.Table, pa.Table]:
                "error": "no leader"}]
     kafka += [{"kind": OFFSET, "group": "a", "topic": "t", "partition": p, "committed_offset": o, "metadata": m}
               for p, o, m in ((0, 5, ""), (2, 44, "old"), (3, 1, None), (4, 9, "x"), (6, 3, ""))]
-    kafka += [{"kind": OFFSET, "group": "a", "topic": "v", "partition": 1, "committed_offset": 30, "metadata": ""}]
+    kafka += [{"kind": OFFSET, "group": "a", "topic": "v", "partition": 1, "committed_offset": 30, "metadata": ""},
+              {"kind": OFFSET, "group": "f", "topic": "v", "partition": 0, "committed_offset": 5, "metadata": ""},
+              {"kind": OFFSET, "group": "f", "topic": "v", "partition": 1, "committed_offset": 9, "metadata": ""}]
     kafka += [{"kind": OFFSET, "group": "b", "topic": "t", "partition": 0, "committed_offset": 4, "metadata": ""},
               {"kind": OFFSET, "group": "stranger", "topic": "t", "partition": 0, "committed_offset": 4},
               {"kind": OFFSET, "group": "e", "topic": "t", "partition": 9, "committed_offset": 50}]
@@ -179,7 +185,7 @@ def snapshots(draw):
         offset = draw(st.integers(0, 12)) if status == "OK" else None
         mtime = draw(st.sampled_from([T0, T0 + dt.timedelta(seconds=1), None]))
         zk.append(zk_row(group, topic, partition, offset, status, consumers=draw(st.sampled_from([0, 0, 1])),
-                         mtime=mtime, layout=layout))
+                         mtime=mtime, layout=layout, topic_ctime=draw(st.sampled_from([None, None, T0]))))
     kafka = [{"kind": PARTITION, "topic": t, "partition": p, "log_start": 2, "log_end": 10}
              for t in ("t0", "t1") for p in (0, 1) if draw(st.booleans())]
     seen = set()

@@ -18,7 +18,8 @@ def test_out_of_range_rows_where_kafka_holds_an_offset_follow_on_conflict(spark,
                                                                           above):
     rows = plan(spark, [zk_row("g", "t", 0, 5), zk_row("g", "t", 1, 500)],
                 [partition("t", 0, 10, 100), partition("t", 1, 10, 100), committed("g", "t", 0, 50),
-                 committed("g", "t", 1, 50)], Policy(on_conflict=on_conflict, out_of_range=out_of_range))
+                 committed("g", "t", 1, 50)],
+                Policy(on_conflict=on_conflict, out_of_range=out_of_range, rewrite_zk=True))
     low, high = rows[("g", "t", 0)], rows[("g", "t", 1)]
     assert (low["status"], high["status"]) == (s.BELOW_LOG_START, s.ABOVE_LOG_END)
     assert (low["planned_offset"], high["planned_offset"]) == (below, above)
@@ -27,7 +28,8 @@ def test_out_of_range_rows_where_kafka_holds_an_offset_follow_on_conflict(spark,
 
 def test_out_of_range_rows_without_a_kafka_offset_keep_the_out_of_range_policy(spark):
     rows = plan(spark, [zk_row("g", "t", 0, 5), zk_row("g", "t", 1, 500)],
-                [partition("t", 0, 10, 100), partition("t", 1, 10, 100)], Policy(out_of_range="clamp"))
+                [partition("t", 0, 10, 100), partition("t", 1, 10, 100)],
+                Policy(out_of_range="clamp", rewrite_zk=True))
     assert (rows[("g", "t", 0)]["planned_offset"], rows[("g", "t", 1)]["planned_offset"]) == (10, 100)
     assert "Kafka has" not in rows[("g", "t", 0)]["reason"]
 
@@ -36,7 +38,7 @@ def test_out_of_range_rows_without_a_kafka_offset_keep_the_out_of_range_policy(s
 def test_offset_semantics_last_never_plans_zero(spark, zk_holds_last, planned):
     # An empty log (end 0) and a clamp: the plan would be 0, which ZooKeeper can hold in `last` form only as -1.
     rows = plan(spark, [zk_row("g", "t", 0, 5)], [partition("t", 0, 0, 0)],
-                Policy(out_of_range="clamp", zk_holds_last=zk_holds_last))
+                Policy(out_of_range="clamp", zk_holds_last=zk_holds_last, rewrite_zk=True))
     row = rows[("g", "t", 0)]
     assert row["status"] == s.ABOVE_LOG_END and row["planned_offset"] == planned
     assert ("-1" in row["reason"]) is zk_holds_last

@@ -16,11 +16,12 @@ from migrate.report.files import write_reports
 from migrate.report.view import MAX_BLOCKER_ROWS, MAX_GROUPS, lag_histogram
 
 
-def row(group, topic, partition, status, offset=None, planned=None, lag=None, kafka=None, reason=None):
+def row(group, topic, partition, status, offset=None, planned=None, lag=None, kafka=None, reason=None,
+        zk_change=s.ZK_UNCHANGED, zk_planned=None):
     action = s.COMMIT if planned is not None else (s.SKIP if status in s.BLOCKERS else s.NOTHING)
     return {"group": group, "topic": topic, "partition": partition, "status": status, "reason": reason or status,
             "action": action, "planned_offset": planned, "zk_offset": offset, "kafka_offset": kafka,
-            "log_start": 0, "log_end": 100, "lag": lag}
+            "log_start": 0, "log_end": 100, "lag": lag, "zk_change": zk_change, "zk_planned": zk_planned}
 
 
 def table(rows):
@@ -83,11 +84,12 @@ def test_reset_offsets_is_exactly_what_kafka_consumer_groups_reads(written):
 def test_rows_csv_has_every_row_in_standard_csv(written):
     _, _, files = written
     text = files["rows"].read_text()
-    header = "group,topic,partition,zk_offset,kafka_offset,log_start,log_end,status,planned_offset"
+    # The columns scripts rely on, in their order, then what each row does to ZooKeeper's offset.
+    header = "group,topic,partition,zk_offset,kafka_offset,log_start,log_end,status,planned_offset,zk_change,zk_planned"
     assert text.splitlines()[0] == header
     parsed = list(csv.reader(files["rows"].open(newline="")))[1:]
-    assert ["g1", "orders", "0", "40", "", "0", "100", "MIGRATE", "40"] in parsed
-    assert ["g,comma", "orders", "0", "7", "", "0", "100", "MIGRATE", "7"] in parsed
+    assert ["g1", "orders", "0", "40", "", "0", "100", "MIGRATE", "40", "unchanged", ""] in parsed
+    assert ["g,comma", "orders", "0", "7", "", "0", "100", "MIGRATE", "7", "unchanged", ""] in parsed
     assert len(parsed) == len(ROWS)
 
 
@@ -224,3 +226,29 @@ def test_report_names_the_broker_release_and_the_empty_consumer_groups(tmp_path)
     assert ("offsets.retention.minutes unknown: the broker (Kafka 0.10.2) has no DescribeConfigs (Kafka 0.11+); "
             "Kafka 0.10.2's default is 1,440; offsets expire by commit time, for every offset (before Kafka 2.1)") in md
     assert "Empty consumer groups" not in md
+
+
+def test_every_page_says_what_happens_to_zookeeper_and_names_the_uncovered_partitions(tmp_path):
+    rows = [row("g1", "orders", 0, s.CONFLICT, 80, planned=30, kafka=30, zk_change=s.ZK_BACKWARD, zk_planned=30),
+            row("g1", "orders", 1, s.CONFLICT, 30, kafka=80, zk_change=s.ZK_BLOCKED, zk_planned=80),
+            row("g1", "orders", 2, s.MIGRATE, 5, planned=5)]
+    sm = summary(rows)
+    sm["zk_changes"] = {s.ZK_FORWARD: 0, s.ZK_BACKWARD: 1, s.ZK_BLOCKED: 1}
+    sm["no_offset"] = {"partitions": 2, "groups": 1, "messages": 300, "file": str(tmp_path / "no-offset.csv"),
+                       "per_group": [{"group": "g1", "topic": "orders", "partitions": [3, 4], "messages": 300}]}
+    (tmp_path / "no-offset.csv").write_text("group,topic,partition,log_start,log_end\ng1,orders,3,0,150\n")
+    files = write_reports(tmp_path, sm, table(rows))
+    assert files["no_offset"] == tmp_path / "no-offset.csv"
+    md, page = files["markdown"].read_text(), files["html"].read_text()
+    for text in (md, page):
+        assert "ZooKeeper: 0 row(s) set forwards, 1 backwards (--rewrite-zk-offsets)" in text
+        assert "not planned: 1 row(s) would set an old consumer&#x27;s ZooKeeper offset" in text or \
+            "not planned: 1 row(s) would set an old consumer's ZooKeeper offset" in text
+        assert "set 80 -&gt; 30 (backwards)" in text
+        assert "kept: would be set 30 -&gt; 80; not planned (--rewrite-zk-offsets)" in text
+        assert "no offset anywhere: 2 partition(s) of the topics of 1 group(s)" in text
+        assert "earliest reads them; latest skips them; none fails to start" in text
+    assert "| g1 | orders | 3, 4 | 300 |" in md
+    parsed = list(csv.reader(files["rows"].open(newline="")))[1:]
+    assert ["g1", "orders", "0", "80", "30", "0", "100", "CONFLICT", "30", "backward", "30"] in parsed
+    assert ["g1", "orders", "1", "30", "80", "0", "100", "CONFLICT", "", "blocked", "80"] in parsed
