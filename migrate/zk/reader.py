@@ -239,6 +239,7 @@ class ZkOffsetReader:
             try:
                 stat = answer.get(timeout=self.batch.request_timeout)
             except RETRIABLE:
+                self.batch.retries += 1   # sent again, like the offset reads the batch re-sends
                 try:
                     stat = retry(self.client.exists, path)
                 except RetryFailedError as exc:

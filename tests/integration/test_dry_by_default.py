@@ -105,7 +105,7 @@ def test_a_resume_dry_run_takes_no_lock_and_says_what_the_resume_would_write(hal
         lock.release()
     out = capsys.readouterr().out
     assert code == 0, out
-    assert re.search(rf"^resume of {half_way['run']} \(running\): would write 6 offsets in 3 group\(s\); "
+    assert re.search(rf"^resume of {half_way['run']} \(interrupted\): would write 6 offsets in 3 group\(s\); "
                      r"0 group\(s\) verified already", out, re.MULTILINE), out
     assert f"dry run: nothing was written; `zk2kafka migrate --execute --resume {half_way['run']}` resumes it" in out
     assert (zk_tree(zk), kafka_offsets(kafka_admin, half_way["groups"]), journal_rows(state)) == before

@@ -111,7 +111,7 @@ def test_sync_with_custom_metadata_tells_its_own_commits_by_the_journal(cluster,
 def test_sync_picks_the_diff_row_across_two_layouts_and_watches_both(cluster, zk, zk_chroot, kafka_admin, prefix,
                                                                      tmp_path, capsys):
     topic = f"{prefix}orders"
-    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 0)
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 100)   # every offset below inside the log
     standard, old = "/consumers/{}/offsets/%s/0" % topic, "/consumers/{}/offset/%s/0" % topic
     newer_standard, newer_old, malformed = f"{prefix}a", f"{prefix}b", f"{prefix}c"
     # The znode written last is the consumer's latest progress, whichever layout it is under.

@@ -288,7 +288,7 @@ def test_a_group_split_over_zookeeper_transactions_with_a_conflict_in_the_second
 
     monkeypatch.setattr(zk_writer.ZkOffsetWriter, "write_many", an_old_consumer_moves_the_last_znode)
     code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              "--on-conflict", "max", capsys=capsys)
+                              "--on-conflict", "max", "--rewrite-zk-offsets", capsys=capsys)
     assert code == 1, err
     assert [zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0] for p in range(3)] == [b"10", b"10", b"11"], \
         "ZooKeeper half-written"
@@ -380,7 +380,7 @@ def test_a_group_that_cannot_be_put_back_is_partial_with_the_rollback_command(cl
 
     monkeypatch.setattr(zk_writer.ZkOffsetWriter, "write_many", conflict_then_lock_the_written_half)
     code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              "--on-conflict", "max", capsys=capsys)
+                              "--on-conflict", "max", "--rewrite-zk-offsets", capsys=capsys)
     assert code == 1 and done["state"] == "incomplete", (done, err)
     assert not done.get("failed") and set(done.get("partial", {})) == {group}, done
     assert f"`zk2kafka rollback --execute {done['run']}`" in done["partial"][group]
