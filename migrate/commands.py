@@ -32,7 +32,7 @@ def diff(settings: Settings) -> Result:
     Never writes.
     """
     plan = pipeline.plan(settings, "diff")
-    data = plan.to_json()
+    data = pipeline.plan_data(plan)
     return Result(text.plan(data), data, plan.exit_code)
 
 
@@ -56,7 +56,7 @@ def migrate(settings: Settings) -> Result:
         return Result(text.run(data), data, runs.exit_code(data))
     plan = pipeline.plan(settings, "migrate")
     if not settings.execute:
-        data = {**plan.to_json(), "dry_run": True}
+        data = {**pipeline.plan_data(plan), "dry_run": True}
         return Result(text.migrate_dry_run(data), data, plan.exit_code)
     data = runs.execute(settings, plan)
     return Result(text.run(data), data, runs.exit_code(data))

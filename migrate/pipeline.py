@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate import stores
-from migrate.diff.plan import Plan, commits, plan_batches, plan_id
-from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY
+from migrate.diff.plan import BLOCKED_SHOWN, Plan, commits, plan_batches, plan_id
+from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY, blocked_groups
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
 from migrate.kafka.client import open_admin
 from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
@@ -198,6 +198,16 @@ def _names(zk_snapshot: Path) -> Names:
     return Names(sorted(groups), sorted(t for t in topics if t is not None))
 
 
+def plan_data(plan: Plan) -> dict[str, Any]:
+    """A computed plan as diff and migrate print it (`--json`): its summary without the per-group
+    table, the groups with blocker rows (why, in words), and where the report and its files are."""
+    data = {k: v for k, v in plan.summary.items() if k != "per_group"}
+    # per_group is in order of most blockers first: the groups a terminal lists first.
+    return {**data, "blocked": blocked_groups(plan.summary["per_group"], BLOCKED_SHOWN),
+            "report": str(plan.files["summary"].parent),
+            "files": {k: str(v) for k, v in plan.files.items()}}
+
+
 def verify(settings: Settings) -> dict[str, Any]:
     """A fresh plan's data, and whether every selected ZooKeeper offset equals Kafka's (IN_SYNC);
     where they differ, whether Kafka is ahead (a consumer moved on past the migrated offset) or
@@ -210,7 +220,7 @@ def verify(settings: Settings) -> dict[str, Any]:
         differ = batch.filter(pc.equal(batch.column("status"), CONFLICT)).column("zk_minus_kafka")
         ahead += pc.sum(pc.less(differ, 0)).as_py() or 0
         behind += pc.sum(pc.greater(differ, 0)).as_py() or 0
-    return {**computed.to_json(), "verified": not mismatched, "mismatched": mismatched,
+    return {**plan_data(computed), "verified": not mismatched, "mismatched": mismatched,
             "kafka_ahead": ahead, "kafka_behind": behind}
 
 
