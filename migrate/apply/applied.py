@@ -10,7 +10,7 @@ from typing import Any
 
 from migrate import stores
 from migrate.apply import guards
-from migrate.apply.journal import COMMITTED, PARTIAL, PENDING, SKIPPED, VERIFIED, Journal, Run
+from migrate.journal.journal import COMMITTED, PARTIAL, PENDING, SKIPPED, VERIFIED, Journal, Run
 from migrate.apply.kafka_half import committed_offset, shown
 from migrate.apply.sessions import Writers, open_writers
 from migrate.batches import chunks

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, ZookeeperError
 
-from migrate.apply import journal as j
+from migrate.journal import journal as j
 from migrate.apply import kafka_half
 from migrate.apply.kafka_half import Committed, KafkaHalf, committed_offset
 from migrate.apply.review import Review

@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 
 from migrate import stores
 from migrate.apply.guards import settings_record
-from migrate.apply.journal import DONE, Journal
+from migrate.journal.journal import DONE, Journal
 from migrate.apply.service import Endpoint, Health
 from migrate.apply.sync import Follower
 from migrate.kafka.client import open_admin

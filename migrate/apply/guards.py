@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from migrate.apply.journal import DONE, Journal, Run
+from migrate.journal.journal import DONE, Journal, Run
 from migrate.diff.plan import Plan, ReviewedPlan, readable_writer_digest
 from migrate.errors import MigrateError, PlanRefused
 from migrate.options import flag, shown

@@ -12,8 +12,8 @@ from typing import Any
 
 from migrate import stores
 from migrate.apply import guards, shards
-from migrate.apply.journal import Journal
-from migrate.apply.locks import WriterLock
+from migrate.journal.journal import Journal
+from migrate.journal.locks import WriterLock
 from migrate.apply.runs import UNFINISHED, shown, write_groups
 from migrate.apply.scratch import copy_of_run
 from migrate.apply.review import Review

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from kafka import TopicPartition
 
-from migrate.apply import journal as j
+from migrate.journal import journal as j
 from migrate.apply.kafka_half import GroupNow
 from migrate.diff.plan import COMMIT, GroupSeen, plan_batches
 from migrate.kafka.log_bounds import Bounds, log_bounds

@@ -18,8 +18,8 @@ from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
 from migrate.apply.review import Review
 from migrate.apply.sessions import migrate_writer, open_writers
-from migrate.apply.locks import WriterLock
-from migrate.apply.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
+from migrate.journal.locks import WriterLock
+from migrate.journal.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    VERIFIED, Journal, Run)
 from migrate.apply.scratch import scratch_journal
 from migrate.diff.plan import (BLOCKED_SHOWN, Plan, PlannedByGroup, ReviewedPlan, commits,

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from migrate.apply.journal import Journal
-from migrate.apply.locks import why
+from migrate.journal.journal import Journal
+from migrate.journal.locks import why
 from migrate.errors import StateDirError
 
 _TABLES = ("runs", "groups", "partitions")

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from migrate.apply.dual_commit import DualCommit
 from migrate.apply.review import Review
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from migrate.apply.batches import Batched, run_batches
 from migrate.apply.dual_commit import WRITER_PARENT_ENV
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.apply.review import Review
 from migrate.apply.sessions import migrate_writer, open_writers
 from migrate.errors import EXIT_ERROR, MigrateError, StateDirError

@@ -41,8 +41,8 @@ from typing import NamedTuple
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from migrate.apply import journal as j
-from migrate.apply.authorship import Authorship, Held, other_run, taken_over
+from migrate.journal import journal as j
+from migrate.journal.authorship import Authorship, Held, other_run, taken_over
 from migrate.apply.dual_commit import OUTAGES
 from migrate.apply.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.apply.readiness import Readiness, note_moves

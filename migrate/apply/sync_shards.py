@@ -36,7 +36,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from migrate.apply.follow import make_follower, open_sessions
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.apply.service import Health
 from migrate.apply.shards import CONTEXT, become_child, log_levels
 from migrate.apply.sync_state import group_lists, status_line

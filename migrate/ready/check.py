@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from migrate.apply.authorship import Authorship, named_run
-from migrate.apply.journal import Journal
+from migrate.journal.authorship import Authorship, named_run
+from migrate.journal.journal import Journal
 from migrate.errors import EXIT_BLOCKERS, NothingFound
 from migrate.kafka.client import open_admin
 from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION, KafkaSnapshot

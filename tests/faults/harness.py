@@ -28,7 +28,7 @@ from kazoo.retry import KazooRetry
 
 from migrate import cli
 from migrate.apply import dual_commit
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.kafka._compat import forget_coordinators
 from migrate.sandbox.cluster import BROKER_CHROOT, LocalCluster
 from migrate.sandbox.jvm import JavaServer, kafka_ready, zk_answers

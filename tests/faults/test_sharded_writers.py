@@ -75,7 +75,7 @@ def test_two_writer_processes_journal_what_one_process_journals(stores, fault_lo
 
 def _journal_rows(case, run_id: str) -> tuple:
     """A run's groups and partitions as journaled, without the names that differ by case (prefix, chroot)."""
-    from migrate.apply.journal import Journal
+    from migrate.journal.journal import Journal
 
     with Journal.open(case.state_dir) as journal:
         groups = sorted((g.name.removeprefix(case.prefix), g.state, g.reason, g.attempts, g.before_recorded)

@@ -23,7 +23,7 @@ from kafka.structs import OffsetAndMetadata
 from kazoo.security import READ_ACL_UNSAFE
 
 from migrate import cli
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.kafka.writer import KafkaOffsetWriter
 from seeding import kafka_offsets, make_topic, put
 

@@ -93,7 +93,7 @@ def test_a_review_reads_each_groups_state_and_each_planned_partitions_log_once(t
 
 
 def test_a_reviewed_offset_out_of_the_log_now_or_a_topic_created_again_is_drift():
-    from migrate.apply import journal as j
+    from migrate.journal import journal as j
     from migrate.apply.review import LogNow, PartitionSeen, Review
 
     created = 1_700_000_000_000
@@ -137,7 +137,7 @@ def test_resume_changes_name_the_flags_as_typed():
 
 
 def test_kafka_offsets_that_moved_say_no_offset_not_none():
-    from migrate.apply import journal as j
+    from migrate.journal import journal as j
     from migrate.apply.kafka_half import moved
 
     part = j.Partition("orders", 0, 120, "/p", 0, "standard", kafka_offset=None)
