@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.apply import runs
-from migrate.apply.applied import verify_run
-from migrate.apply.resume import resume
+from migrate.write import runs
+from migrate.write.applied import verify_run
+from migrate.write.resume import resume
 from migrate.apply.follow import follow
 from migrate import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK

@@ -15,7 +15,7 @@ from kafka.admin import KafkaAdminClient
 from kazoo.client import KazooClient
 
 from migrate import stores
-from migrate.apply.guards import settings_record
+from migrate.write.guards import settings_record
 from migrate.journal.journal import DONE, Journal
 from migrate.apply.service import Endpoint, Health
 from migrate.apply.sync import Follower

@@ -43,7 +43,7 @@ from kazoo.protocol.states import KazooState
 
 from migrate.journal import journal as j
 from migrate.journal.authorship import Authorship, Held, other_run, taken_over
-from migrate.apply.dual_commit import OUTAGES
+from migrate.write.dual_commit import OUTAGES
 from migrate.apply.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.apply.readiness import Readiness, note_moves
 from migrate.apply.sync_state import GroupState, SyncStatus

@@ -38,7 +38,7 @@ from prometheus_client.registry import Collector
 from migrate.apply.follow import make_follower, open_sessions
 from migrate.journal.journal import Journal
 from migrate.apply.service import Health
-from migrate.apply.shards import CONTEXT, become_child, log_levels
+from migrate.write.writer_shards import CONTEXT, become_child, log_levels
 from migrate.apply.sync_state import group_lists, status_line
 from migrate.errors import EXIT_ERROR, MigrateError
 from migrate.kafka.client import open_admin

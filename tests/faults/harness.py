@@ -27,7 +27,7 @@ from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
 from migrate import cli
-from migrate.apply import dual_commit
+from migrate.write import dual_commit
 from migrate.journal.journal import Journal
 from migrate.kafka._compat import forget_coordinators
 from migrate.sandbox.cluster import BROKER_CHROOT, LocalCluster

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from migrate import stores
-from migrate.apply import guards, shards
-from migrate.apply.applied import already_applied
-from migrate.apply.batches import Batched, run_batches
-from migrate.apply.dual_commit import WOULD_WRITE, DualCommit
-from migrate.apply.review import Review
-from migrate.apply.sessions import migrate_writer, open_writers
+from migrate.write import guards, writer_shards
+from migrate.write.applied import already_applied
+from migrate.write.batches import Batched, run_batches
+from migrate.write.dual_commit import WOULD_WRITE, DualCommit
+from migrate.write.review import Review
+from migrate.write.sessions import migrate_writer, open_writers
 from migrate.journal.locks import WriterLock
 from migrate.journal.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
                                    VERIFIED, Journal, Run)
-from migrate.apply.scratch import scratch_journal
+from migrate.write.scratch import scratch_journal
 from migrate.diff.plan import (BLOCKED_SHOWN, Plan, PlannedByGroup, ReviewedPlan, commits,
                                writer_digest)
 from migrate.diff.schema import blocked_groups
@@ -54,7 +54,7 @@ class JournalPlan(NamedTuple):
 def execute(settings: Settings, plan: Plan) -> dict[str, Any]:
     """migrate --execute: the dual commit of a fresh plan, group by group, journaled."""
     guards.no_conflicts(settings, plan)
-    shards.warm_up(settings)
+    writer_shards.warm_up(settings)
     planned = _journal_plan(plan)
     report = str(plan.files["summary"].parent)
     # The stores the diff reached a moment ago are the ones this run writes.
@@ -77,7 +77,7 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     plan = ReviewedPlan.load(settings.plan, Path(settings.state_dir) / "reports")
     reached = stores.reach(settings)
     guards.executable(plan, settings, reached)
-    shards.warm_up(settings)
+    writer_shards.warm_up(settings)
     planned = _planned(plan.file, plan.summary["per_group"])
     review = Review.of_plan(plan.file, set(planned.groups))
     record = {**guards.settings_record(settings, reached), "reviewed_plan": plan.id}
@@ -136,9 +136,9 @@ def write_groups(settings: Settings, journal: Journal, run_id: str, groups: list
     label = "groups checked" if dry_run else "groups written"
     try:
         journal.set_run(run_id, RUNNING)
-        if shards.processes(settings, groups, WRITE_BATCH) > 1:
+        if writer_shards.processes(settings, groups, WRITE_BATCH) > 1:
             with Progress(label, total=len(groups)) as progress:
-                batched, moved = shards.write(settings, journal.path.parent, run_id, groups,
+                batched, moved = writer_shards.write(settings, journal.path.parent, run_id, groups,
                                               WRITE_BATCH, review, dry_run, progress)
         else:
             with open_writers(settings, zk=True) as writers:

@@ -27,11 +27,11 @@ from logging.handlers import QueueHandler, QueueListener
 from pathlib import Path
 from typing import NamedTuple
 
-from migrate.apply.batches import Batched, run_batches
-from migrate.apply.dual_commit import WRITER_PARENT_ENV
+from migrate.write.batches import Batched, run_batches
+from migrate.write.dual_commit import WRITER_PARENT_ENV
 from migrate.journal.journal import Journal
-from migrate.apply.review import Review
-from migrate.apply.sessions import migrate_writer, open_writers
+from migrate.write.review import Review
+from migrate.write.sessions import migrate_writer, open_writers
 from migrate.errors import EXIT_ERROR, MigrateError, StateDirError
 from migrate.processes import pid_alive
 from migrate.progress import Progress

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from migrate import stores
-from migrate.apply import guards
+from migrate.write import guards
 from migrate.journal.journal import COMMITTED, PARTIAL, PENDING, SKIPPED, VERIFIED, Journal, Run
-from migrate.apply.kafka_half import committed_offset, shown
-from migrate.apply.sessions import Writers, open_writers
+from migrate.write.kafka_half import committed_offset, shown
+from migrate.write.sessions import Writers, open_writers
 from migrate.batches import chunks
 from migrate.errors import PlanRefused, ZkUnavailable
 from migrate.settings import Settings

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import NamedTuple
 
-from migrate.apply.dual_commit import Outcome
+from migrate.write.dual_commit import Outcome
 from migrate.progress import Progress
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from kafka import TopicPartition
 
 from migrate.journal import journal as j
-from migrate.apply.kafka_half import GroupNow
+from migrate.write.kafka_half import GroupNow
 from migrate.diff.plan import COMMIT, GroupSeen, plan_batches
 from migrate.kafka.log_bounds import Bounds, log_bounds
 from migrate.kafka.writer import KafkaOffsetWriter, Key

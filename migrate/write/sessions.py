@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from migrate.apply.dual_commit import DualCommit
-from migrate.apply.review import Review
+from migrate.write.dual_commit import DualCommit
+from migrate.write.review import Review
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.kafka.writer import KafkaOffsetWriter

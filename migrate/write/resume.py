@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from migrate import stores
-from migrate.apply import guards, shards
+from migrate.write import guards, writer_shards
 from migrate.journal.journal import Journal
 from migrate.journal.locks import WriterLock
-from migrate.apply.runs import UNFINISHED, shown, write_groups
-from migrate.apply.scratch import copy_of_run
-from migrate.apply.review import Review
+from migrate.write.runs import UNFINISHED, shown, write_groups
+from migrate.write.scratch import copy_of_run
+from migrate.write.review import Review
 from migrate.diff.plan import ReviewedPlan
 from migrate.errors import MigrateError, StateDirError
 from migrate.settings import Settings
@@ -39,7 +39,7 @@ def resume(settings: Settings) -> dict[str, Any]:
     guards.same_stores(run, settings, reached, "resume", zookeeper=True)
     if not settings.execute:
         return _dry_run(settings, run.run_id)
-    shards.warm_up(settings)
+    writer_shards.warm_up(settings)
     writer = f"migrate --execute --resume {run.run_id}"
     with Journal.open(settings.state_dir, writer=writer) as journal:
         run = guards.resumable(journal, settings)   # again, now that no other writer runs

@@ -25,11 +25,11 @@ from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, ZookeeperError
 
 from migrate.journal import journal as j
-from migrate.apply import kafka_half
-from migrate.apply.kafka_half import Committed, KafkaHalf, committed_offset
-from migrate.apply.review import Review
-from migrate.apply.put_back import PutBackFailed, put_back
-from migrate.apply.zk_half import NoZkWrite, ZkHalf, check_zk_unchanged
+from migrate.write import kafka_half
+from migrate.write.kafka_half import Committed, KafkaHalf, committed_offset
+from migrate.write.review import Review
+from migrate.write.put_back import PutBackFailed, put_back
+from migrate.write.zk_half import NoZkWrite, ZkHalf, check_zk_unchanged
 from migrate.errors import MigrateError, ZkUnavailable
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.zk.walk import RETRIABLE
