@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.write import runs
-from migrate.write.applied import verify_run
-from migrate.write.resume import resume
-from migrate.apply.follow import follow
 from migrate import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
 from migrate.report import text
@@ -17,6 +13,10 @@ from migrate.sandbox.commands import (sandbox_down, sandbox_kraft_migrate, sandb
                                       sandbox_status, sandbox_stop_old_consumers, sandbox_tool,
                                       sandbox_up)
 from migrate.settings import Settings
+from migrate.sync.command import follow
+from migrate.write import runs
+from migrate.write.applied import verify_run
+from migrate.write.resume import resume
 
 
 def scan(settings: Settings) -> Result:

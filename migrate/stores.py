@@ -16,14 +16,20 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, NoNodeError
 
+from migrate.errors import ZkUnavailable
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.settings import Settings
 from migrate.zk.client import close, connect
 
 log = logging.getLogger(__name__)
+
+# What a store away past the retry deadline raises: the writer leaves its groups for resume,
+# sync tries again at its next re-scan.
+OUTAGES = (KafkaError, KazooException, OSError, ZkUnavailable)
 
 
 @dataclass(frozen=True)

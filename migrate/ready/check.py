@@ -20,9 +20,9 @@ import pyarrow.parquet as pq
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
+from migrate.errors import EXIT_BLOCKERS, NothingFound
 from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal
-from migrate.errors import EXIT_BLOCKERS, NothingFound
 from migrate.kafka.client import open_admin
 from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION, KafkaSnapshot
 from migrate.pipeline import selection_text

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from migrate import stores
-from migrate.write import guards
-from migrate.journal.journal import COMMITTED, PARTIAL, PENDING, SKIPPED, VERIFIED, Journal, Run
-from migrate.write.kafka_half import committed_offset, shown
-from migrate.write.sessions import Writers, open_writers
 from migrate.batches import chunks
 from migrate.errors import PlanRefused, ZkUnavailable
+from migrate.journal.journal import COMMITTED, PARTIAL, PENDING, SKIPPED, VERIFIED, Journal, Run
 from migrate.settings import Settings
+from migrate.write import guards
+from migrate.write.kafka_half import committed_offset, shown
+from migrate.write.sessions import Writers, open_writers
 from migrate.zk.writer import encode
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from migrate.journal.journal import DONE, Journal, Run
 from migrate.diff.plan import Plan, ReviewedPlan, readable_writer_digest
 from migrate.errors import MigrateError, PlanRefused
+from migrate.journal.journal import DONE, Journal, Run
 from migrate.options import flag, shown
 from migrate.settings import RECORDED, Settings
 from migrate.stores import Stores, same_clusters

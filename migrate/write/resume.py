@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from migrate import stores
-from migrate.write import guards, writer_shards
-from migrate.journal.journal import Journal
-from migrate.journal.locks import WriterLock
-from migrate.write.runs import UNFINISHED, shown, write_groups
-from migrate.write.scratch import copy_of_run
-from migrate.write.review import Review
 from migrate.diff.plan import ReviewedPlan
 from migrate.errors import MigrateError, StateDirError
+from migrate.journal.journal import Journal
+from migrate.journal.locks import WriterLock
 from migrate.settings import Settings
+from migrate.write import guards, writer_shards
+from migrate.write.review import Review
+from migrate.write.runs import UNFINISHED, shown, write_groups
+from migrate.write.scratch import copy_of_run
 
 log = logging.getLogger(__name__)
 

@@ -12,23 +12,23 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from migrate import stores
+from migrate.diff.plan import (BLOCKED_SHOWN, Plan, PlannedByGroup, ReviewedPlan, commits,
+                               writer_digest)
+from migrate.diff.schema import blocked_groups
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, StateDirError
+from migrate.journal.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING,
+                                     RUNNING, VERIFIED, Journal, Run)
+from migrate.journal.locks import WriterLock
+from migrate.progress import Progress
+from migrate.settings import Settings
+from migrate.state import new_run_id
 from migrate.write import guards, writer_shards
 from migrate.write.applied import already_applied
 from migrate.write.batches import Batched, run_batches
 from migrate.write.dual_commit import WOULD_WRITE, DualCommit
 from migrate.write.review import Review
-from migrate.write.sessions import migrate_writer, open_writers
-from migrate.journal.locks import WriterLock
-from migrate.journal.journal import (COMMITTED, DONE, FAILED, INCOMPLETE, PARTIAL, PENDING, RUNNING,
-                                   VERIFIED, Journal, Run)
 from migrate.write.scratch import scratch_journal
-from migrate.diff.plan import (BLOCKED_SHOWN, Plan, PlannedByGroup, ReviewedPlan, commits,
-                               writer_digest)
-from migrate.diff.schema import blocked_groups
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, StateDirError
-from migrate.progress import Progress
-from migrate.settings import Settings
-from migrate.state import new_run_id
+from migrate.write.sessions import migrate_writer, open_writers
 
 log = logging.getLogger(__name__)
 

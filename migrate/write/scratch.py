@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from migrate.errors import StateDirError
 from migrate.journal.journal import Journal
 from migrate.journal.locks import why
-from migrate.errors import StateDirError
 
 _TABLES = ("runs", "groups", "partitions")
 

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from migrate.write.dual_commit import DualCommit
-from migrate.write.review import Review
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings
+from migrate.write.dual_commit import DualCommit
+from migrate.write.review import Review
 from migrate.zk.client import close, connect
 from migrate.zk.writer import ZkOffsetWriter
 

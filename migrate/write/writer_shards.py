@@ -27,15 +27,15 @@ from logging.handlers import QueueHandler, QueueListener
 from pathlib import Path
 from typing import NamedTuple
 
-from migrate.write.batches import Batched, run_batches
-from migrate.write.dual_commit import WRITER_PARENT_ENV
-from migrate.journal.journal import Journal
-from migrate.write.review import Review
-from migrate.write.sessions import migrate_writer, open_writers
 from migrate.errors import EXIT_ERROR, MigrateError, StateDirError
+from migrate.journal.journal import Journal
 from migrate.processes import pid_alive
 from migrate.progress import Progress
 from migrate.settings import Settings
+from migrate.write.batches import Batched, run_batches
+from migrate.write.dual_commit import WRITER_PARENT_ENV
+from migrate.write.review import Review
+from migrate.write.sessions import migrate_writer, open_writers
 
 log = logging.getLogger(__name__)
 

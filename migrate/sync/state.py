@@ -8,9 +8,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrate.apply.watch import ZkOffset
 from migrate.kafka.writer import Key
 from migrate.state import ISO_FORMAT, iso
+from migrate.sync.watch import ZkOffset
 
 SHOWN = 5                  # groups or rows a line names before it only counts
 

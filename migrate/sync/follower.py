@@ -1,7 +1,7 @@
 """Follow mode for a rolling cutover: mirror each ZooKeeper offset change into Kafka while old
 consumers run.
 
-Each group read is watched (migrate.apply.watch); a fired watch marks its group dirty. Dirty
+Each group read is watched (migrate.sync.watch); a fired watch marks its group dirty. Dirty
 groups are read again, batched, within `tick` seconds and their changed offsets committed to
 Kafka, one OffsetCommit per group. A re-scan every `--rescan-every` catches what no watch tells
 (new partitions, new groups), checks Kafka's side of every group and notices groups that gained
@@ -13,8 +13,8 @@ unchanged offsets of groups nobody consumes in Kafka yet, so they do not expire.
 Kafka group gained members is left alone from then on; a group whose old consumers all left
 `ids/` is reported ready to switch. Both are said once.
 ZooKeeper is only read: it is the source. What sync does is counted in `Follower.metrics`
-(migrate.apply.metrics), which `--metrics-address` serves with a health check
-(migrate.apply.service).
+(migrate.sync.metrics), which `--metrics-address` serves with a health check
+(migrate.sync.service).
 
 Never backwards by surprise: sync writes a partition's offset only where Kafka holds none or
 holds a value zk2kafka wrote, told by the commit metadata and the journal (`Authorship`), so
@@ -41,16 +41,16 @@ from typing import NamedTuple
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
+from migrate.diff.plan import Planned
+from migrate.stores import OUTAGES
 from migrate.journal import journal as j
 from migrate.journal.authorship import Authorship, Held, other_run, taken_over
-from migrate.write.dual_commit import OUTAGES
-from migrate.apply.metrics import STOP_REASONS, SyncMetrics, lag
-from migrate.apply.readiness import Readiness, note_moves
-from migrate.apply.sync_state import GroupState, SyncStatus
-from migrate.apply.watch import GroupWatches, ZkOffset, label
-from migrate.diff.plan import Planned
 from migrate.kafka.snapshot import IDLE_STATES
-from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key, label
+from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
+from migrate.sync.readiness import Readiness, note_moves
+from migrate.sync.state import GroupState, SyncStatus
+from migrate.sync.watch import GroupWatches, ZkOffset
 from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader
 

@@ -5,7 +5,7 @@ pass, kazoo's and kafka-python's IO threads share one interpreter lock and chang
 3.4-4.6 s at 1,000 a second, bench_sync.py). So, as `migrate --writers N` does for its write
 phase, N processes each open their own ZooKeeper session and Kafka admin and follow the selected
 groups whose name hashes to them (crc32 mod N: a group keeps its shard across restarts). A group
-is followed whole by one process, so the rules of apply/sync.py hold per group as they do in one
+is followed whole by one process, so the rules of sync/follower.py hold per group as they do in one
 process, and each journals its commits into the one journal.
 
 This process (the command's) holds the writers' lock, and the shards die with it, `kill -9`
@@ -35,15 +35,15 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from migrate.apply.follow import make_follower, open_sessions
-from migrate.journal.journal import Journal
-from migrate.apply.service import Health
-from migrate.write.writer_shards import CONTEXT, become_child, log_levels
-from migrate.apply.sync_state import group_lists, status_line
 from migrate.errors import EXIT_ERROR, MigrateError
+from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.settings import Settings
 from migrate.state import iso
+from migrate.sync.service import Health
+from migrate.sync.sessions import make_follower, open_sessions
+from migrate.sync.state import group_lists, status_line
+from migrate.write.writer_shards import CONTEXT, become_child, log_levels
 from migrate.zk.client import close
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class ShardFailed(MigrateError):
         self.exit_code = exit_code
 
 
-class Shards:
+class FollowerShards:
     """`settings.writers` follower processes, started at once; `run` follows until `stop`."""
 
     def __init__(self, settings: Settings, run_id: str, metadata: str, status_file: Path):
@@ -228,7 +228,7 @@ class Shards:
 class _Sessions:
     """The shards' ZooKeeper sessions as one, for /healthz: the worst state among them."""
 
-    def __init__(self, shards: Shards):
+    def __init__(self, shards: FollowerShards):
         self.shards = shards
 
     @property

@@ -24,8 +24,8 @@ leaves unknown whether its watch was set (an outage), `forget()` makes every nex
 
 from __future__ import annotations
 
-import time
 import threading
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
