@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing
-import os
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from logging.handlers import QueueListener
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -35,7 +32,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from migrate.errors import EXIT_ERROR, MigrateError
+from migrate import processes
+from migrate.errors import EXIT_ERROR, MigrateError, WorkerFailed
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.settings import Settings
@@ -43,7 +41,6 @@ from migrate.state import iso
 from migrate.sync.service import Health
 from migrate.sync.sessions import make_follower, open_sessions
 from migrate.sync.state import group_lists, status_line
-from migrate.write.writer_shards import CONTEXT, become_child, log_levels
 from migrate.zk.client import close
 
 log = logging.getLogger(__name__)
@@ -81,14 +78,6 @@ class Failed(NamedTuple):
     exit_code: int
 
 
-class ShardFailed(MigrateError):
-    """A follower process stopped on an error, or died."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
 class FollowerShards:
     """`settings.writers` follower processes, started at once; `run` follows until `stop`."""
 
@@ -100,30 +89,16 @@ class FollowerShards:
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(Merged(self._families))
-        multiprocessing.set_forkserver_preload([__name__])
-        ctx = multiprocessing.get_context(CONTEXT)
+        ctx = processes.context()
         # `go`: the shards open their sessions at once, and follow (write) only once `run` is
         # called, after the command has bound its endpoint and journaled the run.
-        self._stop, self._go, self._records = ctx.Event(), ctx.Event(), ctx.Queue()
-        # The shards' log records are written here, by this process's handlers: one format,
-        # secrets scrubbed.
-        self._listener = QueueListener(self._records, *logging.getLogger().handlers,
-                                       respect_handler_level=True)
-        self._listener.start()
+        self._stop, self._go = ctx.Event(), ctx.Event()
         self._admin = None
-        self.workers, self.pipes = [], []
-        n, levels = settings.writers, log_levels()
+        n = settings.writers
+        self.workers = processes.Workers(_follow_shard, [
+            (settings, run_id, metadata, k, n, self._stop, self._go) for k in range(n)],
+            "zk2kafka-sync")
         try:
-            for k in range(n):
-                mine, theirs = ctx.Pipe(duplex=False)
-                worker = ctx.Process(target=_follow_shard, name=f"zk2kafka-sync-{k}", daemon=True,
-                                     args=(settings, run_id, metadata, k, n, os.getpid(),
-                                           self._stop, self._go, self._records, levels,
-                                           theirs))
-                worker.start()
-                theirs.close()
-                self.workers.append(worker)
-                self.pipes.append(mine)
             # /healthz's Kafka probe; the shards' sessions are theirs.
             self._admin = open_admin(settings)
         except BaseException:
@@ -143,7 +118,7 @@ class FollowerShards:
         return min(r.last_rescan for r in reports)
 
     def run(self, stop: threading.Event) -> dict[str, Any]:
-        """Follow until `stop` is set (or Ctrl-C); the shards' figures merged. Raises ShardFailed
+        """Follow until `stop` is set (or Ctrl-C); the shards' figures merged. Raises WorkerFailed
         when a shard fails or dies."""
         self._go.set()
         next_status = time.monotonic() + STATUS_EVERY
@@ -170,16 +145,16 @@ class FollowerShards:
     def _receive(self, final: set[int], deadline: float | None) -> bool:
         """Read the shards' reports for up to a tenth of a second; whether group lists came."""
         came = False
-        for k, pipe in enumerate(self.pipes):
+        for k, pipe in enumerate(self.workers.pipes):
             if k in final:
                 continue
             try:
-                message = pipe.recv() if pipe.poll(0.1 / len(self.pipes)) else None
+                message = pipe.recv() if pipe.poll(0.1 / len(self.workers)) else None
             except EOFError:   # its end of the pipe closed: the process is gone
-                self.workers[k].join(timeout=5)
+                self.workers.wait(k, timeout=5)
                 raise self._died(k) from None
             if isinstance(message, Failed):
-                raise ShardFailed(f"follower process {k}: {message.message}", message.exit_code)
+                raise WorkerFailed(f"follower process {k}: {message.message}", message.exit_code)
             if isinstance(message, Report):
                 with self._lock:
                     self.reports[k] = message
@@ -188,15 +163,15 @@ class FollowerShards:
                         came = True
                 if message.final:
                     final.add(k)
-            elif not self.workers[k].is_alive() and not pipe.poll(0):
+            elif not self.workers.alive(k) and not pipe.poll(0):
                 raise self._died(k)
             if deadline is not None and time.monotonic() > deadline:
-                raise ShardFailed(f"follower process {k} did not stop within {STOP_WAIT:g}s")
+                raise WorkerFailed(f"follower process {k} did not stop within {STOP_WAIT:g}s")
         return came
 
-    def _died(self, k: int) -> ShardFailed:
-        return ShardFailed(f"follower process {k} died (exit {self.workers[k].exitcode}); start"
-                           " sync again: it takes up every group where Kafka stands")
+    def _died(self, k: int) -> WorkerFailed:
+        return WorkerFailed(f"follower process {k} died (exit {self.workers.exitcode(k)}); start"
+                            " sync again: it takes up every group where Kafka stands")
 
     def status(self) -> dict[str, Any]:
         """The shards' SyncStatus figures as one sync's."""
@@ -216,11 +191,7 @@ class FollowerShards:
 
     def close(self) -> None:
         self._stop.set()
-        for worker in self.workers:
-            worker.join(timeout=STOP_WAIT)
-            if worker.is_alive():
-                worker.kill()
-        self._listener.stop()
+        self.workers.close(timeout=STOP_WAIT)
         if self._admin is not None:
             self._admin.close()
 
@@ -298,11 +269,10 @@ class Merged(Collector):
 
 # -- in a follower process ------------------------------------------------------------------------
 
-def _follow_shard(settings: Settings, run_id: str, metadata: str, k: int, n: int, parent: int,
-                  stop, go, records, levels: dict[str, int], pipe) -> None:
+def _follow_shard(pipe, settings: Settings, run_id: str, metadata: str, k: int, n: int, stop,
+                  go) -> None:
     """A follower process: the groups of shard `k` of `n` followed until `stop`, its figures sent
     down `pipe` every REPORT_EVERY and once more at the end."""
-    become_child(parent, records, levels)
     sending = threading.Lock()   # the reporter thread and this one share the pipe
     try:
         with Journal.open(settings.state_dir) if settings.execute else nullcontext() as journal:

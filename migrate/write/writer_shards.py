@@ -15,21 +15,14 @@ included), so resume, rollback and verify read the same journal as after a one-p
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import multiprocessing
 import os
-import select
-import signal
-import threading
-import time
-from logging.handlers import QueueHandler, QueueListener
 from pathlib import Path
 from typing import NamedTuple
 
-from migrate.errors import EXIT_ERROR, MigrateError, StateDirError
+from migrate import processes as workers
+from migrate.errors import EXIT_ERROR, MigrateError, StateDirError, WorkerFailed
 from migrate.journal.journal import Journal
-from migrate.processes import pid_alive
 from migrate.progress import Progress
 from migrate.settings import Settings
 from migrate.write.batches import Batched, run_batches
@@ -38,8 +31,6 @@ from migrate.write.review import Review
 from migrate.write.sessions import migrate_writer, open_writers
 
 log = logging.getLogger(__name__)
-
-_PR_SET_PDEATHSIG = 1   # linux/prctl.h
 
 
 class Sharded(NamedTuple):
@@ -58,28 +49,11 @@ class _Done(NamedTuple):
     error: tuple[str, int] | None = None   # (its one line, its exit code)
 
 
-class WriterFailed(MigrateError):
-    """A writer process stopped on an error: its line and exit code, as the command's own."""
-
-    def __init__(self, message: str, exit_code: int):
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-# Writer processes are forked from a server that has imported the writer's modules already: it
-# starts (warm_up) while the command reads and journals the plan, so the write phase does not wait
-# for two interpreters to import kafka-python, kazoo and pyarrow. The server is a fresh
-# interpreter, not a fork of this process: kazoo and kafka-python run threads, never fork them.
-CONTEXT = "forkserver"
-
-
 def warm_up(settings: Settings) -> None:
-    """Start the writer processes' server now, when --writers asks for more than one."""
+    """Start the writer processes' server now, when --writers asks for more than one: it starts
+    while the command reads and journals the plan (migrate/processes.py)."""
     if settings.writers > 1:
-        from multiprocessing import forkserver
-
-        multiprocessing.set_forkserver_preload([__name__])
-        forkserver.ensure_running()
+        workers.warm_up(__name__)
 
 
 def processes(settings: Settings, groups: list[str], batch: int) -> int:
@@ -98,53 +72,35 @@ def write(settings: Settings, journal_dir: Path, run_id: str, groups: list[str],
     n = processes(settings, groups, batch)
     batches = [groups[i:i + batch] for i in range(0, len(groups), batch)]
     shards = [[g for chunk in batches[k::n] for g in chunk] for k in range(n)]
-    ctx = multiprocessing.get_context(CONTEXT)
-    counts, stop, records = ctx.Array("q", 2), ctx.Event(), ctx.Queue()
-    # The writer processes' log records are written here, by this process's handlers: one format,
-    # secrets scrubbed.
-    listener = QueueListener(records, *logging.getLogger().handlers, respect_handler_level=True)
-    listener.start()
-    levels = log_levels()
-    workers, pipes = [], []
+    ctx = workers.context()
+    counts, stop = ctx.Array("q", 2), ctx.Event()
+    writers = workers.Workers(_shard, [
+        (os.getpid(), settings, journal_dir, run_id, shard, batch,
+         None if review is None else review.of(shard), dry_run, counts, stop) for shard in shards],
+        "zk2kafka-writer")
     try:
-        for k, shard in enumerate(shards):
-            mine, theirs = ctx.Pipe(duplex=False)
-            worker = ctx.Process(
-                target=_shard, name=f"zk2kafka-writer-{k}", daemon=True,
-                args=(settings, journal_dir, run_id, shard, batch,
-                      None if review is None else review.of(shard),
-                      dry_run, os.getpid(), counts, stop, records, levels, theirs))
-            worker.start()
-            theirs.close()
-            workers.append(worker)
-            pipes.append(mine)
-        answers = _collect(workers, pipes, counts, stop, progress)
+        answers = _collect(writers, counts, stop, progress)
     except BaseException:
         # A second Ctrl-C, or this process failing: its writer processes stop where they are,
         # as a kill would stop them; the journal says what they did.
-        for worker in workers:
-            worker.kill()
+        writers.kill()
         raise
     finally:
-        for worker in workers:
-            worker.join(timeout=30)
-            if worker.is_alive():
-                worker.kill()
-        listener.stop()
+        writers.close(timeout=30)
     return _merge(answers, stop.is_set())
 
 
-def _collect(workers, pipes, counts, stop, progress: Progress) -> list[_Done]:
+def _collect(writers: workers.Workers, counts, stop, progress: Progress) -> list[_Done]:
     """Each process's answer, the progress bar kept up meanwhile; Ctrl-C sets `stop`."""
     answers: dict[int, _Done] = {}
-    while len(answers) < len(workers):
+    while len(answers) < len(writers):
         try:
-            for k, pipe in enumerate(pipes):
+            for k, pipe in enumerate(writers.pipes):
                 if k not in answers and pipe.poll(0.1):
                     answers[k] = _receive(k, pipe)
-                elif k not in answers and not workers[k].is_alive() and not pipe.poll(0):
+                elif k not in answers and not writers.alive(k) and not pipe.poll(0):
                     answers[k] = _Done(None, set(), error=(
-                        f"writer process {k} died (exit {workers[k].exitcode}); the journal "
+                        f"writer process {k} died (exit {writers.exitcode(k)}); the journal "
                         "holds what was written: resume the run", EXIT_ERROR))
             done, offsets = counts[0], counts[1]
             progress.advance(done - progress.done, offsets - progress.offsets)
@@ -155,7 +111,7 @@ def _collect(workers, pipes, counts, stop, progress: Progress) -> list[_Done]:
                         "starting no more")
             stop.set()
     progress.advance(counts[0] - progress.done, counts[1] - progress.offsets)
-    return [answers[k] for k in range(len(workers))]
+    return [answers[k] for k in range(len(writers))]
 
 
 def _receive(k: int, pipe) -> _Done:
@@ -173,18 +129,10 @@ def _merge(answers: list[_Done], stopped: bool) -> Sharded:
             raise StateDirError(Path(done.state_dir_error[0]), done.state_dir_error[1])
     errors = [done.error for done in answers if done.error is not None]
     if errors:
-        raise WriterFailed(*errors[0])
+        raise WorkerFailed(*errors[0])
     outcomes = [o for done in answers for o in done.batched.outcomes]
     interrupted = stopped or any(done.batched.interrupted for done in answers)
     return Sharded(Batched(outcomes, interrupted), set().union(*(d.moved for d in answers)))
-
-
-def log_levels() -> dict[str, int]:
-    """The levels this process's loggers are set to, for a writer process to log the same."""
-    manager = logging.getLogger().manager
-    levels = {name: logger.level for name, logger in manager.loggerDict.items()
-              if isinstance(logger, logging.Logger) and logger.level}
-    return {**levels, "": logging.getLogger().level}
 
 
 # -- in a writer process ---------------------------------------------------------------------------
@@ -201,23 +149,11 @@ class _Shared:
             self.counts[1] += offsets
 
 
-class ToParent(QueueHandler):
-    """A record as the command's handlers expect it: message merged, traceback as text."""
-
-    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        record = logging.makeLogRecord(record.__dict__)
-        record.msg, record.args = record.getMessage(), None
-        if record.exc_info:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-            record.exc_info = None
-        return record
-
-
-def _shard(settings: Settings, journal_dir: Path, run_id: str, groups: list[str], batch: int,
-           review: Review | None, dry_run: bool, parent: int, counts, stop,
-           records, levels: dict[str, int], pipe) -> None:
-    """A writer process: its groups through the dual commit, its answer sent down `pipe`."""
-    become_child(parent, records, levels)
+def _shard(pipe, parent: int, settings: Settings, journal_dir: Path, run_id: str,
+           groups: list[str], batch: int, review: Review | None, dry_run: bool, counts,
+           stop) -> None:
+    """A writer process of the command's process `parent`: its groups through the dual commit,
+    its answer sent down `pipe`."""
     os.environ[WRITER_PARENT_ENV] = str(parent)   # see crash_point()
     try:
         with Journal.open(journal_dir) as journal, open_writers(settings, zk=True) as writers:
@@ -234,42 +170,3 @@ def _shard(settings: Settings, journal_dir: Path, run_id: str, groups: list[str]
                                            EXIT_ERROR))
     pipe.send(answer)
     pipe.close()
-
-
-def become_child(parent: int, records, levels: dict[str, int]) -> None:
-    """Set up a process forked for the command's process `parent`: it dies with it, leaves Ctrl-C
-    to it, and logs through it (`records`: the queue its QueueListener reads) at `levels`."""
-    die_with(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the command's process decides, through `stop`
-    root = logging.getLogger()
-    root.handlers[:] = [ToParent(records)]
-    for name, level in levels.items():
-        logging.getLogger(name or None).setLevel(level)
-
-
-def die_with(parent: int) -> None:
-    """End this process when the command's process ends, `kill -9` included: no writer outlives
-    the lock it writes under.
-
-    Its own parent is the fork server, which ends when the command's process does (its pipe
-    from the command closes); the kernel then kills this process. The command is watched too.
-    """
-    try:   # Linux: the kernel sends SIGKILL the moment the fork server dies
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-    server = os.getppid()
-
-    def watch() -> None:
-        try:   # Linux 5.3+: woken the moment the command's process ends
-            with open(os.pidfd_open(parent), closefd=True) as ended:
-                select.select([ended], [], [])
-        except (OSError, AttributeError):   # elsewhere: poll
-            while pid_alive(parent) and os.getppid() == server:
-                time.sleep(0.2)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    if not pid_alive(parent):
-        os.kill(os.getpid(), signal.SIGKILL)
-    threading.Thread(target=watch, name="zk2kafka-parent-watch", daemon=True).start()
