@@ -80,7 +80,7 @@ def plan(settings: Settings, command: str) -> Plan:
     run, state = new_run_id(), StateDir(settings.state_dir)
     # Both stores answer before Spark starts: an unreachable one is a short failure, with no JVM
     # started for nothing. Then Spark boots while the stores are read.
-    reached = stores.reach(settings)
+    reached = stores.reach(settings.connection)
     spark = SparkStarter(settings.spark_master, settings.cache_dir)
     try:
         scanned = _scan(settings, state, run)
@@ -97,7 +97,7 @@ def plan(settings: Settings, command: str) -> Plan:
             topics, topic_selected = _remote_topics(settings, names.topics, selection)
             syncs = _read_offset_syncs(settings, state.kafka_snapshot(run).with_name(
                 f"offset-syncs-{run}.parquet"), names.topics)
-        admin = open_admin(settings)
+        admin = open_admin(settings.connection)
         try:
             kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), names.groups,
                                                topics, topic_selected)

@@ -49,7 +49,7 @@ def ready_for_kraft(settings: Settings) -> dict[str, Any]:
     run, state = new_run_id(), StateDir(settings.state_dir)
     source = f"{settings.zookeeper}{settings.path_template or settings.zk_root}"
     # Both stores reached before the watch: an unreachable Kafka fails now, not after it.
-    admin = open_admin(settings)
+    admin = open_admin(settings.connection)
     try:
         return _check(settings, admin, run, state, source)
     finally:
@@ -57,7 +57,7 @@ def ready_for_kraft(settings: Settings) -> dict[str, Any]:
 
 
 def _check(settings: Settings, admin, run: str, state: StateDir, source: str) -> dict[str, Any]:
-    client = connect(settings)
+    client = connect(settings.connection)
     try:
         reader = make_reader(client, settings)
         first = _read(reader, reader.groups())

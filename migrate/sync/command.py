@@ -18,7 +18,6 @@ from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards
 from migrate.sync.service import Endpoint
 from migrate.sync.sessions import OneFollower
-from migrate.write.guards import settings_record
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +53,8 @@ def follow(settings: Settings) -> dict[str, Any]:
         if journal is not None:
             # After the endpoint is bound: a port in use journals no run that never ran.
             # Sync only reads ZooKeeper.
-            record = {**settings_record(settings, stores.reach(settings, zookeeper=False)),
-                      "no_zk_write": True}
+            reached = stores.reach(settings.connection, zookeeper=False)
+            record = {**settings.recorded(), "stores": reached.to_json(), "no_zk_write": True}
             journal.create_run(run_id, "sync", "", record, {}, report=str(report))
         if settings.stop_after:
             timer = threading.Timer(settings.stop_after, stop.set)

@@ -100,7 +100,7 @@ class FollowerShards:
             "zk2kafka-sync")
         try:
             # /healthz's Kafka probe; the shards' sessions are theirs.
-            self._admin = open_admin(settings)
+            self._admin = open_admin(settings.connection)
         except BaseException:
             self.close()
             raise

@@ -50,9 +50,9 @@ def make_follower(settings: Settings, client: KazooClient, admin: KafkaAdminClie
 
 def open_sessions(settings: Settings) -> tuple[KafkaAdminClient, KazooClient]:
     """A Kafka admin and a ZooKeeper session for one follower."""
-    admin = open_admin(settings, in_flight=settings.parallelism + 4)
+    admin = open_admin(settings.connection, in_flight=settings.parallelism + 4)
     try:
-        return admin, connect(settings)
+        return admin, connect(settings.connection)
     except BaseException:
         admin.close()
         raise

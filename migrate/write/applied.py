@@ -62,11 +62,11 @@ def verify_run(settings: Settings) -> dict[str, Any]:
         reached = None
         if wrote_zk and not not_consulted:
             try:
-                reached = stores.reach(settings)
+                reached = stores.reach(settings.connection)
             except ZkUnavailable as exc:
                 not_consulted = str(exc)
         if reached is None:
-            reached = stores.reach(settings, zookeeper=False)
+            reached = stores.reach(settings.connection, zookeeper=False)
         if not_consulted:
             log.warning("verify: ZooKeeper was not consulted (%s): Kafka alone is checked "
                         "against what run %s wrote", not_consulted, run.run_id)

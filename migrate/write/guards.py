@@ -128,8 +128,8 @@ def executable(reviewed: ReviewedPlan, settings: Settings, now: Stores) -> None:
     current = {**settings_record(settings), "execute": settings.execute,
                "zk_root": settings.path_template or settings.zk_root}
     inputs = reviewed.summary.get("inputs", {})
-    elsewhere = same_clusters(Stores.from_json(inputs.get("stores")), now, inputs, settings,
-                              f"plan {reviewed.id}")
+    elsewhere = same_clusters(Stores.from_json(inputs.get("stores")), now, inputs,
+                              settings.connection, f"plan {reviewed.id}")
     refusals = reviewed.refusals(current, settings.max_plan_age, elsewhere)
     if refusals:
         raise PlanRefused(reviewed.id, "; ".join(refusals) + "; nothing was written")

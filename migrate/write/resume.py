@@ -35,7 +35,7 @@ def resume(settings: Settings) -> dict[str, Any]:
         run = guards.resumable(journal, settings)
     settings = guards.as_recorded(settings, run)
     # Resume reads ZooKeeper even where the run does not write it.
-    reached = stores.reach(settings)
+    reached = stores.reach(settings.connection)
     guards.same_stores(run, settings, reached, "resume", zookeeper=True)
     if not settings.execute:
         return _dry_run(settings, run.run_id)

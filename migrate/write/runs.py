@@ -75,7 +75,7 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     settings.require("zookeeper")
     settings.require("bootstrap_server")
     plan = ReviewedPlan.load(settings.plan, Path(settings.state_dir) / "reports")
-    reached = stores.reach(settings)
+    reached = stores.reach(settings.connection)
     guards.executable(plan, settings, reached)
     writer_shards.warm_up(settings)
     planned = _planned(plan.file, plan.summary["per_group"])
@@ -252,8 +252,8 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
         if not settings.execute:
             return {"run": run_id, "groups": len(touched), "offsets": offsets, "dry_run": True,
                     "wrote_zookeeper": wrote_zk}
-        guards.same_stores(original, settings, stores.reach(settings, zookeeper=wrote_zk),
-                           "roll back")
+        reached = stores.reach(settings.connection, zookeeper=wrote_zk)
+        guards.same_stores(original, settings, reached, "roll back")
         previous = guards.not_rolled_back(journal, run_id)
         # Both stores are reachable before anything is journaled.
         with open_writers(settings, zk=wrote_zk) as writers:

@@ -28,9 +28,9 @@ class Writers(NamedTuple):
 def open_writers(settings: Settings, zk: bool) -> Iterator[Writers]:
     """The two stores' writers, `--parallelism` commits in flight."""
     # Room for two batches' commits, and their reads.
-    admin = open_admin(settings, in_flight=2 * settings.parallelism + 8)
+    admin = open_admin(settings.connection, in_flight=2 * settings.parallelism + 8)
     try:
-        client = connect(settings) if zk else None
+        client = connect(settings.connection) if zk else None
     except BaseException:
         admin.close()
         raise

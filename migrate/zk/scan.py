@@ -67,7 +67,7 @@ def scan_to_parquet(settings: Settings, dest: Path, metadata: dict[str, str]) ->
 
     Raises ZkUnavailable when ZooKeeper cannot be reached or stays away past the retry deadline.
     """
-    client = connect(settings)
+    client = connect(settings.connection)
     try:
         groups = make_reader(client, settings).groups()
     finally:
@@ -87,7 +87,7 @@ def scan_to_parquet(settings: Settings, dest: Path, metadata: dict[str, str]) ->
 def _read_groups(settings: Settings, groups: list[str], writer: pq.ParquetWriter,
                  advance) -> ScanStats:
     stats = ScanStats()
-    client = connect(settings)
+    client = connect(settings.connection)
     try:
         reader = make_reader(client, settings)
         for batch in reader.batches(groups):
