@@ -24,11 +24,10 @@ from migrate import processes as workers
 from migrate.errors import EXIT_ERROR, MigrateError, StateDirError, WorkerFailed
 from migrate.journal.journal import Journal
 from migrate.progress import Progress
-from migrate.settings import Settings
 from migrate.write.batches import Batched, run_batches
 from migrate.write.dual_commit import WRITER_PARENT_ENV
 from migrate.write.review import Review
-from migrate.write.sessions import migrate_writer, open_writers
+from migrate.write.sessions import WriterOptions, migrate_writer, open_writers
 
 log = logging.getLogger(__name__)
 
@@ -49,19 +48,20 @@ class _Done(NamedTuple):
     error: tuple[str, int] | None = None   # (its one line, its exit code)
 
 
-def warm_up(settings: Settings) -> None:
+def warm_up(writers: int) -> None:
     """Start the writer processes' server now, when --writers asks for more than one: it starts
     while the command reads and journals the plan (migrate/processes.py)."""
-    if settings.writers > 1:
+    if writers > 1:
         workers.warm_up(__name__)
 
 
-def processes(settings: Settings, groups: list[str], batch: int) -> int:
-    """How many writer processes a run of `groups` gets: --writers, at most one per batch."""
-    return max(1, min(settings.writers, -(-len(groups) // batch)))
+def processes(writers: int, groups: list[str], batch: int) -> int:
+    """How many writer processes a run of `groups` gets: `writers` (--writers), at most one per
+    batch."""
+    return max(1, min(writers, -(-len(groups) // batch)))
 
 
-def write(settings: Settings, journal_dir: Path, run_id: str, groups: list[str], batch: int,
+def write(options: WriterOptions, journal_dir: Path, run_id: str, groups: list[str], batch: int,
           review: Review | None, dry_run: bool, progress: Progress) -> Sharded:
     """The dual commit of `groups` over `processes()` writer processes; their outcomes merged.
 
@@ -69,13 +69,13 @@ def write(settings: Settings, journal_dir: Path, run_id: str, groups: list[str],
     StateDirError when a process could not journal a step, MigrateError when one failed
     otherwise (the journal says what it had done; a resume finishes the rest).
     """
-    n = processes(settings, groups, batch)
+    n = processes(options.writers, groups, batch)
     batches = [groups[i:i + batch] for i in range(0, len(groups), batch)]
     shards = [[g for chunk in batches[k::n] for g in chunk] for k in range(n)]
     ctx = workers.context()
     counts, stop = ctx.Array("q", 2), ctx.Event()
     writers = workers.Workers(_shard, [
-        (os.getpid(), settings, journal_dir, run_id, shard, batch,
+        (os.getpid(), options, journal_dir, run_id, shard, batch,
          None if review is None else review.of(shard), dry_run, counts, stop) for shard in shards],
         "zk2kafka-writer")
     try:
@@ -149,15 +149,16 @@ class _Shared:
             self.counts[1] += offsets
 
 
-def _shard(pipe, parent: int, settings: Settings, journal_dir: Path, run_id: str,
+def _shard(pipe, parent: int, options: WriterOptions, journal_dir: Path, run_id: str,
            groups: list[str], batch: int, review: Review | None, dry_run: bool, counts,
            stop) -> None:
     """A writer process of the command's process `parent`: its groups through the dual commit,
     its answer sent down `pipe`."""
     os.environ[WRITER_PARENT_ENV] = str(parent)   # see crash_point()
     try:
-        with Journal.open(journal_dir) as journal, open_writers(settings, zk=True) as writers:
-            writer = migrate_writer(settings, journal, run_id, writers, review, dry_run)
+        with (Journal.open(journal_dir) as journal,
+              open_writers(options.connection, options.parallelism, zk=True) as writers):
+            writer = migrate_writer(options, journal, run_id, writers, review, dry_run)
             batched = run_batches(groups, writer.migrate, batch, 2, _Shared(counts), stop.is_set)
             answer = _Done(batched, writer.moved)
     except StateDirError as exc:
