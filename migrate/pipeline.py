@@ -131,7 +131,12 @@ def plan(settings: Settings, command: str) -> Plan:
             "offset_syncs_snapshot": str(syncs.path), "syncs": syncs.syncs,
             "synced_partitions": syncs.partitions, "skipped_records": syncs.skipped,
             "offset_syncs_seconds": syncs.seconds}
-    summary = {**build_summary(run, command, settings, result, kafka, inputs),
+    policies = {"on_conflict": settings.on_conflict, "out_of_range": settings.out_of_range,
+                "offset_semantics": settings.offset_semantics,
+                "allow_live_zk_consumers": settings.allow_live_zk_consumers,
+                "rewrite_zk_offsets": settings.rewrite_zk_offsets}
+    summary = {**build_summary(run, command, result, kafka, inputs, selection, policies,
+                               settings.spark_master),
                # What a change ticket quotes; `migrate --plan` checks it.
                "plan_id": plan_id(run, result.plan)}
     if translation is not None:
