@@ -13,9 +13,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
-from migrate.sync.follower import Sweep
 from migrate.sync.follower_shards import Merged, merged_status, shard_of
-from migrate.sync.state import status_line
+from migrate.sync.state import Sweep, status_line
 
 
 def test_a_group_keeps_its_shard_in_every_process():
