@@ -34,7 +34,7 @@ from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.client import close, connect
 from migrate.zk.quiet import Stamp, moved_within, seconds
 from migrate.zk.reader import SCHEMA, ZkOffsetReader
-from migrate.zk.scan import make_reader
+from migrate.zk.scan import ReaderOptions, make_reader
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def ready_for_kraft(settings: Settings) -> dict[str, Any]:
 def _check(settings: Settings, admin, run: str, state: StateDir, source: str) -> dict[str, Any]:
     client = connect(settings.connection)
     try:
-        reader = make_reader(client, settings)
+        reader = make_reader(client, ReaderOptions.of(settings))
         first = _read(reader, reader.groups())
         if not first:
             raise NothingFound("ready-for-kraft", source, selection_text(settings),

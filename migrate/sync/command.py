@@ -17,7 +17,7 @@ from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards
 from migrate.sync.service import Endpoint
-from migrate.sync.sessions import OneFollower
+from migrate.sync.sessions import FollowOptions, OneFollower
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +38,15 @@ def follow(settings: Settings) -> dict[str, Any]:
     # As migrate: an explicit --metadata, even "", is what is written; the journal records it
     # for later runs.
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
+    options = FollowOptions.of(settings)
     stop = threading.Event()
     followers = endpoint = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        if settings.writers > 1:
-            followers = FollowerShards(settings, run_id, metadata, report / "sync-status.json")
+        if options.writers > 1:
+            followers = FollowerShards(options, run_id, metadata, report / "sync-status.json")
         else:
-            followers = OneFollower(settings, journal, run_id, metadata,
+            followers = OneFollower(options, journal, run_id, metadata,
                                     report / "sync-status.json")
         if settings.metrics_address is not None:
             endpoint = Endpoint(settings.metrics_address, followers.registry,

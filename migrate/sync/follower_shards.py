@@ -36,10 +36,9 @@ from migrate import processes
 from migrate.errors import EXIT_ERROR, MigrateError, WorkerFailed
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
-from migrate.settings import Settings
 from migrate.state import iso
 from migrate.sync.service import Health
-from migrate.sync.sessions import make_follower, open_sessions
+from migrate.sync.sessions import FollowOptions, make_follower, open_sessions
 from migrate.sync.state import group_lists, status_line
 from migrate.zk.client import close
 
@@ -62,7 +61,7 @@ class Report(NamedTuple):
     shard: int
     families: list[Metric]          # its registry, collected
     figures: dict[str, Any]         # SyncStatus.figures
-    # sync_state.group_lists of its groups, sent when they changed, every STATUS_EVERY and at the
+    # state.group_lists of its groups, sent when they changed, every STATUS_EVERY and at the
     # end (at 10,000 groups they are most of a report); None: as last sent
     groups: dict[str, Any] | None
     zk_state: str                   # its kazoo session's state
@@ -79,10 +78,10 @@ class Failed(NamedTuple):
 
 
 class FollowerShards:
-    """`settings.writers` follower processes, started at once; `run` follows until `stop`."""
+    """`options.writers` follower processes, started at once; `run` follows until `stop`."""
 
-    def __init__(self, settings: Settings, run_id: str, metadata: str, status_file: Path):
-        self.settings, self.status_file = settings, status_file
+    def __init__(self, options: FollowOptions, run_id: str, metadata: str, status_file: Path):
+        self.options, self.status_file = options, status_file
         self.started = time.time()
         self.reports: dict[int, Report] = {}
         self.groups: dict[int, dict[str, Any]] = {}   # each shard's group lists, as last sent
@@ -94,20 +93,20 @@ class FollowerShards:
         # called, after the command has bound its endpoint and journaled the run.
         self._stop, self._go = ctx.Event(), ctx.Event()
         self._admin = None
-        n = settings.writers
+        n = options.writers
         self.workers = processes.Workers(_follow_shard, [
-            (settings, run_id, metadata, k, n, self._stop, self._go) for k in range(n)],
+            (options, run_id, metadata, k, n, self._stop, self._go) for k in range(n)],
             "zk2kafka-sync")
         try:
             # /healthz's Kafka probe; the shards' sessions are theirs.
-            self._admin = open_admin(settings.connection)
+            self._admin = open_admin(options.connection)
         except BaseException:
             self.close()
             raise
 
     def health(self) -> Health:
         return Health(_Sessions(self), lambda: self._admin.describe_topics([]),
-                      self.last_rescan, self.settings.rescan_every)
+                      self.last_rescan, self.options.rescan_every)
 
     def last_rescan(self) -> float | None:
         """When the oldest of the shards' last re-scans finished: all groups re-read since."""
@@ -269,16 +268,16 @@ class Merged(Collector):
 
 # -- in a follower process ------------------------------------------------------------------------
 
-def _follow_shard(pipe, settings: Settings, run_id: str, metadata: str, k: int, n: int, stop,
-                  go) -> None:
+def _follow_shard(pipe, options: FollowOptions, run_id: str, metadata: str, k: int, n: int,
+                  stop, go) -> None:
     """A follower process: the groups of shard `k` of `n` followed until `stop`, its figures sent
     down `pipe` every REPORT_EVERY and once more at the end."""
     sending = threading.Lock()   # the reporter thread and this one share the pipe
     try:
-        with Journal.open(settings.state_dir) if settings.execute else nullcontext() as journal:
-            admin, client = open_sessions(settings)
+        with nullcontext() if options.dry_run else Journal.open(options.state_dir) as journal:
+            admin, client = open_sessions(options)
             try:
-                follower = make_follower(settings, client, admin, journal, run_id, metadata,
+                follower = make_follower(options, client, admin, journal, run_id, metadata,
                                          None, status_every=None,
                                          owns=lambda group: shard_of(group, n) == k)
 
