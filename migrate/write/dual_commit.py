@@ -38,7 +38,7 @@ from migrate.zk.writer import ZkChanged, ZkOffsetWriter, Znode
 log = logging.getLogger(__name__)
 
 CRASH_ENV = "ZK2KAFKA_CRASH_AT"
-# Set in a writer process of `--writers N` (shards.py): the command's pid.
+# Set in a writer process of `--writers N` (writer_shards.py): the command's pid.
 WRITER_PARENT_ENV = "ZK2KAFKA_WRITER_PARENT"
 WOULD_WRITE = "would write"   # a dry run's outcome for a group that passed every check
 
