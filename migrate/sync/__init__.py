@@ -1,5 +1,5 @@
-"""The follower service, `zk2kafka sync`: follow mode for a rolling cutover, each ZooKeeper offset
-change mirrored into Kafka until stopped, one module per role.
+"""The follower service, the `sync` command: follow mode for a rolling cutover, each ZooKeeper
+offset change mirrored into Kafka until stopped, one module per role.
 
 - `command`: the sync command: the journal, signals, the stop timer and the metrics endpoint
   around the followers;
