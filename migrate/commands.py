@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate.apply import runs
-from migrate.apply.applied import verify_run
-from migrate.apply.resume import resume
-from migrate.apply.follow import follow
 from migrate import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
 from migrate.report import text
@@ -17,6 +13,12 @@ from migrate.sandbox.commands import (sandbox_down, sandbox_kraft_migrate, sandb
                                       sandbox_status, sandbox_stop_old_consumers, sandbox_tool,
                                       sandbox_up)
 from migrate.settings import Settings
+from migrate.sync.command import follow
+from migrate.write import execute, results
+from migrate.write.applied import verify_run
+from migrate.write.resume import resume
+from migrate.write.rollback import rollback as rollback_run
+from migrate.write.status import status as run_status
 
 
 def scan(settings: Settings) -> Result:
@@ -32,7 +34,7 @@ def diff(settings: Settings) -> Result:
     Never writes.
     """
     plan = pipeline.plan(settings, "diff")
-    data = plan.to_json()
+    data = pipeline.plan_data(plan)
     return Result(text.plan(data), data, plan.exit_code)
 
 
@@ -45,21 +47,21 @@ def migrate(settings: Settings) -> Result:
     if settings.resume:
         data = resume(settings)
         if not settings.execute:
-            return Result(text.resume_dry_run(data), data, runs.dry_run_exit_code(data))
-        return Result(text.run(data), data, runs.exit_code(data))
+            return Result(text.resume_dry_run(data), data, results.dry_run_exit_code(data))
+        return Result(text.run(data), data, results.exit_code(data))
     if settings.plan:
-        data = runs.reviewed(settings)
+        data = execute.reviewed(settings)
         if data.get("all_applied"):
-            return Result(text.already_applied(data), data, runs.applied_exit_code(data))
+            return Result(text.already_applied(data), data, results.applied_exit_code(data))
         if not settings.execute:
-            return Result(text.reviewed_dry_run(data), data, runs.dry_run_exit_code(data))
-        return Result(text.run(data), data, runs.exit_code(data))
+            return Result(text.reviewed_dry_run(data), data, results.dry_run_exit_code(data))
+        return Result(text.run(data), data, results.exit_code(data))
     plan = pipeline.plan(settings, "migrate")
     if not settings.execute:
-        data = {**plan.to_json(), "dry_run": True}
+        data = {**pipeline.plan_data(plan), "dry_run": True}
         return Result(text.migrate_dry_run(data), data, plan.exit_code)
-    data = runs.execute(settings, plan)
-    return Result(text.run(data), data, runs.exit_code(data))
+    data = execute.fresh(settings, plan)
+    return Result(text.run(data), data, results.exit_code(data))
 
 
 def verify(settings: Settings) -> Result:
@@ -98,15 +100,15 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
     A dry run unless --execute.
     """
-    data = runs.rollback(settings, run_id)
+    data = rollback_run(settings, run_id)
     if not settings.execute:
         return Result(text.rollback_dry_run(data), data)
-    return Result(text.run(data), data, runs.exit_code(data))
+    return Result(text.run(data), data, results.exit_code(data))
 
 
 def status(settings: Settings, run_id: str | None = None) -> Result:
     """Runs in the journal, or one run's groups by state with the reasons of those that failed."""
-    data = runs.status(settings, run_id)
+    data = run_status(settings.state_dir, run_id)
     return Result(text.status(data), data)
 
 

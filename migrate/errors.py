@@ -113,6 +113,15 @@ class WriterBusy(MigrateError):
         self.lock, self.holder = lock, holder
 
 
+class WorkerFailed(MigrateError):
+    """A worker process (`migrate --writers N`, `sync --writers N`) stopped on an error, or died:
+    its line, and the exit code the command ends with (that of the worker's own error)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 class PlanRefused(MigrateError):
     """A reviewed plan that cannot be executed as it stands: altered, made elsewhere or with other
     policies, too old."""

@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate import stores
-from migrate.diff.plan import Plan, commits, plan_batches, plan_id
-from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY
+from migrate.diff.plan import BLOCKED_SHOWN, Plan, commits, plan_batches, plan_id
+from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY, blocked_groups
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
 from migrate.kafka.client import open_admin
 from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
@@ -80,7 +80,7 @@ def plan(settings: Settings, command: str) -> Plan:
     run, state = new_run_id(), StateDir(settings.state_dir)
     # Both stores answer before Spark starts: an unreachable one is a short failure, with no JVM
     # started for nothing. Then Spark boots while the stores are read.
-    reached = stores.reach(settings)
+    reached = stores.reach(settings.connection)
     spark = SparkStarter(settings.spark_master, settings.cache_dir)
     try:
         scanned = _scan(settings, state, run)
@@ -97,7 +97,7 @@ def plan(settings: Settings, command: str) -> Plan:
             topics, topic_selected = _remote_topics(settings, names.topics, selection)
             syncs = _read_offset_syncs(settings, state.kafka_snapshot(run).with_name(
                 f"offset-syncs-{run}.parquet"), names.topics)
-        admin = open_admin(settings)
+        admin = open_admin(settings.connection)
         try:
             kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), names.groups,
                                                topics, topic_selected)
@@ -131,7 +131,12 @@ def plan(settings: Settings, command: str) -> Plan:
             "offset_syncs_snapshot": str(syncs.path), "syncs": syncs.syncs,
             "synced_partitions": syncs.partitions, "skipped_records": syncs.skipped,
             "offset_syncs_seconds": syncs.seconds}
-    summary = {**build_summary(run, command, settings, result, kafka, inputs),
+    policies = {"on_conflict": settings.on_conflict, "out_of_range": settings.out_of_range,
+                "offset_semantics": settings.offset_semantics,
+                "allow_live_zk_consumers": settings.allow_live_zk_consumers,
+                "rewrite_zk_offsets": settings.rewrite_zk_offsets}
+    summary = {**build_summary(run, command, result, kafka, inputs, selection, policies,
+                               settings.spark_master),
                # What a change ticket quotes; `migrate --plan` checks it.
                "plan_id": plan_id(run, result.plan)}
     if translation is not None:
@@ -198,6 +203,16 @@ def _names(zk_snapshot: Path) -> Names:
     return Names(sorted(groups), sorted(t for t in topics if t is not None))
 
 
+def plan_data(plan: Plan) -> dict[str, Any]:
+    """A computed plan as diff and migrate print it (`--json`): its summary without the per-group
+    table, the groups with blocker rows (why, in words), and where the report and its files are."""
+    data = {k: v for k, v in plan.summary.items() if k != "per_group"}
+    # per_group is in order of most blockers first: the groups a terminal lists first.
+    return {**data, "blocked": blocked_groups(plan.summary["per_group"], BLOCKED_SHOWN),
+            "report": str(plan.files["summary"].parent),
+            "files": {k: str(v) for k, v in plan.files.items()}}
+
+
 def verify(settings: Settings) -> dict[str, Any]:
     """A fresh plan's data, and whether every selected ZooKeeper offset equals Kafka's (IN_SYNC);
     where they differ, whether Kafka is ahead (a consumer moved on past the migrated offset) or
@@ -210,7 +225,7 @@ def verify(settings: Settings) -> dict[str, Any]:
         differ = batch.filter(pc.equal(batch.column("status"), CONFLICT)).column("zk_minus_kafka")
         ahead += pc.sum(pc.less(differ, 0)).as_py() or 0
         behind += pc.sum(pc.greater(differ, 0)).as_py() or 0
-    return {**computed.to_json(), "verified": not mismatched, "mismatched": mismatched,
+    return {**plan_data(computed), "verified": not mismatched, "mismatched": mismatched,
             "kafka_ahead": ahead, "kafka_behind": behind}
 
 

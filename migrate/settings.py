@@ -17,32 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from migrate.connection import Connection, Secret, required
 from migrate.errors import ConfigError, UnknownOption
 from migrate.kafka_config import ClientConfig, check_tls, load_client_config
 from migrate.options import OPTIONS, OPTIONS_BY_NAME, Option
-
-
-class Secret:
-    """A string that never shows itself in repr, str, logs or reports."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str):
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
 
 
 # The options a writing run records (the journal keeps them; resume and rollback compare them).
@@ -113,18 +91,22 @@ class Settings:
 
     def require(self, name: str) -> Any:
         """The value of option `name`; raises ConfigError naming its flag and variable if unset."""
-        value = getattr(self, name)
-        if value in (None, ""):
-            opt = OPTIONS_BY_NAME[name]
-            hint = f" or set {opt.env_var}" if opt.env_var else ""
-            raise ConfigError(f"{opt.cli_flag} is required for this command{hint}")
-        return value
+        return required(name, getattr(self, name))
+
+    @property
+    def connection(self) -> Connection:
+        """How to reach the stores: what their clients are opened with, and nothing else."""
+        return Connection(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Connection)})
+
+    def recorded(self) -> dict[str, Any]:
+        """The options a writing run records in the journal (those marked recorded), as JSON
+        values: what resume, rollback and verify --run compare and take up again."""
+        return {name: list(v) if isinstance(v := getattr(self, name), tuple) else v
+                for name in RECORDED}
 
     def kafka_options(self) -> dict[str, Any]:
         """kafka-python client keyword options: --command-config merged under --bootstrap-server."""
-        options = dict(self.kafka_client.options) if self.kafka_client else {}
-        options["bootstrap_servers"] = self.require("bootstrap_server").split(",")
-        return options
+        return self.connection.kafka_options()
 
     def secrets(self) -> list[str]:
         """Every secret value of these settings (passwords, credentials), for `log.redact`."""
@@ -140,10 +122,7 @@ class Settings:
 
     def zk_auth_data(self) -> list[tuple[str, str]]:
         """kazoo `auth_data`: [(scheme, credential)] or []."""
-        if self.zk_auth is None:
-            return []
-        scheme, _, credential = self.zk_auth.reveal().partition(":")
-        return [(scheme, credential)] if scheme and credential else []
+        return self.connection.zk_auth_data()
 
 
 def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:

@@ -16,14 +16,20 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, NoNodeError
 
+from migrate.connection import Connection
+from migrate.errors import ZkUnavailable
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
-from migrate.settings import Settings
 from migrate.zk.client import close, connect
 
 log = logging.getLogger(__name__)
+
+# What a store away past the retry deadline raises: the writer leaves its groups for resume,
+# sync tries again at its next re-scan.
+OUTAGES = (KafkaError, KazooException, OSError, ZkUnavailable)
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ class Stores:
                    tuple(data.get("zookeeper_servers") or ()), data.get("zookeeper_chroot") or "")
 
 
-def reach(settings: Settings, *, kafka: bool = True, zookeeper: bool = True) -> Stores:
+def reach(connection: Connection, *, kafka: bool = True, zookeeper: bool = True) -> Stores:
     """Connect to the stores asked for and read what identifies them.
 
     Raises KafkaUnavailable, ZkUnavailable or ConfigError, each one line, within the client's
@@ -59,14 +65,14 @@ def reach(settings: Settings, *, kafka: bool = True, zookeeper: bool = True) -> 
     servers: tuple[str, ...] = ()
     chroot = ""
     if zookeeper:
-        client = connect(settings)
+        client = connect(connection)
         try:
             zk_id = _zk_cluster_id(client)
         finally:
             close(client)
-        servers, chroot = zk_servers(settings.require("zookeeper"))
+        servers, chroot = zk_servers(connection.require("zookeeper"))
     if kafka:
-        admin = open_admin(settings)
+        admin = open_admin(connection)
         try:
             kafka_id = describe_cluster(admin, BrokerFeatures.of(admin)).cluster_id
         finally:
@@ -102,7 +108,7 @@ def zk_servers(connect_string: str) -> tuple[tuple[str, ...], str]:
 
 
 def differences(recorded: Stores | None, now: Stores, addresses_then: dict[str, Any],
-                settings: Settings, *, zookeeper: bool = True) -> list[str]:
+                connection: Connection, *, zookeeper: bool = True) -> list[str]:
     """Why the stores reached now are not the ones recorded, in words; [] when they are.
 
     Without a recorded identity (a plan or run of an older zk2kafka), the addresses must be
@@ -111,43 +117,44 @@ def differences(recorded: Stores | None, now: Stores, addresses_then: dict[str, 
     found = []
     kafka_then = addresses_then.get("bootstrap_server")
     if recorded is None or recorded.kafka is None or now.kafka is None:
-        if kafka_then != settings.bootstrap_server:
-            found.append(f"--bootstrap-server {kafka_then!r} then, {settings.bootstrap_server!r} "
+        if kafka_then != connection.bootstrap_server:
+            found.append(f"--bootstrap-server {kafka_then!r} then, {connection.bootstrap_server!r} "
                          "now, and no Kafka cluster id recorded to tell if they are one cluster")
     elif recorded.kafka != now.kafka:
         found.append(f"Kafka cluster {recorded.kafka} then (--bootstrap-server {kafka_then!r}), "
-                     f"{now.kafka} now (--bootstrap-server {settings.bootstrap_server!r})")
+                     f"{now.kafka} now (--bootstrap-server {connection.bootstrap_server!r})")
     if not zookeeper:
         return found
     zk_then = addresses_then.get("zookeeper")
     if recorded is None or not recorded.zk_servers:
-        if zk_then != settings.zookeeper:
-            found.append(f"--zookeeper {zk_then!r} then, {settings.zookeeper!r} now, and no "
+        if zk_then != connection.zookeeper:
+            found.append(f"--zookeeper {zk_then!r} then, {connection.zookeeper!r} now, and no "
                          "ZooKeeper identity recorded to tell if they are one cluster")
     elif recorded.zookeeper or now.zookeeper:
         if recorded.zookeeper != now.zookeeper:
             found.append(f"ZooKeeper's /cluster/id {recorded.zookeeper or 'none'} then "
                          f"(--zookeeper {zk_then!r}), {now.zookeeper or 'none'} now "
-                         f"(--zookeeper {settings.zookeeper!r})")
+                         f"(--zookeeper {connection.zookeeper!r})")
     elif not set(recorded.zk_servers) & set(now.zk_servers) or recorded.zk_chroot != now.zk_chroot:
         # No broker cluster id under either chroot: one ensemble shares a server, one place in it
         # is one chroot.
-        found.append(f"--zookeeper {zk_then!r} then, {settings.zookeeper!r} now: other servers "
+        found.append(f"--zookeeper {zk_then!r} then, {connection.zookeeper!r} now: other servers "
                      "or another chroot")
     return found
 
 
 def same_clusters(recorded: Stores | None, now: Stores, addresses_then: dict[str, Any],
-                  settings: Settings, what: str, *, zookeeper: bool = True) -> list[str]:
+                  connection: Connection, what: str, *,
+                  zookeeper: bool = True) -> list[str]:
     """differences(), and a log line for each store reached at another address than `what`
     recorded, which is accepted: the same cluster."""
-    found = differences(recorded, now, addresses_then, settings, zookeeper=zookeeper)
+    found = differences(recorded, now, addresses_then, connection, zookeeper=zookeeper)
     if not found:
         for flag, then, current in (
                 ("--bootstrap-server", addresses_then.get("bootstrap_server"),
-                 settings.bootstrap_server),
+                 connection.bootstrap_server),
                 ("--zookeeper", addresses_then.get("zookeeper"),
-                 settings.zookeeper if zookeeper else None)):
+                 connection.zookeeper if zookeeper else None)):
             if current is not None and then is not None and then != current:
                 log.info("%s %s reaches the cluster %s reached for %s", flag, current, then, what)
     return found

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 DEFAULT_CACHE = Path("~/.cache/zk2kafka")
@@ -54,14 +53,15 @@ def java_options(cache_dir: Path | None = None) -> str:
 
 
 def make(cache_dir: Path | None = None) -> Path:
-    """Make the archive (a small diff in a child process whose JVM dumps its classes on exit)."""
+    """Make the archive (a small diff in a child process whose JVM dumps its classes on exit:
+    cds_dump.py)."""
     path = archive_path(cache_dir)
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
     try:
-        subprocess.run([sys.executable, "-m", "migrate.diff.cds", "--dump", str(partial)],
+        subprocess.run([sys.executable, "-m", "migrate.diff.cds_dump", str(partial)],
                        check=True, stdout=subprocess.DEVNULL)
         os.replace(partial, path)
     finally:
@@ -69,45 +69,5 @@ def make(cache_dir: Path | None = None) -> Path:
     return path
 
 
-def _dump(partial: Path) -> None:
-    """In the child: run a small diff on a JVM told to archive its classes at exit, then end that
-    JVM (EOF on its stdin, as when Python exits) and wait until it has written the archive."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyspark import SparkContext
-
-    from migrate.diff import run
-    from migrate.diff.offset_diff import Policy
-    from migrate.kafka.snapshot import KAFKA_SCHEMA, OFFSET, PARTITION
-    from migrate.zk.reader import SCHEMA as ZK_SCHEMA
-
-    zk = [{"group": f"g{g}", "topic": "t", "partition": p, "offset": 5, "status": "OK",
-           "version": 1, "mzxid": 7, "path": f"/consumers/g{g}/offsets/t/{p}",
-           "layout": "offsets", "zk_consumers": 0} for g in range(20) for p in range(4)]
-    kafka = [{"kind": PARTITION, "topic": "t", "partition": p, "log_start": 0, "log_end": 9}
-             for p in range(4)]
-    kafka.append({"kind": OFFSET, "group": "g0", "topic": "t", "partition": 0,
-                  "committed_offset": 3, "metadata": ""})
-    with tempfile.TemporaryDirectory(prefix="zk2kafka-cds-") as tmp:
-        work = Path(tmp)
-        pq.write_table(pa.Table.from_pylist(zk, schema=ZK_SCHEMA), work / "zk.parquet")
-        pq.write_table(pa.Table.from_pylist(kafka, schema=KAFKA_SCHEMA), work / "kafka.parquet")
-        starter = run.SparkStarter("local[2]",
-                                   class_data=f"-XX:ArchiveClassesAtExit={partial} {QUIET}")
-        run.run_diff(work / "zk.parquet", work / "kafka.parquet", Policy(), "local[2]",
-                     work / "plan.parquet", starter)
-    gateway = SparkContext._gateway
-    proc = getattr(gateway, "proc", None)
-    gateway.shutdown()
-    if proc is not None:
-        proc.stdin.close()
-        proc.wait(timeout=300)
-    if not partial.is_file():
-        raise SystemExit(f"the Spark JVM wrote no archive at {partial}")
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--dump"]:
-        _dump(Path(sys.argv[2]))
-    else:
-        print(make())
+    print(make())

@@ -149,16 +149,6 @@ class Plan:
     def exit_code(self) -> int:
         return EXIT_BLOCKERS if self.summary["blockers"] else EXIT_OK
 
-    def to_json(self) -> dict[str, Any]:
-        """The summary without its per-group table, with where the report and its files are."""
-        from migrate.diff.schema import blocked_groups
-
-        data = {k: v for k, v in self.summary.items() if k != "per_group"}
-        # per_group is in order of most blockers first: the groups a terminal lists first.
-        return {**data, "blocked": blocked_groups(self.summary["per_group"], BLOCKED_SHOWN),
-                "report": str(self.files["summary"].parent),
-                "files": {k: str(v) for k, v in self.files.items()}}
-
 
 class PlannedByGroup(Mapping):
     """The plan's commit rows as Planned offsets per group, built a batch at a time."""

@@ -1,37 +1,30 @@
-"""The run summary (summary.json): counts, blockers, per-group figures, the retention preflight."""
+"""The run summary (summary.json): counts, blockers, per-group figures, and the retention
+preflight's answer (retention.py)."""
 
 from __future__ import annotations
 
-import shlex
 import time
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, NamedTuple
+from typing import Any
 
 from migrate.diff import schema as s
+from migrate.diff.retention import retention_preflight, selection_flags
 from migrate.diff.run import ZK_MOVES, DiffResult
-from migrate.kafka.compat import (HOW_VERSION_IS_KNOWN, RETENTION_DEFAULT_BEFORE_2_0,
-                                  RETENTION_DEFAULT_SINCE_2_0)
-from migrate.kafka.snapshot import IDLE_STATES, SnapshotInfo
-from migrate.options import duration_text
-from migrate.settings import Settings
+from migrate.kafka.compat import HOW_VERSION_IS_KNOWN
+from migrate.kafka.snapshot import SnapshotInfo
 from migrate.state import iso
-
-# Kafka's default before 2.0 (KIP-186) and after: used when neither the broker nor its release says.
-RETENTION_FALLBACK = "1 day before Kafka 2.0, 7 days since"
-EMPTY_TIME_UNKNOWN = ("the broker did not say when the group became Empty (no admin API carries "
-                      "it; it is read from the group's record in __consumer_offsets)")
+from migrate.zk.reader import Selection
 
 
-class _TimeLeft(NamedTuple):
-    """Seconds until an Empty group's offsets expire, or why that cannot be told."""
+def build_summary(run: str, command: str, result: DiffResult, kafka: SnapshotInfo,
+                  inputs: dict[str, Any], selection: Selection, policies: dict[str, Any],
+                  spark_master: str) -> dict[str, Any]:
+    """summary.json for a diff: every status counted (zeros too), blockers, per group, warnings.
 
-    seconds: int | None
-    unknown: str | None
-
-
-def build_summary(run: str, command: str, settings: Settings, result: DiffResult,
-                  kafka: SnapshotInfo, inputs: dict[str, Any]) -> dict[str, Any]:
-    """summary.json for a diff: every status counted (zeros too), blockers, per group, warnings."""
+    `selection`: the groups and topics selected; `policies`: the diff's policies as summary.json
+    records them (on_conflict, out_of_range, offset_semantics, allow_live_zk_consumers,
+    rewrite_zk_offsets); `spark_master`: where the diff ran.
+    """
     counts = dict.fromkeys(s.STATUSES, 0)
     per_group = []
     for row in result.per_group:
@@ -52,9 +45,9 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
     retention = retention_preflight(per_group, kafka.retention_minutes, kafka.broker_version,
                                     kafka.retention_unknown, kafka.default_retention_minutes,
                                     kafka.empty_since, kafka.empty_since_unknown,
-                                    selection=selection_flags(settings))
+                                    selection=selection_flags(selection))
     warnings = list(retention["warnings"])
-    if settings.on_conflict == "fail" and counts[s.CONFLICT]:
+    if policies["on_conflict"] == "fail" and counts[s.CONFLICT]:
         warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); "
                         f"migrate --execute will refuse")
     zk_changes = {change: sum(g["zk_moves"].get(change, 0) for g in per_group)
@@ -62,13 +55,10 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
     return {
         "run": run, "command": command, "created": iso(time.time()),
         "versions": _versions(),
-        "inputs": {**inputs, "groups": list(settings.groups),
-                   "exclude_groups": list(settings.exclude_groups),
-                   "topics": list(settings.topics)},
-        "policies": {"on_conflict": settings.on_conflict, "out_of_range": settings.out_of_range,
-                     "offset_semantics": settings.offset_semantics,
-                     "allow_live_zk_consumers": settings.allow_live_zk_consumers,
-                     "rewrite_zk_offsets": settings.rewrite_zk_offsets},
+        "inputs": {**inputs, "groups": list(selection.groups),
+                   "exclude_groups": list(selection.exclude_groups),
+                   "topics": list(selection.topics)},
+        "policies": dict(policies),
         "groups": len(per_group), "offsets": result.rows,
         "counts": counts, "blockers": blockers, "blocker_counts": blocker_counts,
         "planned": {"commit_offsets": sum(g["planned"] for g in per_group),
@@ -86,180 +76,10 @@ def build_summary(run: str, command: str, settings: Settings, result: DiffResult
                   "partitions": kafka.partitions, "missing_topics": kafka.missing_topics},
         "retention": retention,
         "warnings": warnings,
-        "spark": {"master": settings.spark_master, "startup_seconds": result.startup_seconds,
+        "spark": {"master": spark_master, "startup_seconds": result.startup_seconds,
                   "diff_seconds": result.diff_seconds},
         "per_group": per_group,
     }
-
-
-def retention_preflight(per_group: list[dict], minutes: int | None,
-                        broker_version: str | None = None, why_unknown: str | None = None,
-                        default_minutes: int | None = None,
-                        empty_since: dict[str, int] | None = None,
-                        empty_since_unknown: str | None = None,
-                        now: float | None = None, selection: str = "") -> dict[str, Any]:
-    """When Kafka will delete the offsets the migration leaves there, per the broker's release and
-    retention.
-
-    - Before Kafka 2.1 every committed offset expires offsets.retention.minutes after its own commit
-      (1 day by default before 2.0, KIP-186), unless a consumer commits it again.
-    - From 2.1 (KIP-211) a group without a protocol type (a migration commit creates one) still
-      expires by commit time, and a re-commit (`sync --renew-every`) renews it. But a group that has
-      a protocol type (a real consumer group) and is Empty loses *all* its offsets retention
-      minutes after it became Empty: a commit does not move that clock, nothing but a consumer
-      joining does. Those groups are named (#16 case 4), with the time left where the broker says it
-      (`empty_since`: when each became Empty, from __consumer_offsets) and why not elsewhere.
-    `selection`: the diff's selection as flags, for the sync command the warnings advise.
-    Returns the figures for summary.json, with the warnings to print.
-    """
-    version = _release(broker_version)
-    if minutes is not None:
-        window_minutes, source = minutes, "broker"
-    else:
-        window_minutes, source = default_minutes, "release default"
-    if window_minutes is None:
-        source = None
-    if window_minutes is not None:
-        window = _duration(window_minutes)
-        if minutes is None:
-            window = (f"{window} if unchanged (Kafka {broker_version}'s default; "
-                      f"the broker cannot tell its own)")
-    else:
-        window = f"offsets.retention.minutes (unknown: {RETENTION_FALLBACK})"
-    # A quarter of the window between renewals (a day's window: every 6h).
-    renew = duration_text((window_minutes or RETENTION_DEFAULT_BEFORE_2_0) * 60 / 4)
-    renewing = f"`zk2kafka sync --execute --renew-every {renew}{selection}`"
-    # Before KIP-211 every offset expires by its commit.
-    by_commit_time = version is not None and version < (2, 1)
-    # An unknown release is taken at its riskiest: the Empty clock applies.
-    empty_clock = not by_commit_time
-
-    def consumer_group_empty(g: dict) -> bool:
-        return g["group_state"] == "Empty" and bool(g["protocol_type"])
-
-    created = [g["group"] for g in per_group
-               if g["planned"] and (g["group_state"] is None or (g["group_state"] in IDLE_STATES
-                                                                   and not g["protocol_type"])
-                                    or (by_commit_time and consumer_group_empty(g)))]
-    empty = [g for g in per_group if empty_clock and consumer_group_empty(g)]
-    empty_since, now = empty_since or {}, time.time() if now is None else now
-
-    def time_left(group: str) -> _TimeLeft:
-        if group not in empty_since:
-            return _TimeLeft(None, empty_since_unknown or EMPTY_TIME_UNKNOWN)
-        if window_minutes is None:
-            return _TimeLeft(None, "offsets.retention.minutes is unknown")
-        return _TimeLeft(round(empty_since[group] / 1000 + window_minutes * 60 - now), None)
-    warnings = []
-    if created:
-        warnings.append(
-            f"{len(created)} group(s) would hold offsets in Kafka with no consumer yet "
-            f"({_names(created)}); Kafka deletes them {window} after the commit "
-            "unless a consumer joins first: start the new consumers within that window, "
-            f"or keep the offsets alive with {renewing}")
-    if empty:
-        lefts = [time_left(g["group"]) for g in empty]
-        told = [f"{_name(g['group'])} {_left(left.seconds)}"
-                for g, left in zip(empty, lefts) if left.seconds is not None]
-        untold = [left.unknown for left in lefts if left.seconds is None]
-        parts = []
-        if told:
-            parts.append(f"time left: {', '.join(told[:5])}{' ...' if len(told) > 5 else ''}")
-        if untold:
-            parts.append(f"time left unknown for {len(untold)}: {untold[0]}")
-        left = "; ".join(parts)
-        warnings.append(
-            f"{len(empty)} Empty consumer group(s) with a protocol type "
-            f"({_names([g['group'] for g in empty])}): "
-            f"Kafka{' (2.1+, KIP-211)' if version else ''} deletes all their offsets {window} "
-            "after the group became Empty, whatever is committed since, and "
-            "`sync --renew-every` cannot renew them: only a consumer joining "
-            f"the group stops that clock. {left[0].upper()}{left[1:]}")
-    if by_commit_time:
-        if version < (2, 0):
-            default = RETENTION_DEFAULT_BEFORE_2_0
-        else:
-            default = RETENTION_DEFAULT_SINCE_2_0
-        if minutes is None:
-            told = (f"This broker cannot tell its own setting ({why_unknown}): "
-                    "check offsets.retention.minutes in the brokers' server.properties.")
-        else:
-            told = f"This broker's setting: {minutes}."
-        warnings.append(f"Kafka {broker_version} keeps offsets "
-                        f"{_duration(default).split(' (')[0]} by default "
-                        f"(offsets.retention.minutes={default}) and, before Kafka 2.1, "
-                        "deletes every offset that long after its own commit, "
-                        "a consumer group's too, unless it is committed again: "
-                        f"start the new consumers (or {renewing}) "
-                        f"well inside that window. {told}")
-    if version is None:
-        expiry = ("unknown release: from Kafka 2.1 Empty consumer groups expire by the time they "
-                  "became Empty")
-    elif by_commit_time:
-        expiry = "by commit time, for every offset (before Kafka 2.1)"
-    else:
-        expiry = ("by commit time for groups without a protocol type; by the time it became Empty "
-                  "for consumer groups (Kafka 2.1+, KIP-211)")
-    return {
-        "minutes": minutes, "effective_minutes": window_minutes, "source": source,
-        "unknown_reason": why_unknown if minutes is None else None,
-        "release_default_minutes": default_minutes, "broker_version": broker_version,
-        "expiry": expiry,
-        "groups_created": len(created),
-        "empty_consumer_groups": [
-            {"group": g["group"], "protocol_type": g["protocol_type"], "offsets": g["offsets"],
-             "planned": g["planned"], "expires_within_minutes": window_minutes,
-             "empty_since": _iso(empty_since.get(g["group"])),
-             "time_left_seconds": time_left(g["group"]).seconds,
-             "time_left_unknown": time_left(g["group"]).unknown} for g in empty],
-        "warning": warnings[0] if warnings else None,   # the first, as summary.json always had
-        "warnings": warnings,
-    }
-
-
-def selection_flags(settings: Settings) -> str:
-    """The selection as flags to paste after a command: ` --group 'billing.*'`, or ""."""
-    given = (("--group", settings.groups), ("--exclude-group", settings.exclude_groups),
-             ("--topic", settings.topics))
-    return "".join(f" {flag} {_name(shlex.quote(pattern))}" for flag, patterns in given
-                   for pattern in patterns)
-
-
-def _left(seconds: int) -> str:
-    if seconds <= 0:
-        return "expired (due now)"
-    if seconds >= 86400:
-        return f"{seconds / 86400:.1f} day(s)"
-    return f"{seconds / 3600:.1f} hour(s)"
-
-
-def _iso(ms: int | None) -> str | None:
-    return None if ms is None else iso(ms / 1000)
-
-
-def _names(groups: list[str]) -> str:
-    return f"{', '.join(map(_name, groups[:5]))}{' ...' if len(groups) > 5 else ''}"
-
-
-def _name(text: str) -> str:
-    """A name in a warning: its backticks escaped, so that only the warning's own `code spans`
-    read as such (as in Markdown)."""
-    return text.replace("`", "\\`")
-
-
-def _release(version: str | None) -> tuple[int, ...] | None:
-    try:
-        return tuple(int(p) for p in version.split(".")) if version else None
-    except ValueError:
-        return None
-
-
-def _duration(minutes: int) -> str:
-    if minutes % 1440 == 0:
-        return f"{minutes // 1440} day(s) (offsets.retention.minutes={minutes})"
-    if minutes % 60 == 0:
-        return f"{minutes // 60} hour(s) (offsets.retention.minutes={minutes})"
-    return f"{minutes} minute(s) (offsets.retention.minutes={minutes})"
 
 
 def _versions() -> dict[str, str]:

@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaConnectionError, KafkaError, SaslAuthenticationFailedError
 
+from migrate.connection import Connection
 from migrate.errors import ConfigError, KafkaUnavailable
 from migrate.kafka.compat import BrokerFeatures, GroupOffsets, list_group_offsets
 from migrate.kafka.retry import RetryPolicy, is_retriable
-from migrate.settings import Settings
 
 
-def open_admin(settings: Settings, client_id: str = "zk2kafka",
+def open_admin(connection: Connection, client_id: str = "zk2kafka",
                in_flight: int | None = None) -> KafkaAdminClient:
     """A connected admin client for --bootstrap-server and --command-config.
 
@@ -24,8 +24,8 @@ def open_admin(settings: Settings, client_id: str = "zk2kafka",
     `in_flight` raises the requests kafka-python lets wait on one connection (5 by default):
     past it, it fails a send with NodeNotReadyError instead of queueing it.
     """
-    options = settings.kafka_options()
-    source = str(settings.command_config) if settings.command_config else None
+    options = connection.kafka_options()
+    source = str(connection.command_config) if connection.command_config else None
     if in_flight is not None:
         options["max_in_flight_requests_per_connection"] = max(5, in_flight)
     refusals = _Refusals()
@@ -36,11 +36,11 @@ def open_admin(settings: Settings, client_id: str = "zk2kafka",
         mechanism, user = options.get("sasl_mechanism"), options.get("sasl_plain_username")
         if mechanism and refusals.sasl is not None:
             why = str(refusals.sasl.args[0] if refusals.sasl.args else refusals.sasl.description)
-            raise ConfigError(f"Kafka at {settings.bootstrap_server} refused the {mechanism} "
+            raise ConfigError(f"Kafka at {connection.bootstrap_server} refused the {mechanism} "
                               f"login of user {user!r}: {why.rpartition('Error: ')[2]} "
                               f"(check sasl.jaas.config)", source=source) from None
         if mechanism and refusals.dropped:
-            raise ConfigError(f"Kafka at {settings.bootstrap_server} closed the connection while "
+            raise ConfigError(f"Kafka at {connection.bootstrap_server} closed the connection while "
                               f"user {user!r} logged in with {mechanism}: "
                               f"a wrong password in sasl.jaas.config, or a listener that is not "
                               f"{options.get('security_protocol')}?", source=source) from None
@@ -48,8 +48,8 @@ def open_admin(settings: Settings, client_id: str = "zk2kafka",
         # kafka-python last met, such as a TLS alert: "bad certificate", "certificate verify
         # failed").
         last = f"; last error: {refusals.last}" if refusals.last is not None else ""
-        raise KafkaUnavailable(f"cannot reach Kafka at {settings.bootstrap_server}: {exc}{last}",
-                               bootstrap_server=settings.bootstrap_server) from exc
+        raise KafkaUnavailable(f"cannot reach Kafka at {connection.bootstrap_server}: {exc}{last}",
+                               bootstrap_server=connection.bootstrap_server) from exc
     finally:
         logging.getLogger("kafka").removeHandler(refusals)
 

@@ -28,6 +28,12 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]  # (topic, partition)
 
 
+def label(key: Key) -> str:
+    """How a partition is named in reasons and logs: `topic-partition`."""
+    topic, partition = key
+    return f"{topic}-{partition}"
+
+
 class Committed(NamedTuple):
     """What Kafka holds for one partition of a group."""
 

@@ -20,9 +20,9 @@ import pyarrow.parquet as pq
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from migrate.apply.authorship import Authorship, named_run
-from migrate.apply.journal import Journal
 from migrate.errors import EXIT_BLOCKERS, NothingFound
+from migrate.journal.authorship import Authorship, named_run
+from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION, KafkaSnapshot
 from migrate.pipeline import selection_text
@@ -34,7 +34,7 @@ from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.client import close, connect
 from migrate.zk.quiet import Stamp, moved_within, seconds
 from migrate.zk.reader import SCHEMA, ZkOffsetReader
-from migrate.zk.scan import make_reader
+from migrate.zk.scan import ReaderOptions, make_reader
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def ready_for_kraft(settings: Settings) -> dict[str, Any]:
     run, state = new_run_id(), StateDir(settings.state_dir)
     source = f"{settings.zookeeper}{settings.path_template or settings.zk_root}"
     # Both stores reached before the watch: an unreachable Kafka fails now, not after it.
-    admin = open_admin(settings)
+    admin = open_admin(settings.connection)
     try:
         return _check(settings, admin, run, state, source)
     finally:
@@ -57,9 +57,9 @@ def ready_for_kraft(settings: Settings) -> dict[str, Any]:
 
 
 def _check(settings: Settings, admin, run: str, state: StateDir, source: str) -> dict[str, Any]:
-    client = connect(settings)
+    client = connect(settings.connection)
     try:
-        reader = make_reader(client, settings)
+        reader = make_reader(client, ReaderOptions.of(settings))
         first = _read(reader, reader.groups())
         if not first:
             raise NothingFound("ready-for-kraft", source, selection_text(settings),

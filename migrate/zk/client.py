@@ -1,4 +1,5 @@
-"""A started kazoo session from Settings: chroot, digest auth, SASL and TLS as configured."""
+"""A started kazoo session from the connection options: chroot, digest auth, SASL and TLS as
+configured."""
 
 from __future__ import annotations
 
@@ -12,34 +13,34 @@ from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandl
 from kazoo.handlers.utils import selector_select
 from kazoo.retry import KazooRetry
 
+from migrate.connection import Connection
 from migrate.errors import ConfigError, ZkUnavailable
-from migrate.settings import Settings
 
 # kazoo warns on stderr when the connect string's chroot does not exist; a scan of it finds
 # nothing, which zk2kafka says in its own words (NothingFound).
 warnings.filterwarnings("ignore", message="No chroot path exists", category=UserWarning)
 
 
-def connect(settings: Settings, timeout: float = 15.0) -> KazooClient:
+def connect(connection: Connection, timeout: float = 15.0) -> KazooClient:
     """A connected client (the connect string's chroot applies).
 
     Raises ZkUnavailable or ConfigError.
     """
-    hosts = settings.require("zookeeper")
-    options: dict = {"hosts": hosts, "timeout": timeout, "auth_data": settings.zk_auth_data(),
+    hosts = connection.require("zookeeper")
+    options: dict = {"hosts": hosts, "timeout": timeout, "auth_data": connection.zk_auth_data(),
                      "handler": PollingHandler(),
                      # Reconnect forever: the reader's own retry deadline decides when to give up.
                      "connection_retry": KazooRetry(max_tries=-1, max_delay=5)}
-    if settings.zk_sasl_mechanism:
-        options["sasl_options"] = {"mechanism": settings.zk_sasl_mechanism}
-        if settings.zk_sasl_username:
-            options["sasl_options"]["username"] = settings.zk_sasl_username
-        if settings.zk_sasl_password:
-            options["sasl_options"]["password"] = settings.zk_sasl_password.reveal()
-    if settings.zk_tls:
-        options.update(use_ssl=True, ca=_str(settings.zk_tls_cafile),
-                       certfile=_str(settings.zk_tls_certfile),
-                       keyfile=_str(settings.zk_tls_keyfile))
+    if connection.zk_sasl_mechanism:
+        options["sasl_options"] = {"mechanism": connection.zk_sasl_mechanism}
+        if connection.zk_sasl_username:
+            options["sasl_options"]["username"] = connection.zk_sasl_username
+        if connection.zk_sasl_password:
+            options["sasl_options"]["password"] = connection.zk_sasl_password.reveal()
+    if connection.zk_tls:
+        options.update(use_ssl=True, ca=_str(connection.zk_tls_cafile),
+                       certfile=_str(connection.zk_tls_certfile),
+                       keyfile=_str(connection.zk_tls_keyfile))
     client = KazooClient(**options)
     try:
         client.start(timeout=timeout)

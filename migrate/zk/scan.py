@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +11,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from migrate import processes
+from migrate.connection import Connection
+from migrate.errors import WorkerFailed
 from migrate.progress import Progress
 from migrate.settings import Settings
 from migrate.zk.client import close, connect
@@ -52,14 +52,31 @@ class ScanStats:
         return sum(self.statuses.values())
 
 
-def make_reader(client, settings: Settings) -> ZkOffsetReader:
+@dataclass(frozen=True)
+class ReaderOptions:
+    """What a reader is made from: where the offsets are (--zk-root, --layout, --path-template),
+    which to read (the selection) and what they mean (--offset-semantics)."""
+
+    zk_root: str
+    layout: str
+    path_template: str | None
+    selection: Selection
+    offset_semantics: str
+
+    @classmethod
+    def of(cls, settings: Settings) -> ReaderOptions:
+        return cls(settings.zk_root, settings.layout, settings.path_template,
+                   Selection(settings.groups, settings.exclude_groups, settings.topics),
+                   settings.offset_semantics)
+
+
+def make_reader(client, options: ReaderOptions) -> ZkOffsetReader:
     """The reader for the configured layout and selection."""
-    if settings.layout == "template":
-        root, templates = layout_from_template(settings.path_template)
+    if options.layout == "template":
+        root, templates = layout_from_template(options.path_template)
     else:
-        root, templates = settings.zk_root, STORM if settings.layout == "storm" else STANDARD
-    selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
-    return ZkOffsetReader(client, root, templates, selection, settings.offset_semantics)
+        root, templates = options.zk_root, STORM if options.layout == "storm" else STANDARD
+    return ZkOffsetReader(client, root, templates, options.selection, options.offset_semantics)
 
 
 def scan_to_parquet(settings: Settings, dest: Path, metadata: dict[str, str]) -> ScanStats:
@@ -67,29 +84,31 @@ def scan_to_parquet(settings: Settings, dest: Path, metadata: dict[str, str]) ->
 
     Raises ZkUnavailable when ZooKeeper cannot be reached or stays away past the retry deadline.
     """
-    client = connect(settings)
+    connection, reading = settings.connection, ReaderOptions.of(settings)
+    client = connect(connection)
     try:
-        groups = make_reader(client, settings).groups()
+        groups = make_reader(client, reading).groups()
     finally:
         close(client)
     schema = SCHEMA.with_metadata({f"zk2kafka.{k}": v for k, v in metadata.items()})
     tmp = dest.with_suffix(".parquet.part")
     with Progress("scan: offsets read") as progress:
         if settings.zk_readers > 1 and len(groups) > 1:
-            stats = _scan_sharded(settings, groups, tmp, schema, progress)
+            n = min(settings.zk_readers, len(groups))
+            stats = _scan_sharded(connection, reading, groups, n, tmp, schema, progress)
         else:
             with pq.ParquetWriter(tmp, schema) as writer:
-                stats = _read_groups(settings, groups, writer, progress.advance)
+                stats = _read_groups(connection, reading, groups, writer, progress.advance)
     os.replace(tmp, dest)
     return stats
 
 
-def _read_groups(settings: Settings, groups: list[str], writer: pq.ParquetWriter,
-                 advance) -> ScanStats:
+def _read_groups(connection: Connection, reading: ReaderOptions, groups: list[str],
+                 writer: pq.ParquetWriter, advance) -> ScanStats:
     stats = ScanStats()
-    client = connect(settings)
+    client = connect(connection)
     try:
-        reader = make_reader(client, settings)
+        reader = make_reader(client, reading)
         for batch in reader.batches(groups):
             writer.write_batch(batch)
             stats.add(batch)
@@ -100,42 +119,25 @@ def _read_groups(settings: Settings, groups: list[str], writer: pq.ParquetWriter
     return stats
 
 
-_counter = None  # per worker process: the shared count of rows read, for the parent's progress bar
-
-
-def _init_worker(counter) -> None:
-    global _counter
-    _counter = counter
-
-
-def _advance_shared(n: int) -> None:
-    with _counter.get_lock():
-        _counter.value += n
-
-
-def _scan_shard(settings: Settings, groups: list[str], part: str) -> ScanStats:
-    with pq.ParquetWriter(part, SCHEMA) as writer:
-        return _read_groups(settings, groups, writer, _advance_shared)
-
-
-def _scan_sharded(settings: Settings, groups: list[str], tmp: Path, schema: pa.Schema,
-                  progress: Progress) -> ScanStats:
-    """Shard groups round-robin over N processes, one session each; merge their files in order."""
-    n = min(settings.zk_readers, len(groups))
-    ctx = multiprocessing.get_context("spawn")  # kazoo runs threads: never fork a live session
-    counter = ctx.Value("q", 0)
+def _scan_sharded(connection: Connection, reading: ReaderOptions, groups: list[str], n: int,
+                  tmp: Path, schema: pa.Schema, progress: Progress) -> ScanStats:
+    """Shard groups round-robin over `n` reader processes (migrate/processes.py), one session
+    each; merge their files in order."""
+    counter = processes.context().Value("q", 0)   # rows read, for this process's progress bar
     parts = [f"{tmp}.{i}" for i in range(n)]
     stats = ScanStats()
     try:
-        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(counter,)) as pool:
-            futures = [pool.submit(_scan_shard, settings, groups[i::n], parts[i]) for i in range(n)]
-            while not all(f.done() for f in futures):
-                time.sleep(0.2)
-                progress.advance(counter.value - progress.done)
-            for f in futures:
-                stats.merge(f.result())
-        progress.advance(counter.value - progress.done)
+        readers = processes.Workers(_scan_shard, [
+            (connection, reading, groups[i::n], parts[i], counter) for i in range(n)],
+            "zk2kafka-reader")
+        try:
+            for answer in _collect(readers, counter, progress):
+                stats.merge(answer)
+        except BaseException:
+            readers.kill()
+            raise
+        finally:
+            readers.close(timeout=30)
         with pq.ParquetWriter(tmp, schema) as writer:
             for part in parts:
                 for batch in pq.ParquetFile(part).iter_batches():
@@ -144,3 +146,43 @@ def _scan_sharded(settings: Settings, groups: list[str], tmp: Path, schema: pa.S
         for part in parts:
             Path(part).unlink(missing_ok=True)
     return stats
+
+
+def _collect(readers: processes.Workers, counter, progress: Progress) -> list[ScanStats]:
+    """Each reader process's figures, in order, the progress bar kept up meanwhile; what stopped
+    one is raised here."""
+    answers: dict[int, ScanStats] = {}
+    while len(answers) < len(readers):
+        for k, pipe in enumerate(readers.pipes):
+            if k in answers:
+                continue
+            if pipe.poll(0.2 / len(readers)):
+                try:
+                    answer = pipe.recv()
+                except EOFError:
+                    raise WorkerFailed(f"reader process {k} ended without an answer") from None
+                if isinstance(answer, BaseException):
+                    raise answer
+                answers[k] = answer
+            elif not readers.alive(k) and not pipe.poll(0):
+                raise WorkerFailed(f"reader process {k} died (exit {readers.exitcode(k)})")
+        progress.advance(counter.value - progress.done)
+    progress.advance(counter.value - progress.done)
+    return [answers[k] for k in range(len(readers))]
+
+
+def _scan_shard(pipe, connection: Connection, reading: ReaderOptions, groups: list[str],
+                part: str, counter) -> None:
+    """A reader process: its groups into `part`; its figures, or the error that stopped it, sent
+    down `pipe` (the command's process raises it)."""
+    def advance(n: int) -> None:
+        with counter.get_lock():
+            counter.value += n
+
+    try:
+        with pq.ParquetWriter(part, SCHEMA) as writer:
+            answer = _read_groups(connection, reading, groups, writer, advance)
+    except Exception as exc:  # noqa: BLE001 - raised again by the command's process
+        answer = exc
+    pipe.send(answer)
+    pipe.close()

@@ -27,8 +27,8 @@ from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
 from migrate import cli
-from migrate.apply import dual_commit
-from migrate.apply.journal import Journal
+from migrate.write import dual_commit
+from migrate.journal.journal import Journal
 from migrate.kafka._compat import forget_coordinators
 from migrate.sandbox.cluster import BROKER_CHROOT, LocalCluster
 from migrate.sandbox.jvm import JavaServer, kafka_ready, zk_answers

@@ -19,7 +19,7 @@ import pytest
 from harness import journaled_run, spawn
 from test_migrate import zk2kafka
 
-from migrate.apply.dual_commit import CRASH_ENV
+from migrate.write.dual_commit import CRASH_ENV
 
 pytestmark = pytest.mark.integration
 

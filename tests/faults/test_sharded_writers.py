@@ -16,7 +16,7 @@ import pytest
 from harness import journal_progress, journaled_run, spawn
 from test_migrate import zk2kafka
 
-from migrate.apply.dual_commit import CRASH_ENV
+from migrate.write.dual_commit import CRASH_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +75,7 @@ def test_two_writer_processes_journal_what_one_process_journals(stores, fault_lo
 
 def _journal_rows(case, run_id: str) -> tuple:
     """A run's groups and partitions as journaled, without the names that differ by case (prefix, chroot)."""
-    from migrate.apply.journal import Journal
+    from migrate.journal.journal import Journal
 
     with Journal.open(case.state_dir) as journal:
         groups = sorted((g.name.removeprefix(case.prefix), g.state, g.reason, g.attempts, g.before_recorded)

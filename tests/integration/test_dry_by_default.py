@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from migrate import cli
-from migrate.apply.locks import WriterLock
+from migrate.journal.locks import WriterLock
 from seeding import kafka_offsets, make_topic, put, zk_tree
 
 PREFIXES = ["--execute"[:n] for n in range(3, len("--execute"))]   # --e, --ex, ... --execut

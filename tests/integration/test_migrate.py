@@ -16,7 +16,7 @@ from kafka.errors import NodeNotReadyError
 from kafka.structs import OffsetAndMetadata
 
 from migrate import cli
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.sandbox.cluster import LocalCluster
 from seeding import kafka_offsets, make_topic, put, zk_tree

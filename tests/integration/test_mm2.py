@@ -20,7 +20,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from migrate import cli
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.diff import schema as s
 from migrate.sandbox.mirrormaker import MirrorMaker
 from seeding import kafka_offsets, put, zk_tree

@@ -21,7 +21,7 @@ from kafka.structs import OffsetAndMetadata
 from kazoo.security import make_digest_acl
 
 from migrate import cli
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from seeding import kafka_offsets, make_topic, put
 
 ROOT = Path(__file__).parents[2]

@@ -23,7 +23,7 @@ from kafka.structs import OffsetAndMetadata
 from kazoo.security import READ_ACL_UNSAFE
 
 from migrate import cli
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.kafka.writer import KafkaOffsetWriter
 from seeding import kafka_offsets, make_topic, put
 
@@ -301,7 +301,7 @@ def test_a_group_split_over_zookeeper_transactions_with_a_conflict_in_the_second
 
 def test_a_znode_deleted_and_recreated_since_the_plan_is_not_written(cluster, zk, zk_chroot, kafka_admin, prefix,
                                                                       tmp_path, capsys, monkeypatch):
-    from migrate.apply import runs as commands
+    from migrate.write import execute as commands
 
     topic, group = f"{prefix}orders", f"{prefix}recreated"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 50)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.sandbox.artifacts import ensure_bundle
 from seeding import kafka_offsets, make_topic, put
 from tests.conftest import CACHE_DIR

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from seeding import kafka_offsets, make_topic, put
 from test_sync import wait_for
 

@@ -26,8 +26,8 @@ import pytest
 from kafka import KafkaConsumer
 from prometheus_client.parser import text_string_to_metric_families
 
-from migrate.apply.journal import Journal
-from migrate.apply.sync_shards import shard_of
+from migrate.journal.journal import Journal
+from migrate.sync.follower_shards import shard_of
 from seeding import kafka_offsets, make_topic, put
 from test_sync import wait_for
 

@@ -10,7 +10,7 @@ import os
 import signal
 from pathlib import Path
 
-from migrate.apply.sync_shards import shard_of
+from migrate.sync.follower_shards import shard_of
 from seeding import kafka_offsets, make_topic, put
 from test_sync import wait_for
 from test_sync_metrics import free_port, scraped_when, start_sync, stop_sync, value

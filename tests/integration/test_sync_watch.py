@@ -1,4 +1,4 @@
-"""sync's view of ZooKeeper (migrate.apply.watch) on the sandbox's real ZooKeeper: a group whose
+"""sync's view of ZooKeeper (migrate.sync.watch) on the sandbox's real ZooKeeper: a group whose
 only news is changed offset znodes is read znode by znode and watched again by the same read;
 anything else reads it whole, and no change is missed either way."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from migrate.apply.watch import GroupWatches
+from migrate.sync.watch import GroupWatches
 from migrate.zk.reader import Selection, ZkOffsetReader
 from seeding import put
 

@@ -18,7 +18,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from migrate import cli
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from seeding import kafka_offsets, make_topic, put
 from test_printed_hints import hints, operator_shell, paste
 from test_safety_writer import HOLDER, connection, killed_run, run_cli, selected, two_groups  # noqa: F401 - fixture

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from migrate.apply import journal as j
+from migrate.journal import journal as j
 from migrate.errors import MigrateError, StateDirError
 
 

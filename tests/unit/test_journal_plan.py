@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from migrate.diff import plan as planmod
-from migrate.apply.journal import digest
+from migrate.journal.journal import digest
 from migrate.diff.plan import Planned
 from migrate.diff import schema as s
 

@@ -81,7 +81,7 @@ def test_other_stores_policies_selection_or_age_are_refused(tmp_path):
 
 
 def test_a_review_reads_each_groups_state_and_each_planned_partitions_log_once(tmp_path):
-    from migrate.apply.review import PartitionSeen, Review
+    from migrate.write.review import PartitionSeen, Review
 
     write_plan(tmp_path)
     review = Review.of_plan(tmp_path / "20261123T010203Z-3f2a" / p.PLAN_FILE, {"g"})
@@ -93,8 +93,8 @@ def test_a_review_reads_each_groups_state_and_each_planned_partitions_log_once(t
 
 
 def test_a_reviewed_offset_out_of_the_log_now_or_a_topic_created_again_is_drift():
-    from migrate.apply import journal as j
-    from migrate.apply.review import LogNow, PartitionSeen, Review
+    from migrate.journal import journal as j
+    from migrate.write.review import LogNow, PartitionSeen, Review
 
     created = 1_700_000_000_000
     review = Review({"g": p.GroupSeen("Empty", 0)},
@@ -129,7 +129,7 @@ def test_refusals_name_the_flags_as_typed_and_values_as_written(tmp_path):
 
 
 def test_resume_changes_name_the_flags_as_typed():
-    from migrate.apply.guards import changes
+    from migrate.write.guards import changes
 
     assert changes({"groups": ["bulk-.*"], "on_conflict": "skip"}, {"groups": [], "on_conflict": "zk"},
                    ("groups", "on_conflict")) == ["--group: 'bulk-.*' then, none now",
@@ -137,8 +137,8 @@ def test_resume_changes_name_the_flags_as_typed():
 
 
 def test_kafka_offsets_that_moved_say_no_offset_not_none():
-    from migrate.apply import journal as j
-    from migrate.apply.kafka_half import moved
+    from migrate.journal import journal as j
+    from migrate.write.kafka_half import moved
 
     part = j.Partition("orders", 0, 120, "/p", 0, "standard", kafka_offset=None)
     assert moved([part], {("orders", 0): (120, "")}) == (

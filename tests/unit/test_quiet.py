@@ -6,9 +6,9 @@ import datetime as dt
 import logging
 import time
 
-from migrate.apply.readiness import Readiness
-from migrate.apply.sync_state import GroupState
-from migrate.apply.watch import ZkOffset
+from migrate.sync.readiness import Readiness
+from migrate.sync.state import GroupState
+from migrate.sync.watch import ZkOffset
 from migrate.zk.quiet import Moved, Stamp, moved_within, seconds, still_at
 
 NOW = 1_800_000_000.0

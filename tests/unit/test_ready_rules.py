@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migrate.apply.authorship import named_run
+from migrate.journal.authorship import named_run
 from migrate.ready.rules import KafkaGroup, judge
 from migrate.report.ready import text
 from migrate.zk.quiet import Moved

@@ -159,7 +159,7 @@ def test_a_plan_that_commits_nothing_writes_no_empty_csv(tmp_path):
 
 
 def test_a_group_name_with_backticks_makes_no_code_span_of_a_warning(tmp_path):
-    from migrate.diff.summary import retention_preflight, selection_flags
+    from migrate.diff.retention import retention_preflight, selection_flags
     from migrate.settings import Settings
 
     rows = [row("a`b`c", "orders", 0, s.MIGRATE, 40, planned=40, lag=60)]
@@ -199,7 +199,7 @@ def test_plan_parquet_round_trip_keeps_reset_file_stable(tmp_path):
 def test_report_names_the_broker_release_and_the_empty_consumer_groups(tmp_path):
     """#16 case 4 on the pages: Empty consumer groups are listed with their window and why the time left is unknown;
     #15: the broker release and how it is known, and the release default where the broker cannot tell."""
-    from migrate.diff.summary import retention_preflight
+    from migrate.diff.retention import retention_preflight
 
     sm = summary(ROWS)
     for g in sm["per_group"]:

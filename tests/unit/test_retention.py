@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from migrate.diff.summary import retention_preflight
+from migrate.diff.retention import retention_preflight
 from migrate.kafka.compat import BrokerFeatures
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from migrate.apply.journal import Journal
+from migrate.journal.journal import Journal
 from migrate.diff.plan import Planned
-from migrate.apply.authorship import Authorship
+from migrate.journal.authorship import Authorship
 
 K = ("orders", 0)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from migrate.apply.sync import Follower
+from migrate.sync.follower import Follower
 
 
 def follower(journal, dry_run):

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import pytest
 from kazoo.protocol.states import KazooState
 
-from migrate.apply import service
-from migrate.apply.metrics import lag, state_of
-from migrate.apply.service import Health, split_address
-from migrate.apply.sync_state import GroupState
-from migrate.apply.watch import ZkOffset
+from migrate.sync import service
+from migrate.sync.metrics import lag, state_of
+from migrate.sync.service import Health, split_address
+from migrate.sync.state import GroupState
+from migrate.sync.watch import ZkOffset
 from migrate.errors import ConfigError
 
 

@@ -13,16 +13,15 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
-from migrate.apply.sync import Sweep
-from migrate.apply.sync_shards import Merged, merged_status, shard_of
-from migrate.apply.sync_state import status_line
+from migrate.sync.follower_shards import Merged, merged_status, shard_of
+from migrate.sync.state import Sweep, status_line
 
 
 def test_a_group_keeps_its_shard_in_every_process():
     # Not Python's own hash of a str, which is salted per process.
     names = [f"group-{i}" for i in range(50)]
     here = [shard_of(g, 3) for g in names]
-    code = ("from migrate.apply.sync_shards import shard_of;"
+    code = ("from migrate.sync.follower_shards import shard_of;"
             f"print([shard_of(g, 3) for g in {names!r}])")
     for seed in ("1", "2"):
         there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import re
 
-from migrate.apply import journal as j
-from migrate.apply.watch import label
-from migrate.kafka.writer import Key
+from migrate.journal import journal as j
+from migrate.kafka.writer import Key, label
 
 Held = dict[Key, tuple[int, str]]   # what Kafka holds for a group: key -> (offset, metadata)
 

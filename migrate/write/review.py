@@ -21,12 +21,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from kafka import TopicPartition
 
-from migrate.apply import journal as j
-from migrate.apply.kafka_half import GroupNow
 from migrate.diff.plan import COMMIT, GroupSeen, plan_batches
+from migrate.journal import journal as j
 from migrate.kafka.log_bounds import Bounds, log_bounds
 from migrate.kafka.writer import KafkaOffsetWriter, Key
 from migrate.state import iso
+from migrate.write.kafka_half import GroupNow
 from migrate.zk.reader import TOPICS_PATH
 
 _SHOWN = 3   # partitions a reason names

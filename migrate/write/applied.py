@@ -9,13 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from migrate import stores
-from migrate.apply import guards
-from migrate.apply.journal import COMMITTED, PARTIAL, PENDING, SKIPPED, VERIFIED, Journal, Run
-from migrate.apply.kafka_half import committed_offset, shown
-from migrate.apply.sessions import Writers, open_writers
 from migrate.batches import chunks
 from migrate.errors import PlanRefused, ZkUnavailable
+from migrate.journal.journal import COMMITTED, PARTIAL, PENDING, SKIPPED, VERIFIED, Journal, Run
+from migrate.connection import Connection
 from migrate.settings import Settings
+from migrate.write import guards
+from migrate.write.kafka_half import committed_offset, shown
+from migrate.write.sessions import Writers, open_writers
 from migrate.zk.writer import encode
 
 log = logging.getLogger(__name__)
@@ -62,19 +63,20 @@ def verify_run(settings: Settings) -> dict[str, Any]:
         reached = None
         if wrote_zk and not not_consulted:
             try:
-                reached = stores.reach(settings)
+                reached = stores.reach(settings.connection)
             except ZkUnavailable as exc:
                 not_consulted = str(exc)
         if reached is None:
-            reached = stores.reach(settings, zookeeper=False)
+            reached = stores.reach(settings.connection, zookeeper=False)
         if not_consulted:
             log.warning("verify: ZooKeeper was not consulted (%s): Kafka alone is checked "
                         "against what run %s wrote", not_consulted, run.run_id)
         zk = wrote_zk and not not_consulted
-        guards.same_stores(run, settings, reached, "verify", zookeeper=zk)
+        guards.same_stores(run, reached, settings.connection, settings.recorded(), "verify",
+                           zookeeper=zk)
         written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
         checked, differ = 0, []
-        with open_writers(settings, zk=zk) as writers:
+        with open_writers(settings.connection, settings.parallelism, zk=zk) as writers:
             for _, offsets, wrong in still_holds(journal, run, written, writers):
                 checked += offsets
                 differ += wrong
@@ -88,10 +90,11 @@ def verify_run(settings: Settings) -> dict[str, Any]:
             "zookeeper_not_consulted": not_consulted, "rolled_back_by": by}
 
 
-def already_applied(journal: Journal, plan_id: str, groups: list[str],
-                    settings: Settings) -> dict[str, str]:
+def already_applied(journal: Journal, plan_id: str, groups: list[str], connection: Connection,
+                    parallelism: int) -> dict[str, str]:
     """The groups of `groups` an earlier run of the plan `plan_id` wrote and whose stores still
-    hold exactly what it wrote, each with that run: a second application has nothing to do there.
+    hold exactly what it wrote (read through `connection`, `parallelism` reads in flight), each
+    with that run: a second application has nothing to do there.
 
     Raises PlanRefused when an earlier run of the plan has groups unfinished: resuming it
     finishes them, where a second run would find them half-written.
@@ -111,7 +114,8 @@ def already_applied(journal: Journal, plan_id: str, groups: list[str],
                    if g.state == VERIFIED and g.name in wanted and g.name not in found]
         if not written:
             continue
-        with open_writers(settings, zk=not run.settings.get("no_zk_write")) as writers:
+        wrote_zk = not run.settings.get("no_zk_write")
+        with open_writers(connection, parallelism, zk=wrote_zk) as writers:
             for g, _, differ in still_holds(journal, run, written, writers):
                 if not differ:
                     found[g] = run.run_id

@@ -4,9 +4,9 @@ meant (an offset someone else moved since is theirs: it is left as it is, and na
 
 from __future__ import annotations
 
-from migrate.apply import journal as j
-from migrate.apply.kafka_half import KafkaHalf, committed_offset, shown
 from migrate.errors import MigrateError
+from migrate.journal import journal as j
+from migrate.write.kafka_half import KafkaHalf, committed_offset, shown
 
 
 class PutBackFailed(MigrateError):

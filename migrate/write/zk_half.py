@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from migrate.apply import journal as j
+from migrate.journal import journal as j
 from migrate.zk.writer import ZkChanged, ZkOffsetWriter, Znode, encode
 
 # {path: (the bytes to write, the version the write is conditioned on)}

@@ -1,7 +1,7 @@
 """Follow mode for a rolling cutover: mirror each ZooKeeper offset change into Kafka while old
 consumers run.
 
-Each group read is watched (migrate.apply.watch); a fired watch marks its group dirty. Dirty
+Each group read is watched (migrate.sync.watch); a fired watch marks its group dirty. Dirty
 groups are read again, batched, within `tick` seconds and their changed offsets committed to
 Kafka, one OffsetCommit per group. A re-scan every `--rescan-every` catches what no watch tells
 (new partitions, new groups), checks Kafka's side of every group and notices groups that gained
@@ -13,8 +13,8 @@ unchanged offsets of groups nobody consumes in Kafka yet, so they do not expire.
 Kafka group gained members is left alone from then on; a group whose old consumers all left
 `ids/` is reported ready to switch. Both are said once.
 ZooKeeper is only read: it is the source. What sync does is counted in `Follower.metrics`
-(migrate.apply.metrics), which `--metrics-address` serves with a health check
-(migrate.apply.service).
+(migrate.sync.metrics), which `--metrics-address` serves with a health check
+(migrate.sync.service).
 
 Never backwards by surprise: sync writes a partition's offset only where Kafka holds none or
 holds a value zk2kafka wrote, told by the commit metadata and the journal (`Authorship`), so
@@ -29,28 +29,26 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from migrate.apply import journal as j
-from migrate.apply.authorship import Authorship, Held, other_run, taken_over
-from migrate.apply.dual_commit import OUTAGES
-from migrate.apply.metrics import STOP_REASONS, SyncMetrics, lag
-from migrate.apply.readiness import Readiness, note_moves
-from migrate.apply.sync_state import GroupState, SyncStatus
-from migrate.apply.watch import GroupWatches, ZkOffset, label
 from migrate.diff.plan import Planned
+from migrate.journal import journal as j
+from migrate.journal.authorship import Authorship, Held
 from migrate.kafka.snapshot import IDLE_STATES
-from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key, label
+from migrate.stores import OUTAGES
+from migrate.sync.decide import decide
+from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
+from migrate.sync.readiness import Readiness, note_moves
+from migrate.sync.state import GroupState, Sweep, SyncStatus
+from migrate.sync.watch import GroupWatches, ZkOffset
 from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader
 
@@ -59,28 +57,6 @@ UNKNOWN = ("UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata"
            " (deleted, or not visible to this client)")
 RETRY_OUTAGE_AFTER = 5.0   # seconds: a store away longer than the retries is tried again this soon
 SPREAD = 0.5   # a re-scan after the first reads its groups over this share of --rescan-every
-
-
-class Commits(NamedTuple):
-    """What one pass commits, per group: offsets that changed, and unchanged ones renewed."""
-
-    changes: dict[str, dict[Key, int]]
-    renewals: dict[str, dict[Key, int]]
-
-
-@dataclass
-class Sweep:
-    """A re-scan under way: the groups listed when it began, read whole a slice at a time."""
-
-    names: list[str]
-    started: float      # time.monotonic()
-    spread: float       # seconds its reads are spread over; 0: all at once
-    done: int = 0       # names[:done] are read
-
-    def due(self, now: float) -> list[str]:
-        """The groups whose turn has come by `now` and that are not read yet."""
-        share = 1.0 if self.spread <= 0 else min(1.0, (now - self.started) / self.spread)
-        return self.names[self.done:math.ceil(share * len(self.names))]
 
 
 class Follower:
@@ -233,7 +209,7 @@ class Follower:
         for name in names:
             if not isinstance(committed[name], Exception):
                 self.groups[name].kafka = {key: held[0] for key, held in committed[name].items()}
-        todo = self._decide(names, committed, renew)
+        todo = decide(names, self.groups, committed, renew, self.authorship, self._stop)
         done = self._commit(todo.changes, committed, renewal=False)
         self._commit(todo.renewals, committed, renewal=True)
         for name in names:
@@ -257,40 +233,6 @@ class Follower:
                 if partition not in known.get(topic, ()):
                     del group.offsets[topic, partition]
                     group.unmirrored[label((topic, partition))] = UNKNOWN
-
-    def _decide(self, names: list[str], committed: dict[str, Held | GroupRejected],
-                renew: frozenset[str]) -> Commits:
-        """Per group, what to commit against what Kafka holds; a group taken over, or whose
-        offsets Kafka refused to show, is stopped instead."""
-        todo = Commits({}, {})
-        for name in names:
-            group, held = self.groups[name], committed[name]
-            if isinstance(held, Exception):
-                self._stop(name, f"Kafka refused to show its offsets: {held.reason}",
-                           "offsets_refused")
-                continue
-            wanted = group.wanted()
-            changed = {k: o for k, o in wanted.items() if k not in held or held[k][0] != o}
-            # A value zk2kafka did not write, where sync would write ZooKeeper's differing value or
-            # where this run wrote before: a new consumer took over, and writing would move it.
-            # The group is left alone.
-            asked = sorted(set(changed) | set(group.mirrored))
-            foreign = self.authorship.foreign(name, held, asked, group.mirrored)
-            others = self.authorship.other_runs(held, foreign)
-            if foreign and len(others) == len(foreign):
-                self._stop(name, other_run(foreign, held, wanted), "other_run")
-            elif foreign:
-                self._stop(name, taken_over(foreign, held, wanted), "taken_over")
-            elif changed:
-                todo.changes[name] = changed
-            elif name in renew and wanted:
-                # A renewal re-commits only what zk2kafka wrote: an equal value someone else
-                # committed is theirs to keep alive, and is not overwritten with zk2kafka's
-                # metadata.
-                theirs = set(self.authorship.foreign(name, held, list(wanted), group.mirrored))
-                if len(theirs) < len(wanted):
-                    todo.renewals[name] = {k: o for k, o in wanted.items() if k not in theirs}
-        return todo
 
     def _judge_again(self) -> None:
         """Judge again the groups whose quiet window ended with no change read since (a group

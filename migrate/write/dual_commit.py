@@ -21,24 +21,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from kafka.errors import KafkaError
-from kazoo.exceptions import KazooException, ZookeeperError
+from kazoo.exceptions import ZookeeperError
 
-from migrate.apply import journal as j
-from migrate.apply import kafka_half
-from migrate.apply.kafka_half import Committed, KafkaHalf, committed_offset
-from migrate.apply.review import Review
-from migrate.apply.put_back import PutBackFailed, put_back
-from migrate.apply.zk_half import NoZkWrite, ZkHalf, check_zk_unchanged
-from migrate.errors import MigrateError, ZkUnavailable
+from migrate.errors import MigrateError
+from migrate.journal import journal as j
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
+from migrate.stores import OUTAGES
+from migrate.write import kafka_half
+from migrate.write.kafka_half import Committed, KafkaHalf, committed_offset
+from migrate.write.put_back import PutBackFailed, put_back
+from migrate.write.review import Review
+from migrate.write.zk_half import NoZkWrite, ZkHalf, check_zk_unchanged
 from migrate.zk.walk import RETRIABLE
 from migrate.zk.writer import ZkChanged, ZkOffsetWriter, Znode
 
 log = logging.getLogger(__name__)
 
 CRASH_ENV = "ZK2KAFKA_CRASH_AT"
-# Set in a writer process of `--writers N` (shards.py): the command's pid.
+# Set in a writer process of `--writers N` (writer_shards.py): the command's pid.
 WRITER_PARENT_ENV = "ZK2KAFKA_WRITER_PARENT"
 WOULD_WRITE = "would write"   # a dry run's outcome for a group that passed every check
 
@@ -359,10 +359,8 @@ class DualCommit:
                 for g, state in self.journal.groups_of(self.run_id, groups).items()}
 
 
-# A group's own refusal (fails it) and a store's outage past the retry deadline (leaves it for
-# resume).
+# A group's own refusal: it fails the group (an outage, stores.OUTAGES, leaves it for resume).
 REFUSALS = (GroupFailed, GroupRejected, ZkChanged)
-OUTAGES = (KafkaError, KazooException, OSError, ZkUnavailable)
 
 
 def _refused(exc: BaseException | None) -> bool:

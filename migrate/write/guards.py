@@ -1,19 +1,24 @@
 """The checks a run passes before it touches a store: the run exists, the options and stores are
-the ones it was made with, its plan is unaltered. Each refusal is one MigrateError."""
+the ones it was made with, its plan is unaltered. Each refusal is one MigrateError.
+
+Each check is given what it compares, never the whole settings: the options as a run records
+them (`Settings.recorded()`, JSON values), the stores reached now and the connection that
+reached them.
+"""
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
-from migrate.apply.journal import DONE, Journal, Run
+from migrate.connection import Connection
 from migrate.diff.plan import Plan, ReviewedPlan, readable_writer_digest
 from migrate.errors import MigrateError, PlanRefused
+from migrate.journal.journal import DONE, Journal, Run
 from migrate.options import flag, shown
-from migrate.settings import RECORDED, Settings
 from migrate.stores import Stores, same_clusters
 
 # The addresses of the stores: compared by the clusters' identity, not as spelled.
@@ -22,26 +27,7 @@ ADDRESSES = ("bootstrap_server", "zookeeper")
 ZK_PLACE = ("zk_root", "path_template")
 
 
-def settings_record(settings: Settings, stores: Stores | None = None) -> dict[str, Any]:
-    """The options a writing run records in the journal (those marked recorded), as JSON values,
-    with the identity of the stores it writes."""
-    record = {name: list(v) if isinstance(v := getattr(settings, name), tuple) else v
-              for name in RECORDED}
-    if stores is not None:
-        record["stores"] = stores.to_json()
-    return record
-
-
-def as_recorded(settings: Settings, run: Run) -> Settings:
-    """`settings` with the run's own recorded options wherever the operator gave none: a resume
-    goes on with the selection and policies its run began with."""
-    taken = {k: tuple(v) if isinstance(v, list) else v for k, v in run.settings.items()
-             if k in RECORDED and k not in settings.given}
-    return dataclasses.replace(settings, **taken)
-
-
-def changes(before: dict[str, Any], now: dict[str, Any],
-            keys: tuple[str, ...] = RECORDED) -> list[str]:
+def changes(before: Mapping[str, Any], now: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
     """Each of `keys` whose value differs, as `--flag: then, now`."""
     return [f"{flag(k)}: {shown(k, before.get(k))} then, {shown(k, now.get(k))} now"
             for k in keys if before.get(k) != now.get(k)]
@@ -62,9 +48,10 @@ def plan_file(run: Run) -> Path:
     return Path(run.report or "", "plan.parquet")
 
 
-def resumable(journal: Journal, settings: Settings) -> Run:
-    """The migrate run --resume names, if it may go on with these options and its plan."""
-    run = journaled(journal, settings.resume, ("migrate",))
+def resumable(journal: Journal, run_id: str, given: Mapping[str, Any]) -> Run:
+    """The migrate run `run_id`, if it may go on with its plan and with the options `given` (those
+    of the recorded options the operator gave with --resume, as JSON values)."""
+    run = journaled(journal, run_id, ("migrate",))
     rolled_back = journal.rollback_of(run.run_id)
     if rolled_back is not None:
         # The rollback put its groups' before-values back: resuming would write them again over
@@ -72,8 +59,7 @@ def resumable(journal: Journal, settings: Settings) -> Run:
         raise MigrateError(f"cannot resume {run.run_id}: it was rolled back by "
                            f"{rolled_back.run_id} ({rolled_back.state}); "
                            "start a new run to migrate again")
-    given = tuple(k for k in RECORDED if k in settings.given and k not in ADDRESSES)
-    changed = changes(run.settings, settings_record(settings), given)
+    changed = changes(run.settings, given, tuple(k for k in given if k not in ADDRESSES))
     if changed:
         raise MigrateError(f"cannot resume {run.run_id}: the options changed since it began "
                            f"({'; '.join(changed)}); leave them out (a resume takes its run's "
@@ -84,19 +70,20 @@ def resumable(journal: Journal, settings: Settings) -> Run:
     return run
 
 
-def same_stores(run: Run, settings: Settings, now: Stores, verb: str, *,
-                zookeeper: bool | None = None) -> bool:
-    """Whether the run wrote ZooKeeper too; MigrateError unless the stores reached now (`now`)
-    are the clusters it wrote, whatever address reaches them. `zookeeper`: compare ZooKeeper too
-    (by default where the run wrote it).
+def same_stores(run: Run, now: Stores, connection: Connection, recorded: Mapping[str, Any],
+                verb: str, *, zookeeper: bool | None = None) -> bool:
+    """Whether the run wrote ZooKeeper too; MigrateError unless the stores reached now (`now`,
+    through `connection`) are the clusters it wrote, whatever address reaches them, and its
+    offsets are where `recorded` (the options now, as a run records them) says. `zookeeper`:
+    compare ZooKeeper too (by default where the run wrote it).
 
     Restoring or checking other stores than the run's would "succeed" at nothing.
     """
     wrote_zk = not run.settings.get("no_zk_write")
     zookeeper = wrote_zk if zookeeper is None else zookeeper
     elsewhere = same_clusters(Stores.from_json(run.settings.get("stores")), now, run.settings,
-                              settings, f"run {run.run_id}", zookeeper=zookeeper)
-    elsewhere += changes(run.settings, settings_record(settings), ZK_PLACE if zookeeper else ())
+                              connection, f"run {run.run_id}", zookeeper=zookeeper)
+    elsewhere += changes(run.settings, recorded, ZK_PLACE if zookeeper else ())
     if elsewhere:
         raise MigrateError(f"cannot {verb} {run.run_id}: it wrote to other stores than these "
                            f"({'; '.join(elsewhere)}); "
@@ -114,23 +101,26 @@ def not_rolled_back(journal: Journal, run_id: str) -> Run | None:
     return previous
 
 
-def no_conflicts(settings: Settings, plan: Plan) -> None:
+def no_conflicts(on_conflict: str, plan: Plan) -> None:
     """--on-conflict fail: a fresh plan with CONFLICT rows is not written at all."""
     counts = plan.summary["counts"]
-    if settings.on_conflict == "fail" and counts["CONFLICT"]:
+    if on_conflict == "fail" and counts["CONFLICT"]:
         raise MigrateError(f"--on-conflict fail: {counts['CONFLICT']} CONFLICT row(s) "
                            f"(see {plan.files['markdown']}); nothing was written")
 
 
-def executable(reviewed: ReviewedPlan, settings: Settings, now: Stores) -> None:
-    """PlanRefused for a reviewed plan made against other stores than `now` (by identity) or
-    with other policies, too old, or with CONFLICT rows under --on-conflict fail."""
-    current = {**settings_record(settings), "execute": settings.execute,
-               "zk_root": settings.path_template or settings.zk_root}
+def executable(reviewed: ReviewedPlan, now: Stores, connection: Connection,
+               recorded: Mapping[str, Any], *, execute: bool, max_plan_age: float) -> None:
+    """PlanRefused for a reviewed plan made against other stores than `now` (by identity, reached
+    through `connection`) or with other policies or selection than `recorded` (the options now,
+    as a run records them), older than `max_plan_age`, or with CONFLICT rows under --on-conflict
+    fail."""
+    current = {**recorded, "execute": execute,
+               "zk_root": recorded["path_template"] or recorded["zk_root"]}
     inputs = reviewed.summary.get("inputs", {})
-    elsewhere = same_clusters(Stores.from_json(inputs.get("stores")), now, inputs, settings,
+    elsewhere = same_clusters(Stores.from_json(inputs.get("stores")), now, inputs, connection,
                               f"plan {reviewed.id}")
-    refusals = reviewed.refusals(current, settings.max_plan_age, elsewhere)
+    refusals = reviewed.refusals(current, max_plan_age, elsewhere)
     if refusals:
         raise PlanRefused(reviewed.id, "; ".join(refusals) + "; nothing was written")
     policies = reviewed.summary.get("policies", {})
@@ -143,7 +133,7 @@ def executable(reviewed: ReviewedPlan, settings: Settings, now: Stores) -> None:
                                        "row does to ZooKeeper's offset; make and review a fresh "
                                        "`zk2kafka diff`; nothing was written")
     counts = reviewed.summary["counts"]
-    if settings.on_conflict == "fail" and counts.get("CONFLICT"):
+    if recorded["on_conflict"] == "fail" and counts.get("CONFLICT"):
         raise PlanRefused(reviewed.id, f"--on-conflict fail: {counts['CONFLICT']} CONFLICT row(s) "
                                        f"(see {reviewed.report / 'report.md'}); "
                                        "nothing was written")

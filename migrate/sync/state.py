@@ -1,16 +1,17 @@
-"""What sync knows while it follows: each group's state, and the run's figures (logged every
-interval, written to sync-status.json, read by the metrics endpoint)."""
+"""What sync knows while it follows: each group's state, the re-scan under way, and the run's
+figures (logged every interval, written to sync-status.json, read by the metrics endpoint)."""
 
 from __future__ import annotations
 
 import calendar
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrate.apply.watch import ZkOffset
 from migrate.kafka.writer import Key
 from migrate.state import ISO_FORMAT, iso
+from migrate.sync.watch import ZkOffset
 
 SHOWN = 5                  # groups or rows a line names before it only counts
 
@@ -42,6 +43,21 @@ class GroupState:
     def wanted(self) -> dict[Key, int]:
         """The offsets Kafka should hold: ZooKeeper's, where sync can mirror them."""
         return {key: zk.offset for key, zk in self.offsets.items()}
+
+
+@dataclass
+class Sweep:
+    """A re-scan under way: the groups listed when it began, read whole a slice at a time."""
+
+    names: list[str]
+    started: float      # time.monotonic()
+    spread: float       # seconds its reads are spread over; 0: all at once
+    done: int = 0       # names[:done] are read
+
+    def due(self, now: float) -> list[str]:
+        """The groups whose turn has come by `now` and that are not read yet."""
+        share = 1.0 if self.spread <= 0 else min(1.0, (now - self.started) / self.spread)
+        return self.names[self.done:math.ceil(share * len(self.names))]
 
 
 @dataclass

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import NamedTuple
 
-from migrate.apply.dual_commit import Outcome
 from migrate.progress import Progress
+from migrate.write.dual_commit import Outcome
 
 log = logging.getLogger(__name__)
 

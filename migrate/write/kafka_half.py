@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from migrate.apply import journal as j
+from migrate.journal import journal as j
 from migrate.kafka.writer import KafkaOffsetWriter, Key
 
 Committed = Mapping[Key, tuple[int, str]]   # what Kafka holds of a group: {key: (offset, metadata)}

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from migrate.apply.journal import Journal
-from migrate.apply.locks import why
 from migrate.errors import StateDirError
+from migrate.journal.journal import Journal
+from migrate.journal.locks import why
 
 _TABLES = ("runs", "groups", "partitions")
 

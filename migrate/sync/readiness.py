@@ -15,12 +15,12 @@ import logging
 import time
 from collections.abc import Callable
 
-from migrate.apply.sync_state import SHOWN, GroupState
-from migrate.apply.watch import ZkOffset
 from migrate.kafka.writer import Key
+from migrate.sync.state import SHOWN, GroupState
+from migrate.sync.watch import ZkOffset
 from migrate.zk.quiet import Moved, Stamp, moved_within, shown, still_at, when
 
-log = logging.getLogger("migrate.apply.sync")
+log = logging.getLogger("migrate.sync.follower")
 
 
 class Readiness:

@@ -5,7 +5,7 @@ pass, kazoo's and kafka-python's IO threads share one interpreter lock and chang
 3.4-4.6 s at 1,000 a second, bench_sync.py). So, as `migrate --writers N` does for its write
 phase, N processes each open their own ZooKeeper session and Kafka admin and follow the selected
 groups whose name hashes to them (crc32 mod N: a group keeps its shard across restarts). A group
-is followed whole by one process, so the rules of apply/sync.py hold per group as they do in one
+is followed whole by one process, so the rules of sync/follower.py hold per group as they do in one
 process, and each journals its commits into the one journal.
 
 This process (the command's) holds the writers' lock, and the shards die with it, `kill -9`
@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing
-import os
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from logging.handlers import QueueListener
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -35,15 +32,14 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from migrate.apply.follow import make_follower, open_sessions
-from migrate.apply.journal import Journal
-from migrate.apply.service import Health
-from migrate.apply.shards import CONTEXT, become_child, log_levels
-from migrate.apply.sync_state import group_lists, status_line
-from migrate.errors import EXIT_ERROR, MigrateError
+from migrate import processes
+from migrate.errors import EXIT_ERROR, MigrateError, WorkerFailed
+from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
-from migrate.settings import Settings
 from migrate.state import iso
+from migrate.sync.service import Health
+from migrate.sync.sessions import FollowOptions, make_follower, open_sessions
+from migrate.sync.state import group_lists, status_line
 from migrate.zk.client import close
 
 log = logging.getLogger(__name__)
@@ -65,7 +61,7 @@ class Report(NamedTuple):
     shard: int
     families: list[Metric]          # its registry, collected
     figures: dict[str, Any]         # SyncStatus.figures
-    # sync_state.group_lists of its groups, sent when they changed, every STATUS_EVERY and at the
+    # state.group_lists of its groups, sent when they changed, every STATUS_EVERY and at the
     # end (at 10,000 groups they are most of a report); None: as last sent
     groups: dict[str, Any] | None
     zk_state: str                   # its kazoo session's state
@@ -81,58 +77,36 @@ class Failed(NamedTuple):
     exit_code: int
 
 
-class ShardFailed(MigrateError):
-    """A follower process stopped on an error, or died."""
+class FollowerShards:
+    """`options.writers` follower processes, started at once; `run` follows until `stop`."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-class Shards:
-    """`settings.writers` follower processes, started at once; `run` follows until `stop`."""
-
-    def __init__(self, settings: Settings, run_id: str, metadata: str, status_file: Path):
-        self.settings, self.status_file = settings, status_file
+    def __init__(self, options: FollowOptions, run_id: str, metadata: str, status_file: Path):
+        self.options, self.status_file = options, status_file
         self.started = time.time()
         self.reports: dict[int, Report] = {}
         self.groups: dict[int, dict[str, Any]] = {}   # each shard's group lists, as last sent
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(Merged(self._families))
-        multiprocessing.set_forkserver_preload([__name__])
-        ctx = multiprocessing.get_context(CONTEXT)
+        ctx = processes.context()
         # `go`: the shards open their sessions at once, and follow (write) only once `run` is
         # called, after the command has bound its endpoint and journaled the run.
-        self._stop, self._go, self._records = ctx.Event(), ctx.Event(), ctx.Queue()
-        # The shards' log records are written here, by this process's handlers: one format,
-        # secrets scrubbed.
-        self._listener = QueueListener(self._records, *logging.getLogger().handlers,
-                                       respect_handler_level=True)
-        self._listener.start()
+        self._stop, self._go = ctx.Event(), ctx.Event()
         self._admin = None
-        self.workers, self.pipes = [], []
-        n, levels = settings.writers, log_levels()
+        n = options.writers
+        self.workers = processes.Workers(_follow_shard, [
+            (options, run_id, metadata, k, n, self._stop, self._go) for k in range(n)],
+            "zk2kafka-sync")
         try:
-            for k in range(n):
-                mine, theirs = ctx.Pipe(duplex=False)
-                worker = ctx.Process(target=_follow_shard, name=f"zk2kafka-sync-{k}", daemon=True,
-                                     args=(settings, run_id, metadata, k, n, os.getpid(),
-                                           self._stop, self._go, self._records, levels,
-                                           theirs))
-                worker.start()
-                theirs.close()
-                self.workers.append(worker)
-                self.pipes.append(mine)
             # /healthz's Kafka probe; the shards' sessions are theirs.
-            self._admin = open_admin(settings)
+            self._admin = open_admin(options.connection)
         except BaseException:
             self.close()
             raise
 
     def health(self) -> Health:
         return Health(_Sessions(self), lambda: self._admin.describe_topics([]),
-                      self.last_rescan, self.settings.rescan_every)
+                      self.last_rescan, self.options.rescan_every)
 
     def last_rescan(self) -> float | None:
         """When the oldest of the shards' last re-scans finished: all groups re-read since."""
@@ -143,7 +117,7 @@ class Shards:
         return min(r.last_rescan for r in reports)
 
     def run(self, stop: threading.Event) -> dict[str, Any]:
-        """Follow until `stop` is set (or Ctrl-C); the shards' figures merged. Raises ShardFailed
+        """Follow until `stop` is set (or Ctrl-C); the shards' figures merged. Raises WorkerFailed
         when a shard fails or dies."""
         self._go.set()
         next_status = time.monotonic() + STATUS_EVERY
@@ -170,16 +144,16 @@ class Shards:
     def _receive(self, final: set[int], deadline: float | None) -> bool:
         """Read the shards' reports for up to a tenth of a second; whether group lists came."""
         came = False
-        for k, pipe in enumerate(self.pipes):
+        for k, pipe in enumerate(self.workers.pipes):
             if k in final:
                 continue
             try:
-                message = pipe.recv() if pipe.poll(0.1 / len(self.pipes)) else None
+                message = pipe.recv() if pipe.poll(0.1 / len(self.workers)) else None
             except EOFError:   # its end of the pipe closed: the process is gone
-                self.workers[k].join(timeout=5)
+                self.workers.wait(k, timeout=5)
                 raise self._died(k) from None
             if isinstance(message, Failed):
-                raise ShardFailed(f"follower process {k}: {message.message}", message.exit_code)
+                raise WorkerFailed(f"follower process {k}: {message.message}", message.exit_code)
             if isinstance(message, Report):
                 with self._lock:
                     self.reports[k] = message
@@ -188,15 +162,15 @@ class Shards:
                         came = True
                 if message.final:
                     final.add(k)
-            elif not self.workers[k].is_alive() and not pipe.poll(0):
+            elif not self.workers.alive(k) and not pipe.poll(0):
                 raise self._died(k)
             if deadline is not None and time.monotonic() > deadline:
-                raise ShardFailed(f"follower process {k} did not stop within {STOP_WAIT:g}s")
+                raise WorkerFailed(f"follower process {k} did not stop within {STOP_WAIT:g}s")
         return came
 
-    def _died(self, k: int) -> ShardFailed:
-        return ShardFailed(f"follower process {k} died (exit {self.workers[k].exitcode}); start"
-                           " sync again: it takes up every group where Kafka stands")
+    def _died(self, k: int) -> WorkerFailed:
+        return WorkerFailed(f"follower process {k} died (exit {self.workers.exitcode(k)}); start"
+                            " sync again: it takes up every group where Kafka stands")
 
     def status(self) -> dict[str, Any]:
         """The shards' SyncStatus figures as one sync's."""
@@ -216,11 +190,7 @@ class Shards:
 
     def close(self) -> None:
         self._stop.set()
-        for worker in self.workers:
-            worker.join(timeout=STOP_WAIT)
-            if worker.is_alive():
-                worker.kill()
-        self._listener.stop()
+        self.workers.close(timeout=STOP_WAIT)
         if self._admin is not None:
             self._admin.close()
 
@@ -228,7 +198,7 @@ class Shards:
 class _Sessions:
     """The shards' ZooKeeper sessions as one, for /healthz: the worst state among them."""
 
-    def __init__(self, shards: Shards):
+    def __init__(self, shards: FollowerShards):
         self.shards = shards
 
     @property
@@ -298,17 +268,16 @@ class Merged(Collector):
 
 # -- in a follower process ------------------------------------------------------------------------
 
-def _follow_shard(settings: Settings, run_id: str, metadata: str, k: int, n: int, parent: int,
-                  stop, go, records, levels: dict[str, int], pipe) -> None:
+def _follow_shard(pipe, options: FollowOptions, run_id: str, metadata: str, k: int, n: int,
+                  stop, go) -> None:
     """A follower process: the groups of shard `k` of `n` followed until `stop`, its figures sent
     down `pipe` every REPORT_EVERY and once more at the end."""
-    become_child(parent, records, levels)
     sending = threading.Lock()   # the reporter thread and this one share the pipe
     try:
-        with Journal.open(settings.state_dir) if settings.execute else nullcontext() as journal:
-            admin, client = open_sessions(settings)
+        with nullcontext() if options.dry_run else Journal.open(options.state_dir) as journal:
+            admin, client = open_sessions(options)
             try:
-                follower = make_follower(settings, client, admin, journal, run_id, metadata,
+                follower = make_follower(options, client, admin, journal, run_id, metadata,
                                          None, status_every=None,
                                          owns=lambda group: shard_of(group, n) == k)
 

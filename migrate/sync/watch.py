@@ -24,8 +24,8 @@ leaves unknown whether its watch was set (an outage), `forget()` makes every nex
 
 from __future__ import annotations
 
-import time
 import threading
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -34,7 +34,7 @@ from kazoo.exceptions import KazooException
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from migrate.kafka.writer import Key
+from migrate.kafka.writer import Key, label
 from migrate.zk import layouts
 from migrate.zk.quiet import seconds
 from migrate.zk.reader import ZkOffsetReader
@@ -321,9 +321,3 @@ def _copy(read: GroupRead) -> GroupRead:
 
 def _key(watch: _Watch) -> tuple[str, bool]:
     return watch.path, watch.children
-
-
-def label(key: Key) -> str:
-    """How a partition is named in the unmirrored rows and the logs: `topic-partition`."""
-    topic, partition = key
-    return f"{topic}-{partition}"

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from migrate.apply.locks import Transaction, WriterLock, why
 from migrate.batches import chunks
 from migrate.diff.plan import Planned
 from migrate.errors import MigrateError, StateDirError
+from migrate.journal.locks import Transaction, WriterLock, why
 from migrate.state import iso
 
 PENDING, COMMITTED, VERIFIED = "pending", "committed", "verified"

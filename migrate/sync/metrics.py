@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from migrate.apply.sync_state import GroupState
+    from migrate.sync.state import GroupState
 
 PREFIX = "zk2kafka_sync"
 STATES = ("mirroring", "ready", "stopped")

@@ -1,0 +1,11 @@
+"""The run journal both writing programs share: `migrate --execute` (migrate/write/) and
+`sync --execute` (migrate/sync/) journal their runs here, and `status`, `rollback`,
+`verify --run` and `ready-for-kraft` read it.
+
+- `journal`: <state-dir>/journal.sqlite: each run, its groups' states and every offset's values
+  before and after it wrote them (what resume starts from and rollback restores);
+- `locks`: the one-writer lock on <state-dir>/journal.lock, and one transaction at a time
+  between a command's threads;
+- `authorship`: who wrote an offset Kafka holds, zk2kafka (a run the journal holds) or someone
+  else, for sync and ready-for-kraft.
+"""

@@ -1,0 +1,82 @@
+"""The sync command: the journal, signal handling, the stop timer and the metrics endpoint
+(sync/service.py) around the followers: one Follower (sync/follower.py) in this process
+(sync/sessions.py), or `--writers N` follower processes (sync/follower_shards.py). Returns what
+the sync command prints."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from typing import Any
+
+from migrate import stores
+from migrate.journal.journal import DONE, Journal
+from migrate.settings import Settings
+from migrate.state import StateDir, new_run_id
+from migrate.sync.follower_shards import FollowerShards
+from migrate.sync.service import Endpoint
+from migrate.sync.sessions import FollowOptions, OneFollower
+
+log = logging.getLogger(__name__)
+
+
+def follow(settings: Settings) -> dict[str, Any]:
+    """Mirror each ZooKeeper offset change into Kafka until SIGINT/SIGTERM or --stop-after.
+
+    Without --execute it only says what it would commit. With it, the run is journaled
+    (kind sync) like migrate, so `status` shows it and `rollback` can undo it in Kafka.
+    """
+    settings.require("zookeeper")
+    settings.require("bootstrap_server")
+    run_id, state = new_run_id(), StateDir(settings.state_dir)
+    report = state.reports(run_id)
+    # The writers' lock first: a second writer stops before it connects to anything.
+    journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
+               if settings.execute else None)
+    # As migrate: an explicit --metadata, even "", is what is written; the journal records it
+    # for later runs.
+    metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
+    options = FollowOptions.of(settings)
+    stop = threading.Event()
+    followers = endpoint = None
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        if options.writers > 1:
+            followers = FollowerShards(options, run_id, metadata, report / "sync-status.json")
+        else:
+            followers = OneFollower(options, journal, run_id, metadata,
+                                    report / "sync-status.json")
+        if settings.metrics_address is not None:
+            endpoint = Endpoint(settings.metrics_address, followers.registry,
+                                followers.health()).start()
+        if journal is not None:
+            # After the endpoint is bound: a port in use journals no run that never ran.
+            # Sync only reads ZooKeeper.
+            reached = stores.reach(settings.connection, zookeeper=False)
+            record = {**settings.recorded(), "stores": reached.to_json(), "no_zk_write": True}
+            journal.create_run(run_id, "sync", "", record, {}, report=str(report))
+        if settings.stop_after:
+            timer = threading.Timer(settings.stop_after, stop.set)
+            timer.daemon = True   # never what keeps the process alive
+            timer.start()
+        log.info("sync %s: following %s%s into %s%s%s; stop with Ctrl-C or SIGTERM", run_id,
+                 settings.zookeeper, settings.zk_root, settings.bootstrap_server,
+                 f" over {settings.writers} processes" if settings.writers > 1 else "",
+                 "" if settings.execute else " (dry run: nothing is written)")
+        begun = time.time()
+        status = followers.run(stop)
+        if journal is not None:
+            journal.set_run(run_id, DONE)
+    finally:
+        stop.set()
+        signal.signal(signal.SIGTERM, previous)
+        if endpoint is not None:
+            endpoint.close()
+        if followers is not None:
+            followers.close()
+        if journal is not None:
+            journal.close()
+    return {"run": run_id, "kind": "sync", "dry_run": not settings.execute, "report": str(report),
+            **status, "seconds": round(time.time() - begun, 3)}   # how long it followed

@@ -1,0 +1,119 @@
+"""One follower's sessions and the Follower built on them, for the command's own process
+(OneFollower) and for each follower process of `sync --writers N` (follower_shards.py); what
+they are made from is `FollowOptions`, the part of the settings a follower uses."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka.admin import KafkaAdminClient
+from kazoo.client import KazooClient
+
+from migrate.connection import Connection
+from migrate.journal.journal import Journal
+from migrate.kafka.client import open_admin
+from migrate.kafka.compat import BrokerFeatures, group_states
+from migrate.kafka.retry import RetryPolicy
+from migrate.kafka.writer import KafkaOffsetWriter
+from migrate.settings import Settings
+from migrate.sync.follower import Follower
+from migrate.sync.service import Health
+from migrate.zk.client import close, connect
+from migrate.zk.scan import ReaderOptions, make_reader
+
+
+@dataclass(frozen=True)
+class FollowOptions:
+    """What a follower takes from the settings: how to reach the stores, what to read there, the
+    state dir its journal is in, and how it follows (--parallelism, --rescan-every,
+    --renew-every, --quiet-for, --no-group-metrics, --writers; a dry run without --execute)."""
+
+    connection: Connection
+    reading: ReaderOptions
+    state_dir: Path
+    dry_run: bool
+    parallelism: int
+    rescan_every: float
+    renew_every: float | None
+    quiet_for: float
+    per_group_metrics: bool
+    writers: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> FollowOptions:
+        return cls(settings.connection, ReaderOptions.of(settings), settings.state_dir,
+                   not settings.execute, settings.parallelism, settings.rescan_every,
+                   settings.renew_every, settings.quiet_for, not settings.no_group_metrics,
+                   settings.writers)
+
+
+def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdminClient,
+                  journal: Journal | None, run_id: str, metadata: str, status_file: Path | None,
+                  **extra: Any) -> Follower:
+    """A Follower over these sessions, as `options` ask; `extra` goes to Follower."""
+    policy = RetryPolicy()
+    features = BrokerFeatures.of(admin)
+
+    def kafka_groups() -> dict[str, str | None]:
+        # Before 2.6 ListGroups carries no state: a live group must not read as idle on old
+        # brokers.
+        return group_states(admin, features, policy.call)
+
+    def kafka_partitions(topics: list[str]) -> dict[str, set[int]]:
+        # A topic Kafka lacks comes back with no partitions (the admin never asks to create it).
+        described = policy.call("describe topics", lambda: admin.describe_topics(topics))
+        return {t["name"]: {p["partition_index"] for p in t["partitions"]} for t in described}
+
+    return Follower(client, make_reader(client, options.reading),
+                    KafkaOffsetWriter(admin, policy, options.parallelism),
+                    kafka_groups, kafka_partitions, journal, run_id, metadata,
+                    options.rescan_every, options.renew_every, status_file,
+                    dry_run=options.dry_run, per_group_metrics=options.per_group_metrics,
+                    quiet_for=options.quiet_for, **extra)
+
+
+def open_sessions(options: FollowOptions) -> tuple[KafkaAdminClient, KazooClient]:
+    """A Kafka admin and a ZooKeeper session for one follower."""
+    admin = open_admin(options.connection, in_flight=options.parallelism + 4)
+    try:
+        return admin, connect(options.connection)
+    except BaseException:
+        admin.close()
+        raise
+
+
+def kafka_probe(admin: KafkaAdminClient):
+    """/healthz's sign of life from Kafka. A metadata request for no topic: any client may send
+    it, whatever the ACLs (DescribeCluster would need Describe on the cluster)."""
+    return lambda: admin.describe_topics([])
+
+
+class OneFollower:
+    """Every selected group followed by one Follower, in this process."""
+
+    def __init__(self, options: FollowOptions, journal: Journal | None, run_id: str,
+                 metadata: str, status_file: Path):
+        self.options = options
+        self.admin, self.client = open_sessions(options)
+        self.follower = make_follower(options, self.client, self.admin, journal, run_id,
+                                      metadata, status_file)
+        self.registry = self.follower.metrics.registry
+
+    def health(self) -> Health:
+        return Health(self.client, kafka_probe(self.admin), lambda: self.follower.last_rescan,
+                      self.options.rescan_every)
+
+    def run(self, stop: threading.Event) -> dict[str, Any]:
+        """Follow until `stop` is set (or Ctrl-C); the figures of the run."""
+        try:
+            self.follower.run(stop)
+        except KeyboardInterrupt:
+            pass
+        return self.follower.status.to_json(self.follower.groups)
+
+    def close(self) -> None:
+        self.admin.close()
+        close(self.client)

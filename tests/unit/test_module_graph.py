@@ -1,0 +1,140 @@
+"""The package's shape holds: no import cycle among `migrate` modules, not even through an import
+inside a function; the two writing programs (migrate/write/, migrate/sync/) share only the journal
+(migrate/journal/); and no module past the house limit of 400 lines.
+
+The graph is read from the source with `ast`, never by importing it: every `import` and
+`from ... import` anywhere in a module (top level, functions, `if TYPE_CHECKING:` blocks) is an
+edge, relative imports resolved against the module's package, and `from pkg import name` an edge
+to the module `pkg.name` when there is one, else to `pkg`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "migrate"
+MAX_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name)."""
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolved(name: str, known: dict[str, Path]) -> str | None:
+    """The module `name` is, or the longest known package or module it lies under."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The `migrate` modules `name` imports, wherever in it the import is."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            # `from pkg import module` imports the module; `from module import name` the module.
+            targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in known else source
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target == "migrate" or target.startswith("migrate."):
+                resolved = _resolved(target, known)
+                if resolved is not None and resolved != name:
+                    found.add(resolved)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph, as the modules along it (the first repeated at the end), or None."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    colour = dict.fromkeys(edges, WHITE)
+    for start in sorted(edges):
+        if colour[start] != WHITE:
+            continue
+        # An explicit stack: (module, its imports still to visit); `path` is the grey chain.
+        path, stack = [start], [(start, iter(sorted(edges[start])))]
+        colour[start] = GREY
+        while stack:
+            node, todo = stack[-1]
+            nxt = next(todo, None)
+            if nxt is None:
+                colour[node] = BLACK
+                stack.pop()
+                path.pop()
+            elif colour.get(nxt, BLACK) == GREY:
+                return path[path.index(nxt):] + [nxt]
+            elif colour.get(nxt) == WHITE:
+                colour[nxt] = GREY
+                path.append(nxt)
+                stack.append((nxt, iter(sorted(edges[nxt]))))
+    return None
+
+
+def test_the_cycle_finder_names_a_cycle_and_passes_a_tree():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_imports_are_read_everywhere_and_resolved(tmp_path):
+    known = {"migrate": Path(), "migrate.x": Path(), "migrate.x.a": Path(), "migrate.x.b": Path(),
+             "migrate.y": Path()}
+    source = tmp_path / "a.py"
+    source.write_text("from . import b\n"
+                      "def f():\n"
+                      "    from ..y import thing\n"
+                      "    import migrate.x.b.inner\n")
+    assert imports_of("migrate.x.a", source, known) == {"migrate.x.b", "migrate.y"}
+
+
+def test_no_import_cycle_among_migrate_modules():
+    cycle = find_cycle(graph())
+    assert cycle is None, ("import cycle (function-local imports count): "
+                           + " -> ".join(cycle))
+
+
+def test_the_two_writing_programs_share_only_the_journal():
+    # One package per program: the one-shot writer and the follower service import the journal
+    # package, never each other, and the journal imports neither.
+    apart = {"migrate.write": ("migrate.sync",), "migrate.sync": ("migrate.write",),
+             "migrate.journal": ("migrate.write", "migrate.sync")}
+    crossing = sorted(f"{name} -> {target}" for name, targets in graph().items()
+                      for package, others in apart.items() if _within(name, package)
+                      for target in targets if any(_within(target, o) for o in others))
+    assert not crossing, f"imports across the programs' packages: {crossing}"
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_no_module_is_longer_than_the_house_limit():
+    long = {str(path.relative_to(ROOT)): n for path in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(path.read_text("utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
