@@ -58,8 +58,9 @@ given with `--config`, where this page lists them: a flag wins over the environm
 over the file, which wins over the default. An option marked *command line only* is taken from
 nothing else. `--group`, `--exclude-group` and `--topic` are full matches of the whole name
 (Java's `matches()`): `billing.*`, not `^billing`.
-How the options are used, command by command, is in the guides beside this page
-([configuration.md](configuration.md) for where options come from and security).
+How each command is used is in its guide, linked from its section; where options come from and
+what the commands print is [configuration.md](configuration.md), connecting securely
+[security.md](security.md).
 """
 
 
