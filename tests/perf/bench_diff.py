@@ -2,10 +2,10 @@
 
     python tests/perf/bench_diff.py --offsets 1000000     # 10,000 groups x 100 partitions over 100 topics
     python tests/perf/bench_diff.py --offsets 100000 --master 'local[2]' --json diff.json
-    python tests/perf/bench_diff.py --offsets 1000000 --compare   # and the query before issue 18, same run
+    python tests/perf/bench_diff.py --offsets 1000000 --compare   # and the three-shuffle query, same run
 
 `--compare` runs the diff twice on the same snapshots, each in a fresh Python process (a cold JVM each):
-first with the query as it was before issue 18 (tests/perf/joined_diff.py: a dedupe window and four
+first with the three-shuffle query the one-shuffle one replaced (tests/perf/joined_diff.py: a dedupe window and four
 joins, three shuffles of the plan's rows), then with today's `offset_diff` (one window, one shuffle); it
 checks that both plans hold the same rows, in the same order. The JVM's CPU time is reported beside the
 wall time: on two shared cores it is the steadier figure. Spark's driver maps the class-data archive
@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
-sys.path.insert(0, str(Path(__file__).resolve().parent))   # joined_diff, the query before issue 18
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # joined_diff, the three-shuffle query
 
 from migrate.diff import cds  # noqa: E402
 from migrate.diff.offset_diff import Policy  # noqa: E402
@@ -256,7 +256,7 @@ def measure(zk_path: Path, kafka_path: Path, plan_path: Path, master: str) -> di
     }
 
 
-QUERIES = {"joins": "the joins before issue 18 (tests/perf/joined_diff.py)",
+QUERIES = {"joins": "the three-shuffle joins (tests/perf/joined_diff.py)",
            "current": "offset_diff: one shuffle"}
 
 
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--master", default="local[*]", help="Spark master (JVM peak covers local mode only)")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     ap.add_argument("--compare", action="store_true",
-                    help="run the query before issue 18 and today's, each in a fresh process, on the same snapshots")
+                    help="run the three-shuffle query and today's, each in a fresh process, on the same snapshots")
     ap.add_argument("--no-class-data", action="store_true",
                     help="start Spark without the class-data archive `make install` made (a cache dir without one)")
     ap.add_argument("--query", choices=sorted(QUERIES), default="current", help=argparse.SUPPRESS)
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> dict:
             keys = [name for name, _ in PLAN_ORDER]
 
             def joined(zk, kafka, policy, carry, splits):
-                # The query before issue 18, ordered by Spark as run_diff ordered it then.
+                # The three-shuffle query, ordered by Spark as run_diff ordered that query.
                 return joined_diff(zk, kafka, policy).orderBy(*keys)
 
             migrate.diff.run.offset_diff = joined
@@ -374,7 +374,7 @@ def _compare(args, tmp: Path, offsets: int, groups: int, kafka_rows: int) -> dic
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
     if not same:
-        raise AssertionError("the query before issue 18 and today's planned different rows")
+        raise AssertionError("the three-shuffle query and today's planned different rows")
     return figures
 
 

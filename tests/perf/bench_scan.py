@@ -3,7 +3,7 @@
     python tests/perf/bench_scan.py                      # 100 groups x 10 topics x 100 partitions
     python tests/perf/bench_scan.py --groups 1000 --topics 10 --partitions 100 --readers 2   # 1,000,000
 
-Starts its own sandbox unless --zookeeper is given; prints a Markdown table for the README.
+Starts its own sandbox unless --zookeeper is given; prints a Markdown table, as docs/performance.md shows it.
 Peak memory is the maximum RSS of the `zk2kafka scan` process tree (getrusage of the children).
 """
 

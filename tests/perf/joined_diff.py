@@ -1,4 +1,4 @@
-"""offset_diff as it was before issue 18: the dedupe window, then a full outer join, a left-semi join
+"""offset_diff as it was before the one-shuffle query: the dedupe window, then a full outer join, a left-semi join
 and two left joins (the plan's rows shuffled three times on a local master: the window, the full outer
 join and the orderBy), composed with today's status, reason and planning columns.
 
@@ -18,7 +18,7 @@ from migrate.zk import layouts
 
 
 def joined_diff(zk: DataFrame, kafka: DataFrame, policy: od.Policy) -> DataFrame:
-    """offset_diff as it was before issue 18: the dedupe window, then the joins."""
+    """offset_diff as it was before the one-shuffle query: the dedupe window, then the joins."""
     keyed = zk.filter(F.col("partition").isNotNull())
     mtime = F.col("mtime")
     rank = Window.partitionBy("group", "topic", "partition").orderBy(

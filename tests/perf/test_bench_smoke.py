@@ -103,7 +103,7 @@ def test_sync_benchmark_times_every_change_it_sent(cluster, zk_chroot, tmp_path,
 
 @pytest.mark.slow
 def test_a_million_offsets_end_to_end_in_flat_memory():
-    """The README's scale figures: `make test-long` (or `python tests/perf/bench_scale.py`) on its own sandbox."""
+    """docs/performance.md's million offsets: `make test-long` (or `python tests/perf/bench_scale.py`), own sandbox."""
     figures = bench_scale.main([])
     _scale_checks(figures, 1_000_000)
     migrate = figures["steps"][2]
