@@ -1,6 +1,7 @@
 # `make demo`: the main job end to end on a local sandbox. `make test`: the whole suite.
 # `make test-long`: the slow variants, the compatibility suite's whole release matrix among them.
 # `make support-table`: render the README's support table from tests/compat/results.json.
+# `make cli-doc`: render docs/cli.md, the command reference, from the option table.
 # `make wheel-check`: the wheel as `pip install` gives it, run on its own (.ci/wheel-check).
 # All build their own virtualenv; Java 17 must be on PATH (the sandbox and Spark run on it).
 # The demo's broker is Kafka 3.9.2; `make demo KAFKA_VERSION=1.1.1` runs another release
@@ -14,7 +15,7 @@ DEMO_STATE ?= zk2kafka-state/demo
 PYTEST_ARGS ?=
 KAFKA_VERSION ?= 3.9.2
 
-.PHONY: install demo test test-long support-table wheel-check lock-jars clean
+.PHONY: install demo test test-long support-table cli-doc wheel-check lock-jars clean
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -59,6 +60,10 @@ test-long: install
 
 support-table:
 	$(PYTHON) tests/compat/support_table.py
+
+# Render docs/cli.md from the option table (tests/unit/test_cli_reference.py fails when it is stale).
+cli-doc: install
+	$(BIN)/python -m migrate.cli_reference --write
 
 # The wheel built from the checkout, installed into a new virtualenv (not .venv) and run from
 # outside the checkout: --help, sandbox up/status/seed, scan, diff, sandbox down. About two minutes.

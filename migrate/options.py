@@ -199,7 +199,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("zk_write_via", "choice", "zk",
            "how the ZooKeeper half is written: "
            "zk (kazoo, conditioned on the scanned znode versions) "
-           "or broker (OffsetCommit v0; not available, see README)",
+           "or broker (OffsetCommit v0; not available, see docs/migrate.md)",
            choices=("zk", "broker"), commands=WRITE_COMMANDS),
     Option("parallelism", "int", 32,
            "Kafka commits in flight at once (groups are read and journaled in batches)",
@@ -224,7 +224,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("stop_after", "duration", None,
            "sync: stop by itself after this long (default: until SIGINT or SIGTERM)",
            commands=("sync",), metavar="DURATION"),
-    # sync as a service (#20): its HTTP endpoint and the size of its series.
+    # sync as a service: its HTTP endpoint and the size of its series.
     Option("metrics_address", "str", None,
            "sync: serve Prometheus metrics on http://HOST:PORT/metrics and health on /healthz "
            "(e.g. 0.0.0.0:9308; port 0 picks a free one)",

@@ -1,14 +1,14 @@
 """A class-data sharing (CDS) archive for the Spark driver's JVM: fewer seconds of start-up.
 
 A cold Spark JVM loads and verifies some 15,000 classes before the diff's query runs. A dynamic CDS
-archive (JDK 13+) maps them from one file instead. Measured on the 1M-offset diff
-(tests/perf/bench_diff.py --cds): see the README's diff table.
+archive (JDK 13+) maps them from one file instead. What it saves is in
+docs/performance.md (the diff).
 
 The archive is made once per Java and Spark install, by `python -m migrate.diff.cds` (`make
 install` runs it), never by a diff: the JVM writes it while it exits, and a diff must neither wait
 for that nor ever read a half-written file. It is written under a temporary name and renamed once
 its JVM has exited. A diff uses the archive when it is there; its name holds the JVM's and
-Spark's versions, so another install simply finds none and starts as before.
+Spark's versions and Spark's place, so another install simply finds none and starts as before.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def archive_path(cache_dir: Path | None = None) -> Path:
 
     java = _java()
     stamp = java.stat().st_mtime_ns if java.exists() else 0
-    key = hashlib.sha256(f"{java}|{stamp}|{pyspark.__version__}".encode()).hexdigest()[:12]
+    # The archive records the jars' paths: another virtualenv's Spark cannot map it.
+    spark = Path(pyspark.__file__).resolve().parent
+    key = hashlib.sha256(f"{java}|{stamp}|{spark}|{pyspark.__version__}".encode()).hexdigest()[:12]
     cache = Path(cache_dir or os.environ.get("ZK2KAFKA_CACHE_DIR") or DEFAULT_CACHE).expanduser()
     return cache / "spark-cds" / f"driver-{key}.jsa"
 

@@ -92,8 +92,8 @@ def _side_by_side(zk: DataFrame, kafka: DataFrame | None, carry: tuple[str, ...]
     group at `splits` (`_part_of`).
 
     One exchange serves everything after it: the window of `_matched` finds each group's rows
-    together, and sorting them for it puts the plan in order, partition by partition. The joins
-    before (issue 18) shuffled the plan's rows three times (the dedupe window, the full outer join,
+    together, and sorting them for it puts the plan in order, partition by partition. A plainer
+    query of joins shuffled the plan's rows three times (the dedupe window, the full outer join,
     the orderBy) and ZooKeeper's groups once more. The splits are given, not sampled: a range
     partition reads its input twice, once to sample it (a second of the 1M-offset diff).
     """

@@ -45,7 +45,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
       expires by commit time, and a re-commit (`sync --renew-every`) renews it. But a group that has
       a protocol type (a real consumer group) and is Empty loses *all* its offsets retention
       minutes after it became Empty: a commit does not move that clock, nothing but a consumer
-      joining does. Those groups are named (#16 case 4), with the time left where the broker says it
+      joining does. Those groups are named, with the time left where the broker says it
       (`empty_since`: when each became Empty, from __consumer_offsets) and why not elsewhere.
     `selection`: the diff's selection as flags, for the sync command the warnings advise.
     Returns the figures for summary.json, with the warnings to print.
