@@ -100,7 +100,7 @@ def test_diff_reports_every_status_from_a_real_cluster(cluster, zk, zk_chroot, k
     with open(report / "rows.csv", newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["group", "topic", "partition", "zk_offset", "kafka_offset", "log_start", "log_end",
-                       "status", "planned_offset"]
+                       "status", "planned_offset", "zk_change", "zk_planned"]
     assert len(rows) == 13
     reset = (report / "reset-offsets.csv").read_text().splitlines()
     assert sorted(reset) == [f"{g['migrate']},{orders},0,10", f"{g['migrate']},{orders},1,11"]

@@ -127,7 +127,7 @@ def _check_csv(report: Path, rows: list[dict]) -> None:
     with open(report / "rows.csv", newline="", encoding="utf-8") as f:
         table = list(csv.reader(f))
     assert table[0] == ["group", "topic", "partition", "zk_offset", "kafka_offset", "log_start", "log_end",
-                        "status", "planned_offset"]
+                        "status", "planned_offset", "zk_change", "zk_planned"]
     assert [(row[0], row[1], row[2], row[7]) for row in table[1:]] == [
         (r["group"], r["topic"] or "", "" if r["partition"] is None else str(r["partition"]), r["status"])
         for r in rows]
