@@ -25,12 +25,13 @@ GROUPS, TOPICS, PARTITIONS = 120, ("orders", "clicks"), 16  # 3,840 ZooKeeper of
 LOG_START, LOG_END = 10, 10_000
 
 
-def zk_row(group, topic, partition, offset, status="OK", consumers=0, layout="standard", mtime=T0, raw=None):
+def zk_row(group, topic, partition, offset, status="OK", consumers=0, layout="standard", mtime=T0, raw=None,
+           topic_ctime=T0 - dt.timedelta(days=1)):
     return {"group": group, "topic": topic, "partition": partition, "offset": offset,
             "raw": raw if raw is not None else str(offset), "status": status,
             "reason": None if status == "OK" else f"{status.lower()} value", "mtime": mtime, "ctime": T0,
             "version": 3, "layout": layout, "path": f"/consumers/{group}/offsets/{topic}/{partition}",
-            "zk_consumers": consumers, "zk_owned_partitions": 0}
+            "zk_consumers": consumers, "zk_owned_partitions": 0, "topic_ctime": topic_ctime}
 
 
 def snapshots(tmp_path):
@@ -70,6 +71,9 @@ def snapshots(tmp_path):
                     zk.append(zk_row(group, topic, p, None, status="MALFORMED", raw="1.5E2", consumers=consumers))
                 elif kind == 6:                                            # UNREADABLE
                     zk.append(zk_row(group, topic, p, None, status="UNREADABLE", raw="", consumers=consumers))
+                elif kind == 8:                                            # TOPIC_RECREATED: written before the topic
+                    zk.append(zk_row(group, topic, p, offset, consumers=consumers,
+                                     topic_ctime=T0 + dt.timedelta(days=1)))
                 elif kind == 7:                                            # two layouts: the later one wins
                     zk.append(zk_row(group, topic, p, offset - 1, consumers=consumers))
                     zk.append(zk_row(group, topic, p, offset, consumers=consumers, layout="kafka-1.1.0-offset",
