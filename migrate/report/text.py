@@ -190,13 +190,15 @@ def verify(data: Data) -> str:
 
 def _which_way(data: Data) -> str:
     """Where Kafka differs: ahead of ZooKeeper (a consumer moved on, as it should once the new
-    consumers run) or behind it (rewound: a reset, or another writer)."""
+    consumers run) or behind it (rewound: a reset, or another writer; or a row no run wrote, such
+    as a blocker left alone: a fresh plan cannot tell which rows a run wrote)."""
     ahead, behind = data.get("kafka_ahead", 0), data.get("kafka_behind", 0)
     parts = []
     if ahead:
         parts.append(f"Kafka ahead in {ahead:,} (a consumer moved on past the migrated offset)")
     if behind:
-        parts.append(f"Kafka behind in {behind:,} (rewound below ZooKeeper's offset)")
+        parts.append(f"Kafka behind in {behind:,} "
+                     "(below ZooKeeper's offset: rewound, or never migrated)")
     return ": " + "; ".join(parts) if parts else ""
 
 
