@@ -1,21 +1,20 @@
 """Shared fixtures: one real cluster per test session, every test isolated by a chroot or a name prefix.
 
 Backend: ZK2KAFKA_TEST_BACKEND=local|testcontainers (default auto: testcontainers
-when a Docker engine answers, else local JVMs from the pinned Maven jars).
+when a Docker engine answers, else local JVMs from the pinned Maven jars); see support/servers.py.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from pathlib import Path
 
 import pytest
 
 from migrate.sandbox.cluster import Endpoints, LocalCluster
 from migrate.sandbox.security import SUPER_USER
 
-CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
+from support.servers import CACHE_DIR, backend
 
 
 def pytest_collection_modifyitems(items):
@@ -24,25 +23,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.integration)
 
 
-def test_backend() -> str:
-    """The backend the fixtures use, resolving `auto`."""
-    from migrate.testing.containers import docker_engine_answers
-
-    backend = os.environ.get("ZK2KAFKA_TEST_BACKEND", "auto")
-    if backend == "auto":
-        return "testcontainers" if docker_engine_answers() else "local"
-    if backend not in ("local", "testcontainers"):
-        raise pytest.UsageError(f"ZK2KAFKA_TEST_BACKEND must be local, testcontainers or auto, not {backend!r}")
-    return backend
-
-
-test_backend.__test__ = False  # a helper, not a test
-
-
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory) -> Endpoints:
     """A running ZooKeeper + ZooKeeper-mode Kafka 3.9 + KRaft Kafka 4, for the whole session."""
-    if test_backend() == "testcontainers":
+    if backend() == "testcontainers":
         from migrate.testing.containers import ContainerCluster
 
         running = ContainerCluster(kraft=True)

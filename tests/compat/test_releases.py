@@ -16,9 +16,7 @@ Each outcome goes to results.json (the README's support table is rendered from i
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -31,8 +29,10 @@ from migrate.sandbox.releases import KRAFT_VERSION, RELEASES
 import support_table
 from release_tools import ReleaseTools
 
+from support.cli import zk2kafka_process
+from support.servers import CACHE_DIR
+
 ROOT = Path(__file__).resolve().parents[2]
-CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 TOPIC, PARTITIONS, MESSAGES, OLD_READS = "orders", 3, 600, 250
 # No name inside another, so a selection that matched by substring (as --group did before it became a
 # full match) would show here as a group migrated that nobody selected.
@@ -44,11 +44,6 @@ ONE_OFFSET_LAYOUT = "2.4.1"  # the release whose znodes use Kafka 1.1.0's singul
 
 def _params():
     return [pytest.param(v, id=v, marks=() if v in FAST else pytest.mark.slow) for v in RELEASES]
-
-
-def zk2kafka(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "migrate", *argv], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **env}, cwd=ROOT)
 
 
 def ok(done: subprocess.CompletedProcess, what: str) -> subprocess.CompletedProcess:
@@ -177,13 +172,13 @@ def test_release_workload(version: str, tmp_path: Path):
             write_zk_offsets(endpoints.zookeeper, KRAFT_GROUP, layout, zk_values)
         proven["zk_offsets"] = True
 
-        assert "scanned" in ok(zk2kafka("scan", env=env), "scan").stdout
+        assert "scanned" in ok(zk2kafka_process("scan", env=env, timeout=600), "scan").stdout
         proven["scan"] = True
-        ok(zk2kafka("diff", env=env), "diff")
+        ok(zk2kafka_process("diff", env=env, timeout=600), "diff")
         proven["diff"] = True
-        ok(zk2kafka("migrate", "--execute", "--group", GROUP, env=env), "migrate --execute")
+        ok(zk2kafka_process("migrate", "--execute", "--group", GROUP, env=env, timeout=600), "migrate --execute")
         proven["migrate"] = True
-        ok(zk2kafka("verify", "--group", GROUP, env=env), "verify")
+        ok(zk2kafka_process("verify", "--group", GROUP, env=env, timeout=600), "verify")
         proven["verify"] = True
 
         shown = tools.describe(endpoints.bootstrap_server, GROUP)
@@ -203,13 +198,15 @@ def test_release_workload(version: str, tmp_path: Path):
         # rolled back with OffsetDelete, which brokers before 2.4 lack: see the README.)
         before = {p: o // 2 for p, o in committed.items()}
         commit_kafka_offsets(endpoints.bootstrap_server, COPY, before)
-        copied = zk2kafka("migrate", "--execute", "--group", COPY, "--on-conflict", "zk", "--json", env=env)
+        copied = zk2kafka_process("migrate", "--execute", "--group", COPY, "--on-conflict", "zk", "--json",
+                                  env=env, timeout=600)
         # CONFLICT rows stay blockers in the report even when resolved (exit 3); the run itself must be done.
         conflicts = sum(o != before[p] for p, o in committed.items())
         assert copied.returncode == (3 if conflicts else 0), copied.stderr[-3000:]
         assert json.loads(copied.stdout)["state"] == "done" and json.loads(copied.stdout)["written"] == conflicts
         assert tools.describe(endpoints.bootstrap_server, COPY) == {(TOPIC, p): o for p, o in committed.items()}
-        rollback = ok(zk2kafka("rollback", json.loads(copied.stdout)["run"], "--execute", env=env), "rollback")
+        rollback = ok(zk2kafka_process("rollback", json.loads(copied.stdout)["run"], "--execute", env=env,
+                                       timeout=600), "rollback")
         assert zk_offsets(endpoints.zookeeper, COPY, layout) == zk_values
         left = tools.describe(endpoints.bootstrap_server, COPY)
         assert left == {(TOPIC, p): o for p, o in before.items()}, f"after {rollback.stdout!r}: {left}"
@@ -233,14 +230,16 @@ def _onto_kraft(endpoints, tmp_path: Path, layout: str, committed: dict[int, int
     env = {"ZK2KAFKA_ZOOKEEPER": endpoints.zookeeper, "ZK2KAFKA_BOOTSTRAP_SERVER": target,
            "ZK2KAFKA_STATE_DIR": str(tmp_path / "state-kraft")}
     before = zk_offsets(endpoints.zookeeper, KRAFT_GROUP, layout)
-    assert "scanned" in ok(zk2kafka("scan", "--group", KRAFT_GROUP, env=env), "scan (KRaft)").stdout
+    scanned = ok(zk2kafka_process("scan", "--group", KRAFT_GROUP, env=env, timeout=600), "scan (KRaft)")
+    assert "scanned" in scanned.stdout
     proven["scan"] = True
-    ok(zk2kafka("diff", "--group", KRAFT_GROUP, env=env), "diff (KRaft)")
+    ok(zk2kafka_process("diff", "--group", KRAFT_GROUP, env=env, timeout=600), "diff (KRaft)")
     proven["diff"] = True
-    ok(zk2kafka("migrate", "--execute", "--no-zk-write", "--group", KRAFT_GROUP, env=env), "migrate (KRaft)")
+    ok(zk2kafka_process("migrate", "--execute", "--no-zk-write", "--group", KRAFT_GROUP, env=env, timeout=600),
+       "migrate (KRaft)")
     assert zk_offsets(endpoints.zookeeper, KRAFT_GROUP, layout) == before, "the old cluster's ZooKeeper changed"
     proven["migrate"] = True
-    ok(zk2kafka("verify", "--group", KRAFT_GROUP, env=env), "verify (KRaft)")
+    ok(zk2kafka_process("verify", "--group", KRAFT_GROUP, env=env, timeout=600), "verify (KRaft)")
     proven["verify"] = True
     assert tools.describe(target, KRAFT_GROUP) == {(TOPIC, p): o for p, o in committed.items()}
     proven["describe"] = True

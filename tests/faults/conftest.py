@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import os
 import random
-import sys
-from pathlib import Path
 
 import pytest
+from kafka.admin import KafkaAdminClient
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "integration"))   # seeding, test_migrate helpers
+from migrate.sandbox.cluster import LocalCluster
 
-from harness import SEED_ENV, FaultLog, Stores, brokers, ensure_up, kill9  # noqa: E402
-from kafka.admin import KafkaAdminClient  # noqa: E402
-from seeding import make_topic  # noqa: E402
-
-from migrate.sandbox.cluster import LocalCluster  # noqa: E402
-from tests.conftest import CACHE_DIR  # noqa: E402
+from support.faults import SEED_ENV, FaultLog, Stores, brokers, ensure_up, kill9
+from support.seeding import make_topic
+from support.servers import CACHE_DIR
 
 TOPIC = "orders"
 PARTITIONS = 2

@@ -13,11 +13,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from harness import brokers, coordinator_partition, kill9, restart_broker, wait_for
-from test_migrate import zk2kafka
 
 from migrate import cli
 from migrate.kafka.writer import KafkaOffsetWriter
+
+from support.cli import zk2kafka_json
+from support.faults import brokers, coordinator_partition, kill9, restart_broker
+from support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -29,9 +31,9 @@ def leaders(admin) -> dict[int, int]:
 
 
 def migrate_and_verify(case, capsys) -> None:
-    code, done = zk2kafka("migrate", *case.args(), "--execute", capsys=capsys)
+    code, done, _ = zk2kafka_json("migrate", *case.args(), "--execute")
     assert code == 0 and done["state"] == "done", (done.get("state"), done.get("failed"))
-    code, verified = zk2kafka("verify", *case.args(), capsys=capsys)
+    code, verified, _ = zk2kafka_json("verify", *case.args())
     assert code == 0 and verified["verified"], verified.get("mismatched")
     case.check(done["run"])
 
@@ -94,7 +96,7 @@ def test_the_coordinator_stopping_mid_run_is_found_again(stores, fault_log, monk
     assert stopped.locked() and not victim.alive()
     # Each group whose commit met the dead coordinator looks the new one up at once, not after a backoff.
     assert err.count("retrying (attempt") < len(names) // 10, err[-2000:]
-    code, verified = zk2kafka("verify", *case.args(), capsys=capsys)
+    code, verified, _ = zk2kafka_json("verify", *case.args())
     assert code == 0 and verified["verified"], verified.get("mismatched")
     case.check(done["run"])
     after = wait_for("metadata without the stopped broker", lambda: leaders(stores.admin))

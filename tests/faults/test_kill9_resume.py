@@ -16,10 +16,11 @@ import subprocess
 import time
 
 import pytest
-from harness import journaled_run, spawn
-from test_migrate import zk2kafka
 
 from migrate.write.dual_commit import CRASH_ENV
+
+from support.cli import zk2kafka_json
+from support.faults import journaled_run, spawn
 
 pytestmark = pytest.mark.integration
 
@@ -65,9 +66,9 @@ def kill_and_resume(stores, monkeypatch, capsys, rng: random.Random, iterations:
             log.fault("kill -9 zk2kafka mid-write" if partial else "kill -9 zk2kafka")
         killed += kills > 0
 
-        code, resumed = zk2kafka("migrate", *args, "--execute", "--resume", run_id, capsys=capsys)
+        code, resumed, _ = zk2kafka_json("migrate", *args, "--execute", "--resume", run_id)
         assert code == 0 and resumed["state"] == "done", (i, resumed)
-        code, verified = zk2kafka("verify", *args, capsys=capsys)
+        code, verified, _ = zk2kafka_json("verify", *args)
         assert code == 0 and verified["verified"], (i, verified.get("mismatched"))
         case.check(run_id)
     assert mid_run, "no kill landed while a run was half written: the iterations tested nothing"

@@ -13,10 +13,11 @@ import subprocess
 import time
 
 import pytest
-from harness import journal_progress, journaled_run, spawn
-from test_migrate import zk2kafka
 
 from migrate.write.dual_commit import CRASH_ENV
+
+from support.cli import zk2kafka_json
+from support.faults import journal_progress, journaled_run, spawn
 
 pytestmark = pytest.mark.integration
 
@@ -53,9 +54,9 @@ def test_two_writer_processes_killed_with_the_command_then_resumed_converge(stor
         assert case.disagreements(run_id, kafka, zk) == [], point
     assert kills, "no kill landed: the test tested nothing"
 
-    code, resumed = zk2kafka("migrate", *args, "--execute", "--resume", run_id, "--writers", "2", capsys=capsys)
+    code, resumed, _ = zk2kafka_json("migrate", *args, "--execute", "--resume", run_id, "--writers", "2")
     assert code == 0 and resumed["state"] == "done", resumed
-    code, verified = zk2kafka("verify", *args, capsys=capsys)
+    code, verified, _ = zk2kafka_json("verify", *args)
     assert code == 0 and verified["verified"], verified.get("mismatched")
     case.check(run_id)
 
@@ -66,7 +67,7 @@ def test_two_writer_processes_journal_what_one_process_journals(stores, fault_lo
     for writers in ("1", "2"):
         case = stores.case(f"writers{writers}")
         case.seed(GROUPS, random.Random(f"{fault_log.seed}-same"))
-        code, done = zk2kafka("migrate", *case.args(), "--execute", "--writers", writers, capsys=capsys)
+        code, done, _ = zk2kafka_json("migrate", *case.args(), "--execute", "--writers", writers)
         assert code == 0 and done["state"] == "done" and done["written"] == 2 * GROUPS, done
         case.check(done["run"])
         journals.append(_journal_rows(case, done["run"]))

@@ -16,10 +16,11 @@ import sys
 import tempfile
 
 import pytest
-from harness import ROOT, journaled_run, spawn
-from test_migrate import zk2kafka
 
 from migrate import cli
+
+from support.cli import zk2kafka_json
+from support.faults import ROOT, journaled_run, spawn
 
 pytestmark = pytest.mark.integration
 
@@ -46,9 +47,9 @@ def test_a_state_dir_that_is_a_file_is_one_clear_line_and_nothing_is_written(sto
     assert case.untouched()
 
     case.state_dir.unlink()
-    code, done = zk2kafka("migrate", *case.args(), "--execute", capsys=capsys)
+    code, done, _ = zk2kafka_json("migrate", *case.args(), "--execute")
     assert code == 0 and done["state"] == "done", done
-    code, verified = zk2kafka("verify", *case.args(), capsys=capsys)
+    code, verified, _ = zk2kafka_json("verify", *case.args())
     assert code == 0 and verified["verified"]
     case.check(done["run"])
 
@@ -85,9 +86,9 @@ def test_a_read_only_state_dir_is_one_clear_line_before_any_write_then_resume_co
         assert str(case.state_dir) in line and "read-only" in line.lower(), line
         assert case.untouched()
 
-    code, resumed = zk2kafka("migrate", *case.args(), "--execute", "--resume", run_id, capsys=capsys)
+    code, resumed, _ = zk2kafka_json("migrate", *case.args(), "--execute", "--resume", run_id)
     assert code == 0 and resumed["state"] == "done", resumed
-    code, verified = zk2kafka("verify", *case.args(), capsys=capsys)
+    code, verified, _ = zk2kafka_json("verify", *case.args())
     assert code == 0 and verified["verified"]
     case.check(run_id)
 
@@ -117,6 +118,6 @@ def test_a_journal_that_cannot_grow_stops_the_run_cleanly_then_resume_converges(
         assert limit < 2 * 1024 * 1024, "the resume never got through"
     assert stopped >= 2 and mid_run, (stopped, mid_run)
 
-    code, verified = zk2kafka("verify", *case.args(), capsys=capsys)
+    code, verified, _ = zk2kafka_json("verify", *case.args())
     assert code == 0 and verified["verified"]
     case.check(run_id)

@@ -1,4 +1,4 @@
-"""`zk2kafka sync --execute` following a rolling cutover through faults (issue 20, item 5).
+"""`zk2kafka sync --execute` following a rolling cutover through faults.
 
 Each test runs the real command as a process on the fault cluster, with --rescan-every 1h so that
 only watches (and the re-scan a lost session starts at once) bring changes in: a watch not
@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,23 +23,18 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from harness import (ROOT, brokers, coordinator_partition, kill9, restart_broker,
-                     restart_zookeeper, server, wait_for)
 from kafka import TopicPartition
 from kafka.structs import OffsetAndMetadata
 from kazoo.exceptions import KazooException
 from prometheus_client.parser import text_string_to_metric_families
 
+from support.faults import ROOT, brokers, coordinator_partition, kill9, restart_broker, restart_zookeeper, server
+from support.wait import free_port, wait_for
+
 pytestmark = pytest.mark.integration
 
 GROUPS = 12
 SESSION_PAUSE = 25.0   # seconds sync is frozen: past its 15 s ZooKeeper session, which expires
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Sync:

@@ -16,12 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
 import pytest
-from harness import journal_progress, journaled_run, kill9, pause, restart_zookeeper, server, spawn, wait_for
-from seeding import expire_session
-from test_migrate import zk2kafka
 
 from migrate.zk.walk import AsyncBatch
 from migrate.zk.writer import ZkOffsetWriter
+
+from support.cli import zk2kafka_json
+from support.faults import journal_progress, journaled_run, kill9, pause, restart_zookeeper, server, spawn
+from support.seeding import expire_session
+from support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +55,7 @@ def scan_after(stores, case, monkeypatch, capsys, fault, after: int = 5, before=
         return pending
 
     monkeypatch.setattr(AsyncBatch, "_submit", submit)
-    code, scanned = zk2kafka("scan", *case.args(), capsys=capsys)
+    code, scanned, _ = zk2kafka_json("scan", *case.args())
     assert len(calls) > after, "the scan ended before the fault: it tested nothing"
     assert code == 0, scanned
     snapshot = pq.read_table(scanned["snapshot"]).to_pylist()
@@ -112,14 +114,15 @@ def migrate_with_zk_fault(case, monkeypatch, capsys, fault, recover=lambda: None
 
     monkeypatch.setattr(ZkOffsetWriter, "write_many", write_many)
     with ThreadPoolExecutor(1) as pool:
-        run = pool.submit(zk2kafka, "migrate", *case.args(), "--execute", capsys=capsys)
+        run = pool.submit(zk2kafka_json, "migrate", *case.args(), "--execute")
         assert injected.wait(180) or run.result(), "the run never reached its ZooKeeper half"
         recover()
-        return run.result(timeout=600)
+        code, done, _ = run.result(timeout=600)
+        return code, done
 
 
 def verified(case, capsys, run_id: str) -> None:
-    code, data = zk2kafka("verify", *case.args(), capsys=capsys)
+    code, data, _ = zk2kafka_json("verify", *case.args())
     assert code == 0 and data["verified"], data.get("mismatched")
     case.check(run_id)
 
@@ -172,7 +175,7 @@ def test_zookeeper_gone_past_the_retry_deadline_ends_incomplete_then_resume_conv
     restart_zookeeper(stores.cluster)
     assert case.disagreements(done["run"]) == []
 
-    code, resumed = zk2kafka("migrate", *case.args(), "--execute", "--resume", done["run"], capsys=capsys)
+    code, resumed, _ = zk2kafka_json("migrate", *case.args(), "--execute", "--resume", done["run"])
     assert code == 0 and resumed["state"] == "done", resumed
     verified(case, capsys, done["run"])
 
@@ -203,6 +206,6 @@ def test_zookeeper_paused_under_a_killed_writer_then_resume_converges(stores, fa
     fault_log.fault("zookeeper paused + zk2kafka kill -9")
     assert case.disagreements(run_id) == []
 
-    code, resumed = zk2kafka("migrate", *case.args(), "--execute", "--resume", run_id, capsys=capsys)
+    code, resumed, _ = zk2kafka_json("migrate", *case.args(), "--execute", "--resume", run_id)
     assert code == 0 and resumed["state"] == "done", resumed
     verified(case, capsys, run_id)

@@ -16,7 +16,8 @@ from kazoo.security import make_digest_acl
 
 from migrate import cli
 from migrate.diff import schema as s
-from seeding import make_topic, put, zk_tree
+
+from support.seeding import make_topic, put, zk_tree
 
 OWNER = ("owner", "owner-pw")
 
@@ -151,7 +152,7 @@ def test_kafka_consumer_groups_accepts_reset_offsets_csv(cluster, zk, zk_chroot,
                                                          capsys):
     """Kafka's own tool, from the pinned 3.9 jars, takes reset-offsets.csv in a dry run and plans the same offsets."""
     from migrate.sandbox.artifacts import ensure_bundle
-    from tests.conftest import CACHE_DIR
+    from support.servers import CACHE_DIR
 
     topic = f"{prefix}tool"
     groups = [f"{prefix}tool-a", f"{prefix}tool-b"]
@@ -184,7 +185,7 @@ def test_kafka_consumer_groups_accepts_reset_offsets_csv(cluster, zk, zk_chroot,
 
 def test_html_report_loads_in_headless_chromium_without_console_errors(cluster, zk_chroot, prefix, live_cluster,
                                                                         tmp_path, capsys):
-    from browser import HeadlessChromium, require_binaries
+    from support.browser import HeadlessChromium, require_binaries
 
     chromium = HeadlessChromium(*require_binaries())
     try:

@@ -19,7 +19,8 @@ import pytest
 
 from migrate import cli
 from migrate.journal.locks import WriterLock
-from seeding import kafka_offsets, make_topic, put, zk_tree
+
+from support.seeding import kafka_offsets, make_topic, put, zk_tree
 
 PREFIXES = ["--execute"[:n] for n in range(3, len("--execute"))]   # --e, --ex, ... --execut
 

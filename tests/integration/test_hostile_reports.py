@@ -25,12 +25,14 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
 
-from hostile import NAME, PARTITION, VALUE, is_locked, tree, write_tree
 from migrate import cli
 from migrate.diff import schema as s
 from migrate.report.html_page import render_html
 from migrate.report.view import ReportView
-from seeding import make_topic
+
+from support.hostile import NAME, PARTITION, VALUE, is_locked, tree, write_tree
+from support.seeding import make_topic
+
 
 REAL = f"hostile-{uuid.uuid4().hex[:8]}"   # one real topic, so hostile groups also get MIGRATE rows
 REAL_PARTITIONS, MESSAGES = 3, 20
@@ -60,7 +62,7 @@ def real_topic(cluster, kafka_admin):
 @pytest.fixture(scope="module")
 def chromium():
     """Headless Chromium when installed (always on CI): what the page logs, e.g. a CSP violation, is an error."""
-    from browser import HeadlessChromium, binaries, require_binaries
+    from support.browser import HeadlessChromium, binaries, require_binaries
 
     if binaries() is None and not os.environ.get("CI"):
         yield None   # html.parser still checks every page
@@ -71,8 +73,12 @@ def chromium():
 
 
 # Spark starts once per example (~7 s on 2 cores): few examples, each a tree of 4 to 10 groups.
+
+
 @hsettings(max_examples=4, deadline=None, database=None,
            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
 @given(generated=TREES)
 @example(generated=NASTY_TREE)
 def test_hostile_tree_through_diff_gives_one_row_per_znode_and_reports_that_escape_every_name(

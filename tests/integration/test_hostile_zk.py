@@ -8,10 +8,11 @@ import uuid
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, example, given, settings as hsettings
 
-from hostile import TREE, is_locked, offsets, write_tree
 from migrate.settings import load_settings
 from migrate.zk.parse import MALFORMED, OK, UNREADABLE
 from migrate.zk.scan import scan_to_parquet
+
+from support.hostile import TREE, is_locked, offsets, write_tree
 
 # Partition names Kafka never writes, beside the ones it does: each is one MALFORMED row, none a crash.
 LOOKALIKES = {"g": {"topics": {"t": {"7": b"1", "07": b"2", "٧": b"3", "²": b"4", "2147483648": b"5"}},

@@ -29,9 +29,11 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kazoo.client import KazooClient
 
-from offset_commit_v0 import UNSUPPORTED_VERSION, Committer, OffsetCommitV0
-from test_runbooks import clean_env, zk2kafka_bin
-from test_sync import old_consumer, wait_for
+from support.cli import clean_env, zk2kafka_bin
+from support.offset_commit_v0 import UNSUPPORTED_VERSION, Committer, OffsetCommitV0
+from support.old_consumers import old_consumer
+from support.wait import wait_for
+
 
 TOPIC, PARTITIONS, FIRST, MORE = "events", 3, 100, 40    # messages per partition: before and after the switch
 QUIET_FOR = "6s"

@@ -1,4 +1,4 @@
-"""The Kafka half against each supported ZooKeeper-mode release (issue #15, item 1): what the snapshot and the
+"""The Kafka half against each supported ZooKeeper-mode release: what the snapshot and the
 writer ask is chosen from the API versions the broker announces, so `diff` runs on every release, and the
 snapshot is right where a release lacks an API (0.10.2: no DescribeConfigs; before 2.6: no state in ListGroups;
 before 2.8: no DescribeCluster; 2.8-3.6: DescribeCluster v0 only, which kafka-python 3.0.12 cannot parse).
@@ -27,11 +27,10 @@ from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.snapshot import KafkaSnapshot
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.sandbox.cluster import LocalCluster
-from seeding import put
 
-from tests.conftest import CACHE_DIR
+from support.seeding import put
+from support.servers import CACHE_DIR
 
-# release -> (the release line kafka-python infers from its ApiVersions, offsets.retention.minutes it reports)
 RELEASES = {
     "0.10.2.2": ("0.10.2", None),    # no DescribeConfigs before 0.11
     "1.1.1": ("1.1", 1440),          # the 1-day default before 2.0
@@ -44,6 +43,8 @@ DEFAULT_RUN = {"2.8.2"}
 
 @pytest.fixture(scope="module", params=[pytest.param(v, id=v, marks=() if v in DEFAULT_RUN else pytest.mark.slow)
                                         for v in RELEASES])
+
+
 def legacy(request, tmp_path_factory):
     """(release, Endpoints) of a running ZooKeeper + broker of that release, with how long it took to start."""
     release = request.param

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -19,8 +18,10 @@ from migrate import cli
 from migrate.journal.journal import Journal
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.sandbox.cluster import LocalCluster
-from seeding import kafka_offsets, make_topic, put, zk_tree
-from tests.conftest import CACHE_DIR, test_backend
+
+from support.cli import zk2kafka_json
+from support.seeding import kafka_offsets, make_topic, put, zk_tree
+from support.servers import CACHE_DIR, backend
 
 
 @pytest.fixture
@@ -42,15 +43,6 @@ def legacy(cluster, zk, kafka_admin, prefix):
     return {"topic": topic, "groups": groups, "conflict": conflict, "expected": expected}
 
 
-def zk2kafka(*argv, capsys=None) -> tuple[int, dict]:
-    code = cli.main([*argv, "--json", "-q"])
-    captured = capsys.readouterr() if capsys else None
-    out = captured.out if captured else ""
-    if code == 1 and captured and not out.strip():
-        raise AssertionError(f"zk2kafka {' '.join(argv)} failed: {captured.err}")
-    return code, (json.loads(out) if out.strip() else {})
-
-
 def common(cluster, zk_chroot, tmp_path, prefix) -> list[str]:
     return ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server,
             "--state-dir", str(tmp_path), "--group", f"{prefix}.*"]
@@ -60,12 +52,12 @@ def test_migrate_then_verify_round_trips_and_consumers_start_at_the_migrated_pos
         cluster, zk, zk_chroot, kafka_admin, prefix, legacy, tmp_path, capsys):
     args = common(cluster, zk_chroot, tmp_path, prefix)
     before_zk = zk_tree(zk)
-    code, dry = zk2kafka("migrate", *args, capsys=capsys)
+    code, dry, _ = zk2kafka_json("migrate", *args)
     assert code == 3 and dry["dry_run"] and dry["planned"]["commit_offsets"] == 9   # the CONFLICT blocks
     assert zk_tree(zk) == before_zk and kafka_offsets(kafka_admin, legacy["groups"]) == {
         g: {} for g in legacy["groups"]}
 
-    code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)
+    code, done, _ = zk2kafka_json("migrate", *args, "--execute")
     assert code == 3, done                       # written, with the CONFLICT row left alone: exit 3
     assert done["state"] == "done" and done["groups"]["verified"] == 3 and done["groups"]["skipped"] == 1
     assert done["written"] == 9 and not done["failed"]
@@ -76,12 +68,12 @@ def test_migrate_then_verify_round_trips_and_consumers_start_at_the_migrated_pos
         assert (value, stat.version) == (str(offset).encode(), 1)   # dual commit: rewritten, conditioned
     assert kafka_offsets(kafka_admin, [legacy["conflict"]])[legacy["conflict"]] == {(legacy["topic"], 0): (25, "old")}
 
-    code, verified = zk2kafka("verify", *args, "--exclude-group", ".*conflict", capsys=capsys)
+    code, verified, _ = zk2kafka_json("verify", *args, "--exclude-group", ".*conflict")
     assert code == 0 and verified["verified"], verified
-    code, unverified = zk2kafka("verify", *args, capsys=capsys)
+    code, unverified, _ = zk2kafka_json("verify", *args)
     assert code == 3 and unverified["mismatched"] == {"CONFLICT": 1}
 
-    code, status = zk2kafka("status", "--state-dir", str(tmp_path), capsys=capsys)
+    code, status, _ = zk2kafka_json("status", "--state-dir", str(tmp_path))
     assert [(r["run"], r["state"]) for r in status["runs"]] == [(done["run"], "done")]
 
     # A real consumer joining each migrated group starts exactly where ZooKeeper said.
@@ -109,7 +101,7 @@ def test_kill_9_then_resume_converges(cluster, zk, zk_chroot, kafka_admin, prefi
     with Journal.open(tmp_path) as journal:
         (run,) = journal.runs()
         assert run.state == "running" and run.groups["verified"] == 0   # the journal claims nothing it did not do
-    code, resumed = zk2kafka("migrate", *args, "--execute", "--resume", run.run_id, capsys=capsys)
+    code, resumed, _ = zk2kafka_json("migrate", *args, "--execute", "--resume", run.run_id)
     assert code == 0, resumed
     assert resumed["state"] == "done" and resumed["groups"]["verified"] == 3
 
@@ -118,13 +110,13 @@ def test_kill_9_then_resume_converges(cluster, zk, zk_chroot, kafka_admin, prefi
         assert in_kafka[group][(topic, p)][0] == offset
         value, stat = zk.get(f"/consumers/{group}/offsets/{topic}/{p}")
         assert (value, stat.version) == (str(offset).encode(), 1)   # written once, not twice
-    code, _ = zk2kafka("verify", *args, capsys=capsys)
+    code, _, _ = zk2kafka_json("verify", *args)
     assert code == 0
 
 
 def test_resume_refuses_when_the_options_changed(cluster, zk_chroot, prefix, legacy, tmp_path, capsys):
     args = common(cluster, zk_chroot, tmp_path, prefix)
-    zk2kafka("migrate", *args, "--execute", capsys=capsys)
+    zk2kafka_json("migrate", *args, "--execute")
     run = Journal.open(tmp_path).runs()[0].run_id
     code = cli.main(["migrate", *args, "--execute", "--resume", run, "--on-conflict", "zk", "-q"])
     err = capsys.readouterr().err
@@ -150,7 +142,7 @@ def test_a_group_that_turns_active_mid_run_fails_alone(cluster, zk, zk_chroot, k
     monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_after_a_consumer_joins)
     args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", ".*conflict"]
     try:
-        code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)
+        code, done, _ = zk2kafka_json("migrate", *args, "--execute")
     finally:
         for consumer in consumers:
             consumer.close()
@@ -175,7 +167,7 @@ def test_a_znode_moved_by_a_live_old_consumer_is_never_overwritten(cluster, zk, 
 
     monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_while_an_old_consumer_moves_on)
     args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", ".*conflict"]
-    code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)
+    code, done, _ = zk2kafka_json("migrate", *args, "--execute")
     assert code == 1 and set(done["failed"]) == {victim}
     assert "changed since the scan" in done["failed"][victim]
     assert zk.get(f"/consumers/{victim}/offsets/{topic}/2")[0] == b"45"          # the consumer's value stands
@@ -187,12 +179,12 @@ def test_rollback_restores_both_stores_exactly(cluster, zk, zk_chroot, kafka_adm
     args = common(cluster, zk_chroot, tmp_path, prefix)
     everyone = legacy["groups"] + [legacy["conflict"]]
     before = (zk_tree(zk), kafka_offsets(kafka_admin, everyone))
-    code, done = zk2kafka("migrate", *args, "--execute", "--on-conflict", "zk", capsys=capsys)
+    code, done, _ = zk2kafka_json("migrate", *args, "--execute", "--on-conflict", "zk")
     # CONFLICT stays a blocker (docs/design.md), resolved by policy.
     assert code == 3 and done["groups"]["verified"] == 4
     assert kafka_offsets(kafka_admin, [legacy["conflict"]])[legacy["conflict"]][(legacy["topic"], 0)][0] == 30
 
-    code, dry = zk2kafka("rollback", done["run"], "--state-dir", str(tmp_path), capsys=capsys)
+    code, dry, _ = zk2kafka_json("rollback", done["run"], "--state-dir", str(tmp_path))
     assert code == 0 and dry["dry_run"] and dry["offsets"] == 10
     assert (zk_tree(zk), kafka_offsets(kafka_admin, everyone)) != before
 
@@ -207,16 +199,16 @@ def test_rollback_restores_both_stores_exactly(cluster, zk, zk_chroot, kafka_adm
     same = cluster.bootstrap_server.replace("127.0.0.1", "localhost")
     assert same != cluster.bootstrap_server
     conn = ["--zookeeper", zk_chroot, "--bootstrap-server", same, "--state-dir", str(tmp_path)]
-    code, rolled = zk2kafka("rollback", done["run"], *conn, "--execute", capsys=capsys)
+    code, rolled, _ = zk2kafka_json("rollback", done["run"], *conn, "--execute")
     assert code == 0 and rolled["state"] == "done" and rolled["rolls_back"] == done["run"]
     assert (zk_tree(zk), kafka_offsets(kafka_admin, everyone)) == before   # values and metadata, byte for byte
-    code, status = zk2kafka("status", "--state-dir", str(tmp_path), capsys=capsys)
+    code, status, _ = zk2kafka_json("status", "--state-dir", str(tmp_path))
     assert [(r["kind"], r["offsets"]) for r in status["runs"]] == [("migrate", 10), ("rollback", 10)]
     assert cli.main(["rollback", done["run"], *conn, "--execute", "-q"]) == 1   # once is enough
     assert f"already rolled back by {rolled['run']}" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(test_backend() != "local", reason="restarts a broker JVM of its own")
+@pytest.mark.skipif(backend() != "local", reason="restarts a broker JVM of its own")
 def test_a_broker_restart_mid_run_is_survived(tmp_path_factory, tmp_path, capsys, monkeypatch):
     from kafka.admin import KafkaAdminClient
     from kazoo.client import KazooClient
@@ -252,7 +244,7 @@ def test_a_broker_restart_mid_run_is_survived(tmp_path_factory, tmp_path, capsys
         monkeypatch.setattr(KafkaOffsetWriter, "commit_many", restart_in_the_middle)
         args = ["--zookeeper", endpoints.zookeeper, "--bootstrap-server", endpoints.bootstrap_server,
                 "--state-dir", str(tmp_path), "--parallelism", "2"]
-        code, done = zk2kafka("migrate", *args, "--execute", capsys=capsys)
+        code, done, _ = zk2kafka_json("migrate", *args, "--execute")
         restarts[0].join()
         assert code == 0, (done.get("failed"), done.get("state"))
         assert done["groups"]["verified"] == 8 and not done["failed"]

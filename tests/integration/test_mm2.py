@@ -8,7 +8,6 @@ read, and what it reads a second time must be within the window the plan reporte
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -23,23 +22,17 @@ from migrate import cli
 from migrate.journal.journal import Journal
 from migrate.diff import schema as s
 from migrate.sandbox.mirrormaker import MirrorMaker
-from seeding import kafka_offsets, put, zk_tree
-from tests.conftest import CACHE_DIR, test_backend
 
-pytestmark = pytest.mark.skipif(test_backend() != "local", reason="MirrorMaker 2 runs as a local JVM")
+from support.cli import zk2kafka_json
+from support.seeding import kafka_offsets, put, zk_tree
+from support.servers import CACHE_DIR, backend
+
+pytestmark = pytest.mark.skipif(backend() != "local", reason="MirrorMaker 2 runs as a local JVM")
 
 SOURCE, TARGET = "zkold", "kraftnew"      # MM2's cluster aliases
 MESSAGES = 250                             # per partition
 BEFORE_MM2 = 60                            # of them written before MM2 starts, and before the deletion
 LOG_START = {0: 50, 1: 30}                 # DeleteRecords, before MM2 starts
-
-
-def zk2kafka(capsys, *argv) -> tuple[int, dict]:
-    code = cli.main([*argv, "--json", "-q"])
-    captured = capsys.readouterr()
-    if code == 1 and not captured.out.strip():
-        raise AssertionError(f"zk2kafka {' '.join(argv)} failed: {captured.err}")
-    return code, (json.loads(captured.out) if captured.out.strip() else {})
 
 
 @pytest.fixture
@@ -116,7 +109,7 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
 
     # The target alias is found: the syncs cluster holds one mm2-offset-syncs.<alias>.internal topic.
     found = [a for a in args if a not in ("--mm2-target-alias", TARGET)]
-    code, diff = zk2kafka(capsys, "diff", *found)
+    code, diff, _ = zk2kafka_json("diff", *found)
     assert diff["inputs"]["translation"]["mm2_target_alias"] == TARGET
     plan = {(r["group"], r["partition"]): r for r in pq.read_table(diff["files"]["plan"]).to_pylist()}
     assert code == 0, (diff["counts"], list(plan.values()))
@@ -131,10 +124,10 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
     windows = [r["redelivery_window"] for r in plan.values()]
     assert diff["redelivery"] == {"reread_at_most": sum(windows), "widest_window": max(windows)}
 
-    code, done = zk2kafka(capsys, "migrate", *args, "--execute")
+    code, done, _ = zk2kafka_json("migrate", *args, "--execute")
     assert code == 0 and done["state"] == "done" and not done["failed"], done
     assert zk_tree(zk) == before_zk, "ZooKeeper was written"
-    code, verified = zk2kafka(capsys, "verify", *args)
+    code, verified, _ = zk2kafka_json("verify", *args)
     assert code == 0 and verified["verified"], verified
 
     rereads = {}
@@ -157,7 +150,7 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
     # Rollback as usual: the offsets the run created on the KRaft cluster go, ZooKeeper stays as it was.
     conn = ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.kraft_bootstrap_server,
             "--state-dir", str(tmp_path / "state")]
-    code, rolled = zk2kafka(capsys, "rollback", done["run"], *conn, "--execute")
+    code, rolled, _ = zk2kafka_json("rollback", done["run"], *conn, "--execute")
     assert code == 0 and rolled["state"] == "done" and rolled["rolls_back"] == done["run"], rolled
     admin = KafkaAdminClient(bootstrap_servers=cluster.kraft_bootstrap_server)
     try:
@@ -169,7 +162,7 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
 
     # The reviewed-plan path, killed after its first Kafka commit, then resumed: the translated offsets,
     # the KRaft cluster only, as the plan said.
-    code, reviewed = zk2kafka(capsys, "diff", *args)
+    code, reviewed, _ = zk2kafka_json("diff", *args)
     assert code == 0, reviewed["counts"]
     planned = {(r["group"], r["partition"]): r["planned_offset"]
                for r in pq.read_table(reviewed["files"]["plan"]).to_pylist()}
@@ -181,9 +174,9 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
     assert killed.returncode == -9, killed.stderr
     with Journal.open(tmp_path / "state") as journal:
         run = next(r for r in journal.runs() if r.state == "running")
-    code, resumed = zk2kafka(capsys, "migrate", *args, "--execute", "--resume", run.run_id)
+    code, resumed, _ = zk2kafka_json("migrate", *args, "--execute", "--resume", run.run_id)
     assert code == 0 and resumed["state"] == "done" and resumed["groups"]["verified"] == 2, resumed
-    code, checked = zk2kafka(capsys, "verify", *args, "--run", run.run_id)
+    code, checked, _ = zk2kafka_json("verify", *args, "--run", run.run_id)
     assert code == 0 and checked["verified"] and checked["checked"] == 4, checked
     admin = KafkaAdminClient(bootstrap_servers=cluster.kraft_bootstrap_server)
     try:
@@ -195,7 +188,7 @@ def test_zookeeper_offsets_translated_through_mm2_onto_kraft(cluster, zk, zk_chr
 
     # An offset older than the partition's first sync has no translation: a blocker, nothing planned.
     put(zk, f"/consumers/{prefix}old/offsets/{topic}/0", b"10")     # below the source's log start, too
-    code, diff = zk2kafka(capsys, "diff", *stores, "--group", f"{prefix}old")
+    code, diff, _ = zk2kafka_json("diff", *stores, "--group", f"{prefix}old")
     assert code == 3 and diff["counts"][s.UNTRANSLATABLE] == 1, diff
     (row,) = pq.read_table(diff["files"]["plan"]).to_pylist()
     assert (row["topic"], row["upstream_offset"], row["planned_offset"]) == (remote, 10, None)

@@ -6,8 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from support.wait import eventually
 
 HERE = Path(__file__).parent
 
@@ -27,13 +28,6 @@ def _jvms_under(directory: Path) -> list[int]:
     return pids
 
 
-def _wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_sigkill_of_the_test_process_leaves_no_jvm(tmp_path: Path):
@@ -44,12 +38,12 @@ def test_sigkill_of_the_test_process_leaves_no_jvm(tmp_path: Path):
          f"--basetemp={basetemp}", "--timeout=0"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=HERE.parent.parent)
     try:
-        assert _wait_for(ready.exists, 180), "the victim pytest never got its cluster"
+        assert eventually(ready.exists, 180), "the victim pytest never got its cluster"
         jvms = _jvms_under(basetemp)
         assert len(jvms) == 3, f"expected ZooKeeper, Kafka and KRaft JVMs, found {jvms}"
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=10)
-        assert _wait_for(lambda: not _jvms_under(basetemp), 15), f"JVMs left behind: {_jvms_under(basetemp)}"
+        assert eventually(lambda: not _jvms_under(basetemp), 15), f"JVMs left behind: {_jvms_under(basetemp)}"
     finally:
         victim.kill()
         for pid in _jvms_under(basetemp):  # never leak into the rest of the suite, even when failing

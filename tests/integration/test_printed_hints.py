@@ -9,7 +9,6 @@ as `<its run>` filled in). A fast test checks that every such command line the c
 from __future__ import annotations
 
 import ast
-import os
 import re
 import signal
 import sqlite3
@@ -20,11 +19,12 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 from migrate import cli
-from seeding import kafka_offsets, make_topic
-from test_runbooks import clean_env, zk2kafka_bin
+
+from support.cli import zk2kafka_bin
+from support.hints import HINT, hints, operator_shell, paste
+from support.seeding import kafka_offsets, make_topic
 
 ROOT = Path(__file__).resolve().parents[2]
-HINT = re.compile(r"`(zk2kafka [^`]+)`")
 
 # Each command line migrate/ can print as advice (its text, `…` for what varies) and the test that pastes it.
 COVERED = {
@@ -76,21 +76,6 @@ def test_every_printed_command_line_is_pasted_by_a_test():
     assert set(COVERED) | NOT_ADVICE <= printed, f"no longer printed: {sorted(set(COVERED) | NOT_ADVICE - printed)}"
     for test in set(COVERED.values()):
         assert test in globals(), test
-
-
-def operator_shell(cluster, zookeeper: str, state: Path) -> dict[str, str]:
-    return clean_env(ZK2KAFKA_ZOOKEEPER=zookeeper, ZK2KAFKA_BOOTSTRAP_SERVER=cluster.bootstrap_server,
-                     ZK2KAFKA_STATE_DIR=str(state),
-                     PATH=os.pathsep.join([str(Path(zk2kafka_bin()).parent), os.environ.get("PATH", "")]))
-
-
-def paste(shell: dict[str, str], line: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """One command line as an operator pastes it into the shell."""
-    return subprocess.run(["bash", "-c", line], env=shell, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-
-
-def hints(text: str) -> list[str]:
-    return HINT.findall(text)
 
 
 def seed(zookeeper: str, groups: list[str], topic: str, offset: int = 5) -> None:

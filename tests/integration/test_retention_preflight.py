@@ -1,4 +1,4 @@
-"""Issue #16 case 4 against the real broker: a consumer group that went Empty loses all its offsets
+"""The retention preflight against the real broker: a consumer group that went Empty loses all its offsets
 offsets.retention.minutes after it became Empty (Kafka 2.1+, KIP-211), whatever is committed since. The
 retention preflight names it, with its window and the time left (from when the broker says it became Empty);
 the report shows it."""
@@ -13,7 +13,8 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from migrate import cli
-from seeding import make_topic, put
+
+from support.seeding import make_topic, put
 
 
 def test_case4_empty_consumer_group_is_named_in_the_retention_preflight(cluster, zk, zk_chroot, kafka_admin, prefix,

@@ -1,4 +1,4 @@
-"""Issue 17: `migrate --plan RUN` executes the plan a diff wrote, the one reviewed, and nothing else.
+"""`migrate --plan RUN` executes the plan a diff wrote, the one reviewed, and nothing else.
 
 Real ZooKeeper, Kafka and Spark: a diff is made, then the stores move under it (an old consumer
 writes a znode, a new consumer commits an offset in Kafka), and the reviewed plan is executed.
@@ -19,22 +19,10 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from migrate import cli
 from migrate.journal.journal import Journal
-from seeding import kafka_offsets, make_topic, put
 
-
-def run_cli(*argv, capsys) -> tuple[int, dict, str]:
-    """Exit code, the --json output (or {}), and stderr of one command run in this process."""
-    code = cli.main([*argv, "--json", "-q"])
-    captured = capsys.readouterr()
-    return code, (json.loads(captured.out) if captured.out.strip() else {}), captured.err
-
-
-def run_text(*argv, capsys) -> tuple[int, str, str]:
-    code = cli.main([*argv, "-q"])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from support.cli import zk2kafka_json, zk2kafka_text
+from support.seeding import kafka_offsets, make_topic, put
 
 
 @pytest.fixture
@@ -47,7 +35,7 @@ def reviewed(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path, capsys):
         for p in range(2):
             put(zk, f"/consumers/{group}/offsets/{topic}/{p}", str(10 * (i + 1) + p).encode())
     args = ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server, "--state-dir", str(tmp_path)]
-    code, out, err = run_text("diff", *args, "--group", f"{prefix}.*", capsys=capsys)
+    code, out, err = zk2kafka_text("diff", *args, "--group", f"{prefix}.*")
     assert code == 0, err
     last = out.strip().splitlines()[-1]
     match = re.fullmatch(r"run=(\S+) plan=(\S+@[0-9a-f]{12}) report=(\S+)", last)
@@ -82,14 +70,14 @@ def test_executes_the_reviewed_plan_and_fails_the_groups_that_moved(reviewed, zk
         consumer.close()
 
     # Without --execute: what would be written and what moved, checked live; nothing written.
-    code, dry, err = run_cli("migrate", *args, "--plan", reviewed["run"], capsys=capsys)
+    code, dry, err = zk2kafka_json("migrate", *args, "--plan", reviewed["run"])
     assert code == 3, err
     assert dry["dry_run"] and set(dry["would_write"]) == {g0, g3} and set(dry["moved"]) == {g1, g2}
     assert "ZooKeeper offsets changed" in dry["moved"][g1] and moved_znode in dry["moved"][g1]
     assert f"{topic}-1 no offset -> 40" in dry["moved"][g2]
     assert kafka_offsets(kafka_admin, [g0, g3]) == {g0: {}, g3: {}}
 
-    code, out, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
+    code, out, err = zk2kafka_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"])
     assert code == 1, err   # two groups not written: the run is not done
     # Every other group exactly as reviewed, in both stores.
     for group in (g0, g3):
@@ -115,11 +103,11 @@ def test_executes_the_reviewed_plan_and_fails_the_groups_that_moved(reviewed, zk
         assert run.settings["reviewed_plan"] == reviewed["plan_id"] and run.report == str(reviewed["report"])
         assert {g.name: g.state for g in journal.groups(run_id)} == {g0: "verified", g1: "failed", g2: "failed",
                                                                       g3: "verified"}
-    code, shown, err = run_cli("status", "--state-dir", str(tmp_path), run_id, capsys=capsys)
+    code, shown, err = zk2kafka_json("status", "--state-dir", str(tmp_path), run_id)
     assert code == 0 and shown["reviewed_plan"] == reviewed["plan_id"], err
 
     # verify --run: what that run wrote still holds, without a diff.
-    code, checked, err = run_cli("verify", *args, "--run", run_id, capsys=capsys)
+    code, checked, err = zk2kafka_json("verify", *args, "--run", run_id)
     assert code == 0, err
     assert checked["verified"] and checked["checked"] == 4 and checked["not_written"] == {"failed": 2}
 
@@ -131,7 +119,7 @@ def test_an_altered_plan_is_refused(reviewed, kafka_admin, tmp_path, capsys):
     offsets[0] = offsets[0] + 1000   # one offset changed after the review
     pq.write_table(table.set_column(table.schema.get_field_index("planned_offset"), "planned_offset",
                                     [offsets]).cast(table.schema), plan_file)
-    code, _, err = run_cli("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"], capsys=capsys)
+    code, _, err = zk2kafka_json("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"])
     assert code == 1
     assert err.count("\n") == 1 and "was altered since the diff wrote it" in err and "nothing was written" in err
     assert kafka_offsets(kafka_admin, reviewed["groups"]) == {g: {} for g in reviewed["groups"]}
@@ -140,21 +128,21 @@ def test_an_altered_plan_is_refused(reviewed, kafka_admin, tmp_path, capsys):
 
 def test_a_stale_plan_or_one_for_other_stores_or_policies_is_refused(reviewed, kafka_admin, tmp_path, capsys):
     time.sleep(2.1)
-    code, _, err = run_cli("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
-                           "--max-plan-age", "1s", capsys=capsys)
+    code, _, err = zk2kafka_json("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
+                           "--max-plan-age", "1s")
     assert code == 1 and err.count("\n") == 1, err
     assert re.search(r"made \ds ago, older than --max-plan-age 1s; run a fresh `zk2kafka diff` and review it, "
                      r"or take this one anyway: `zk2kafka migrate --execute --plan \S+@\w+ --max-plan-age 2m`; "
                      r"nothing was written", err), err
 
-    code, _, err = run_cli("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
-                           "--zk-root", "/elsewhere", capsys=capsys)
+    code, _, err = zk2kafka_json("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
+                           "--zk-root", "/elsewhere")
     assert code == 1 and "made against other stores" in err and "--zk-root" in err, err
-    code, _, err = run_cli("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
-                           "--on-conflict", "kafka", capsys=capsys)
+    code, _, err = zk2kafka_json("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
+                           "--on-conflict", "kafka")
     assert code == 1 and "made with other policies" in err and "--on-conflict 'skip' in the plan" in err, err
-    code, _, err = run_cli("migrate", *reviewed["args"], "--execute", "--plan", reviewed["plan_id"][:-12] + "0" * 12,
-                           capsys=capsys)
+    unknown = reviewed["plan_id"][:-12] + "0" * 12
+    code, _, err = zk2kafka_json("migrate", *reviewed["args"], "--execute", "--plan", unknown)
     assert code == 1 and "not the one named" in err, err
     assert kafka_offsets(kafka_admin, reviewed["groups"]) == {g: {} for g in reviewed["groups"]}
 
@@ -168,7 +156,7 @@ def test_a_group_a_new_consumer_joined_since_the_review_is_not_written(reviewed,
         while not consumer.assignment() and time.monotonic() < deadline:
             consumer.poll(timeout_ms=500)
         assert consumer.assignment()
-        code, out, err = run_text("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"], capsys=capsys)
+        code, out, err = zk2kafka_text("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"])
         assert code == 1, err
         assert re.search(rf"failed: {re.escape(g3)}: Kafka group state changed since the plan: unknown to Kafka, "
                          r"0 member\(s\) then, Stable, 1 member\(s\) now", out), out
@@ -189,22 +177,22 @@ def test_a_reviewed_plan_run_resumes_verifies_and_rolls_back_as_any_run(reviewed
         (run,) = journal.runs()
     assert run.settings["reviewed_plan"] == reviewed["plan_id"] and run.state == "running"
 
-    code, done, err = run_cli("migrate", *args, "--execute", "--resume", run.run_id, capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *args, "--execute", "--resume", run.run_id)
     assert code == 0, err
     assert done["state"] == "done" and done["groups"]["verified"] == 4 and done["plan_id"] == reviewed["plan_id"]
     for group in groups:
         assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [group])[group].items()} == {
             (topic, p): rows[(group, topic, p)]["planned_offset"] for p in range(2)}
-    code, checked, err = run_cli("verify", *args, "--run", run.run_id, capsys=capsys)
+    code, checked, err = zk2kafka_json("verify", *args, "--run", run.run_id)
     assert code == 0 and checked["checked"] == 8, err
 
-    code, back, err = run_cli("rollback", *args, run.run_id, "--execute", capsys=capsys)
+    code, back, err = zk2kafka_json("rollback", *args, run.run_id, "--execute")
     assert code == 0, err
     assert kafka_offsets(kafka_admin, groups) == {g: {} for g in groups}
     for i, group in enumerate(groups):
         for p in range(2):
             assert zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0] == str(10 * (i + 1) + p).encode()
-    code, checked, err = run_cli("verify", *args, "--run", run.run_id, capsys=capsys)
+    code, checked, err = zk2kafka_json("verify", *args, "--run", run.run_id)
     assert code == 3 and checked["verified"] is False and len(checked["differ"]) == 8, err
 
 
@@ -212,13 +200,12 @@ def test_a_plan_applied_again_is_already_applied_not_failed(reviewed, zk, kafka_
     topic, groups, args = reviewed["topic"], reviewed["groups"], reviewed["args"]
     # The plan's file path names it too.
     plan_file = str(reviewed["report"] / "plan.parquet")
-    code, first, err = run_cli("migrate", *args, "--execute", "--plan", plan_file, capsys=capsys)
+    code, first, err = zk2kafka_json("migrate", *args, "--execute", "--plan", plan_file)
     assert code == 0 and first["state"] == "done" and first["groups"]["verified"] == 4, err
     written = (kafka_offsets(kafka_admin, groups), {g: zk.get(f"/consumers/{g}/offsets/{topic}/0") for g in groups})
 
     for dry in (True, False):
-        code, out, err = run_text("migrate", *args, *([] if dry else ["--execute"]), "--plan", reviewed["plan_id"],
-                                  capsys=capsys)
+        code, out, err = zk2kafka_text("migrate", *args, *([] if dry else ["--execute"]), "--plan", reviewed["plan_id"])
         assert code == 0, err
         assert (f"plan {reviewed['plan_id']}: already applied: 4 group(s) hold what run {first['run']} wrote; "
                 f"nothing {'would be' if dry else 'was'} written") in out
@@ -228,7 +215,7 @@ def test_a_plan_applied_again_is_already_applied_not_failed(reviewed, zk, kafka_
     assert (kafka_offsets(kafka_admin, groups), {g: zk.get(f"/consumers/{g}/offsets/{topic}/0") for g in groups}) \
         == written
     # status keeps the first run's state: no second run, nothing incomplete.
-    code, status, _ = run_cli("status", "--state-dir", str(tmp_path), capsys=capsys)
+    code, status, _ = zk2kafka_json("status", "--state-dir", str(tmp_path))
     assert [(r["run"], r["state"]) for r in status["runs"]] == [(first["run"], "done")]
 
 
@@ -239,12 +226,12 @@ def test_a_plan_whose_run_was_killed_is_resumed_not_applied_again(reviewed, kafk
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == -9, killed.stderr
     (run,) = Journal.open(tmp_path).runs()
-    code, _, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
+    code, _, err = zk2kafka_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"])
     assert code == 1 and f"`zk2kafka migrate --execute --resume {run.run_id}` finishes them; nothing was written" in err
     assert [r.run_id for r in Journal.open(tmp_path).runs()] == [run.run_id]
-    code, done, err = run_cli("migrate", *args, "--execute", "--resume", run.run_id, capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *args, "--execute", "--resume", run.run_id)
     assert code == 0 and done["state"] == "done", err
-    code, out, err = run_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"], capsys=capsys)
+    code, out, err = zk2kafka_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"])
     assert code == 0 and "already applied: 4 group(s)" in out, err
 
 
@@ -252,11 +239,11 @@ def test_a_plan_made_through_another_address_of_the_same_cluster_is_executed(rev
                                                                            capsys):
     same = [a.replace("127.0.0.1", "localhost") for a in reviewed["args"]]
     assert same != reviewed["args"]
-    code, done, err = run_cli("migrate", *same, "--execute", "--plan", reviewed["run"], capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *same, "--execute", "--plan", reviewed["run"])
     assert code == 0 and done["groups"]["verified"] == 4, err
     # Another cluster is refused, naming both cluster ids.
     other = [cluster.kraft_bootstrap_server if a == cluster.bootstrap_server else a for a in reviewed["args"]]
-    code, _, err = run_cli("migrate", *other, "--plan", reviewed["run"], capsys=capsys)
+    code, _, err = zk2kafka_json("migrate", *other, "--plan", reviewed["run"])
     assert code == 1 and re.search(r"made against other stores \(Kafka cluster \S+ then \(--bootstrap-server "
                                    rf"'{cluster.bootstrap_server}'\), \S+ now \(--bootstrap-server "
                                    rf"'{cluster.kraft_bootstrap_server}'\)\)", err), err

@@ -35,6 +35,9 @@ from pathlib import Path
 
 import pytest
 
+from support import offset_commit_v0, operator_actions
+from support.cli import clean_env, zk2kafka_bin
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOKS = ROOT / "runbooks"
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -46,7 +49,7 @@ SCRIPT_TIMEOUT = 840            # seconds for all blocks of one page
 TAIL = 40                       # lines of output shown when a block fails
 
 # Operator-only values the harness fills in; runbooks/README.md documents each one.
-PLACEHOLDERS = {
+PLACEHELD_WRITERS = {
     "zookeeper-connect": "ZooKeeper connect string with the brokers' chroot",
     "kafka-bootstrap": "Kafka bootstrap servers (the ZooKeeper-mode cluster)",
     "kraft-bootstrap": "bootstrap servers of the new KRaft cluster",
@@ -85,6 +88,7 @@ sandbox_v0_client_stop() { kill "$(cat v0-client.pid)" && echo "the v0 client st
 
 
 # ---- parsing a page -----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Expect:
@@ -247,20 +251,7 @@ def on_the_sandbox(code: str) -> str:
 
 # ---- running a page on a sandbox ----------------------------------------------------------------------------------
 
-def zk2kafka_bin() -> str:
-    local = VENV_BIN / "zk2kafka"
-    found = str(local) if local.exists() else shutil.which("zk2kafka")
-    if not found:
-        pytest.fail("the zk2kafka console script is not installed: run `make install`")
-    return found
 
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without the zk2kafka options of whoever runs the tests."""
-    keep = {"ZK2KAFKA_CACHE_DIR", "ZK2KAFKA_MAVEN_REPO"}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ZK2KAFKA_") or k in keep}
-    env.update(extra)
-    return env
 
 
 @dataclass
@@ -359,8 +350,8 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
             values["kraft-bootstrap"] = exports["ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"]
         run_env = {**env, **exports, "ZK2KAFKA_STATE_DIR": str(ops_state), "SANDBOX_STATE_DIR": str(state),
                    "PATH": os.pathsep.join([str(Path(zk2kafka_bin()).parent), env.get("PATH", "")]),
-                   "RUNBOOK_PYTHON": sys.executable, "RUNBOOK_HELPERS": str(Path(__file__).resolve()),
-                   "RUNBOOK_V0_CLIENT": str(Path(__file__).with_name("offset_commit_v0.py"))}
+                   "RUNBOOK_PYTHON": sys.executable, "RUNBOOK_HELPERS": operator_actions.__file__,
+                   "RUNBOOK_V0_CLIENT": offset_commit_v0.__file__}
         outcomes, stray = run_steps(page, run_env, values, tmp_path)
     finally:
         down = sandbox("down", state, env=env)
@@ -388,6 +379,7 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
 
 
 # ---- fast checks, no cluster --------------------------------------------------------------------------------------
+
 
 def _sh_commands(code: str) -> list[list[str]]:
     """Each command line's shell words: continuation lines and multi-line quotes joined, here-documents left out."""
@@ -468,7 +460,7 @@ def test_every_command_line_of_the_page_parses_with_the_real_cli(path: Path):
             for name in sorted(set(re.findall(r"\bZK2KAFKA_[A-Z0-9_]+\b", code)) - known_env if operators else ()):
                 pytest.fail(f"{where}: {name} is not an environment variable the CLI reads")
             for holder in re.findall(r"<([a-z][a-z0-9-]*)>", code):
-                assert holder in PLACEHOLDERS, f"{where}: unknown placeholder <{holder}> (see runbooks/README.md)"
+                assert holder in PLACEHELD_WRITERS, f"{where}: unknown placeholder <{holder}> (see runbooks/README.md)"
                 assert holder != "kraft-bootstrap" or page.kraft, \
                     f"{where}: <kraft-bootstrap> needs <!-- runbook-test: kraft --> on the page"
             for args in zk2kafka_invocations(code):
@@ -491,7 +483,7 @@ def test_index_lists_every_page_and_documents_the_placeholders():
     listed = set(re.findall(r"\]\(([\w.-]+\.md)\)", index))
     expected = {p.name for p in pages()} | {"cutover-rolling.md"}
     assert expected <= listed, f"runbooks/README.md does not link {sorted(expected - listed)}"
-    for holder in PLACEHOLDERS:
+    for holder in PLACEHELD_WRITERS:
         assert f"<{holder}>" in index, f"runbooks/README.md does not document <{holder}>"
 
 
@@ -537,46 +529,3 @@ def test_error_messages_quoted_in_the_pages_are_the_ones_the_cli_prints():
         if not matches:
             wrong.append(f"{page}: `{message}`")
     assert not wrong, "messages quoted in the runbooks that migrate/ does not print:\n" + "\n".join(wrong)
-
-
-# ---- substitutes for operators' own actions (called from the pages' `instead:` comments) -------------------------
-
-def old_consumer_commits(group: str, topic: str, partition: str, offset: str) -> None:
-    """What an old consumer's auto-commit does: the next offset to read, as a decimal string, in its znode."""
-    from kazoo.client import KazooClient
-
-    root = os.environ.get("ZK2KAFKA_ZK_ROOT", "/consumers").rstrip("/")
-    zk = KazooClient(hosts=os.environ["ZK2KAFKA_ZOOKEEPER"])
-    zk.start(timeout=15)
-    try:
-        zk.set(f"{root}/{group}/offsets/{topic}/{partition}", offset.encode())
-        print(f"old consumer of {group} committed {topic}-{partition} -> {offset} to ZooKeeper")
-    finally:
-        zk.stop()
-        zk.close()
-
-
-def start_new_consumer(group: str, topic: str) -> None:
-    """A new kafka-python consumer joins `group`, reads `topic` to its end, commits and leaves."""
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=os.environ["ZK2KAFKA_BOOTSTRAP_SERVER"],
-                             enable_auto_commit=False, auto_offset_reset="earliest")
-    started: dict = {}
-    while not consumer.assignment() or any(consumer.position(tp) < end for tp, end in
-                                           consumer.end_offsets(list(consumer.assignment())).items()):
-        for tp, records in consumer.poll(timeout_ms=500).items():
-            started.setdefault(tp.partition, records[0].offset)
-    consumer.commit()
-    consumer.close()
-    print(f"new consumer of {group} started at " + ", ".join(f"{topic}-{p} {o}" for p, o in sorted(started.items())))
-
-
-if __name__ == "__main__":
-    command, *rest = sys.argv[1:]
-    if command == "old-consumer-commits":
-        old_consumer_commits(*rest)
-    elif command == "start-new-consumer":
-        start_new_consumer(*rest)
-    else:
-        sys.exit(f"unknown helper {command!r}")

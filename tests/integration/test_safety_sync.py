@@ -1,4 +1,4 @@
-"""Issue 16, the `sync` cases: no rewind of a new consumer across restarts, the diff's pick across two
+"""sync's safety: no rewind of a new consumer across restarts, the diff's pick across two
 layouts with both paths watched, and rows sync cannot mirror reported instead of stalling or called ready.
 
 Each test drives the real `zk2kafka sync --execute` as a process (it installs its own SIGTERM handler)
@@ -22,7 +22,9 @@ from kazoo.security import make_digest_acl
 
 from migrate import cli
 from migrate.journal.journal import Journal
-from seeding import kafka_offsets, make_topic, put
+
+from support.seeding import kafka_offsets, make_topic, put
+from support.wait import wait_for
 
 ROOT = Path(__file__).parents[2]
 LOCK = make_digest_acl("someone-else", "secret", all=True)   # a znode sync may not read: UNREADABLE
@@ -44,17 +46,10 @@ def consumer_commit(admin, group, offsets: dict[tuple[str, int], int]) -> None:
                                       for (t, p), o in offsets.items()})
 
 
-def wait_for(what, check, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
-# -- case 1: a restarted or new sync run never rewinds a new consumer -------------------------------------------
+# -- a restarted or new sync run never rewinds a new consumer ------------------------------------------------------
+
 
 def test_sync_restart_does_not_rewind_new_consumer(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
     topic, group = f"{prefix}orders", f"{prefix}billing"
@@ -106,7 +101,8 @@ def test_sync_with_custom_metadata_tells_its_own_commits_by_the_journal(cluster,
     assert "taken over" in third["groups_stopped"][group]
 
 
-# -- case 5 and case 10's two layouts: the diff's row, both paths watched ---------------------------------------
+# -- two layouts: the diff's row, both paths watched ---------------------------------------------------------------
+
 
 def test_sync_picks_the_diff_row_across_two_layouts_and_watches_both(cluster, zk, zk_chroot, kafka_admin, prefix,
                                                                      tmp_path, capsys):
@@ -173,7 +169,8 @@ class _Target:
             self.error = exc
 
 
-# -- case 6: rows sync cannot mirror ------------------------------------------------------------------------------
+# -- rows sync cannot mirror ---------------------------------------------------------------------------------------
+
 
 def test_sync_reports_unknown_partitions_without_stalling_and_journals_the_rest(cluster, zk, zk_chroot, kafka_admin,
                                                                                  prefix, tmp_path):

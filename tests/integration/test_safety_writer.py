@@ -1,6 +1,6 @@
-"""Issue 16, the writer's side: no silent rewind, no silent skip, no false success.
+"""The writer's safety: no silent rewind, no silent skip, no false success.
 
-Every test here is one case of the issue, against real ZooKeeper, Kafka and Spark. Where a test
+Every test here is one way a run could go wrong, against real ZooKeeper, Kafka and Spark. Where a test
 needs something to happen between two steps of a run (a topic deleted, an old consumer moving
 on), it hooks the step with monkeypatch and does it to the real store.
 """
@@ -8,73 +8,25 @@ on), it hooks the step with monkeypatch and does it to the real store.
 from __future__ import annotations
 
 import functools
-import json
-import os
 import subprocess
 import sys
-import textwrap
 import time
-from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from kafka import TopicPartition
 from kafka.structs import OffsetAndMetadata
 from kazoo.security import READ_ACL_UNSAFE
 
-from migrate import cli
 from migrate.journal.journal import Journal
 from migrate.kafka.writer import KafkaOffsetWriter
-from seeding import kafka_offsets, make_topic, put
+
+from support.cli import connection, selected, zk2kafka_json
+from support.runs import HELD_WRITER, killed_run, plan_rows
+from support.seeding import kafka_offsets, make_topic, put
 
 
-def run_cli(*argv, capsys) -> tuple[int, dict, str]:
-    """Exit code, the --json output (or {}), and stderr of one command run in this process."""
-    code = cli.main([*argv, "--json", "-q"])
-    captured = capsys.readouterr()
-    return code, (json.loads(captured.out) if captured.out.strip() else {}), captured.err
+# -- out of range: clamp never overrides a conflict ----------------------------------------------------------------
 
-
-def connection(cluster, zk_chroot, tmp_path) -> list[str]:
-    return ["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server, "--state-dir", str(tmp_path)]
-
-
-def selected(cluster, zk_chroot, tmp_path, prefix) -> list[str]:
-    # `prefix.*` selects the same groups as a search for `^prefix` and as a full match.
-    return connection(cluster, zk_chroot, tmp_path) + ["--group", f"{prefix}.*"]
-
-
-def killed_run(args: list[str], crash_at: str, state_dir: Path, *extra: str) -> str:
-    """A `migrate --execute` killed -9 at `crash_at`; its run id."""
-    killed = subprocess.run([sys.executable, "-m", "migrate", "migrate", *args, "--execute", "--parallelism", "1",
-                             "-q", *extra], env={**os.environ, "ZK2KAFKA_CRASH_AT": crash_at},
-                            capture_output=True, text=True, timeout=300)
-    assert killed.returncode == -9, killed.stderr
-    with Journal.open(state_dir) as journal:
-        (run,) = journal.runs()
-    return run.run_id
-
-
-def plan_rows(report: str) -> dict[tuple[str, str, int], dict]:
-    rows = pq.read_table(Path(report, "plan.parquet")).to_pylist()
-    return {(r["group"], r["topic"], r["partition"]): r for r in rows}
-
-
-@pytest.fixture
-def two_groups(cluster, zk, kafka_admin, prefix):
-    """Two groups with offsets only in ZooKeeper, two partitions each."""
-    topic = f"{prefix}orders"
-    make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 50)
-    groups = [f"{prefix}g{i}" for i in range(2)]
-    expected = {}
-    for i, group in enumerate(groups):
-        for p in range(2):
-            expected[(group, p)] = 10 * (i + 1) + p
-            put(zk, f"/consumers/{group}/offsets/{topic}/{p}", str(expected[(group, p)]).encode())
-    return {"topic": topic, "groups": groups, "expected": expected}
-
-
-# -- case 2 ------------------------------------------------------------------------------------------------------
 
 def test_out_of_range_clamp_never_overrides_on_conflict(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path,
                                                         capsys):
@@ -90,8 +42,8 @@ def test_out_of_range_clamp_never_overrides_on_conflict(cluster, zk, zk_chroot, 
     kafka_admin.alter_group_offsets(g_above, {TopicPartition(above, 0): OffsetAndMetadata(50, "app", -1)})
     kafka_admin.alter_group_offsets(g_below, {TopicPartition(below, 0): OffsetAndMetadata(90, "app", -1)})
 
-    code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              "--out-of-range", "clamp", capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
+                              "--out-of-range", "clamp")
     assert code == 3, err   # blockers remain; nothing failed
     assert kafka_offsets(kafka_admin, [g_above])[g_above] == {(above, 0): (50, "app")}
     assert kafka_offsets(kafka_admin, [g_below])[g_below] == {(below, 0): (90, "app")}
@@ -103,7 +55,8 @@ def test_out_of_range_clamp_never_overrides_on_conflict(cluster, zk, zk_chroot, 
     assert "Kafka has 90" in rows[(g_below, below, 0)]["reason"]
 
 
-# -- case 3 ------------------------------------------------------------------------------------------------------
+# -- resume: what Kafka does not hold, and runs a rollback touched -------------------------------------------------
+
 
 def test_resume_commits_again_where_kafka_does_not_hold_the_plan(cluster, zk_chroot, kafka_admin, prefix,
                                                                  two_groups, tmp_path, capsys):
@@ -116,7 +69,7 @@ def test_resume_commits_again_where_kafka_does_not_hold_the_plan(cluster, zk_chr
     for group in two_groups["groups"]:
         kafka_admin.delete_group_offsets(group, [TopicPartition(topic, p) for p in range(2)])
 
-    code, resumed, err = run_cli("migrate", *args, "--execute", "--resume", run, capsys=capsys)
+    code, resumed, err = zk2kafka_json("migrate", *args, "--execute", "--resume", run)
     assert code == 0 and resumed["groups"]["verified"] == 2, err
     in_kafka = kafka_offsets(kafka_admin, two_groups["groups"])
     assert {(g, p): in_kafka[g][(topic, p)][0] for g in two_groups["groups"] for p in range(2)} == \
@@ -127,44 +80,24 @@ def test_resume_refuses_a_run_that_a_rollback_touched(cluster, zk_chroot, kafka_
                                                       tmp_path, capsys):
     args = selected(cluster, zk_chroot, tmp_path, prefix)
     run = killed_run(args, "after-kafka-commit", tmp_path)
-    code, rolled, err = run_cli("rollback", run, *connection(cluster, zk_chroot, tmp_path), "--execute",
-                                capsys=capsys)
+    code, rolled, err = zk2kafka_json("rollback", run, *connection(cluster, zk_chroot, tmp_path), "--execute")
     assert code == 0 and rolled["state"] == "done", err
     assert kafka_offsets(kafka_admin, two_groups["groups"]) == {g: {} for g in two_groups["groups"]}
 
-    code, resumed, err = run_cli("migrate", *args, "--execute", "--resume", run, capsys=capsys)
+    code, resumed, err = zk2kafka_json("migrate", *args, "--execute", "--resume", run)
     assert code == 1 and not resumed
     assert f"rolled back by {rolled['run']}" in err and len(err.strip().splitlines()) == 1, err
     assert kafka_offsets(kafka_admin, two_groups["groups"]) == {g: {} for g in two_groups["groups"]}
 
 
-# -- case 7 ------------------------------------------------------------------------------------------------------
-
-HOLDER = textwrap.dedent("""\
-    import pathlib, sys, time
-    from migrate import cli
-    from migrate.kafka.writer import KafkaOffsetWriter
-
-    release = pathlib.Path(sys.argv[1])
-    real = KafkaOffsetWriter.commit_many
-
-    def held(self, commits, metadata):
-        release.with_suffix(".waiting").touch()
-        deadline = time.monotonic() + 240
-        while not release.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        return real(self, commits, metadata)
-
-    KafkaOffsetWriter.commit_many = held
-    sys.exit(cli.main(sys.argv[2:]))
-""")
+# -- one writer per state dir --------------------------------------------------------------------------------------
 
 
 def test_a_second_writer_on_a_state_dir_gets_one_line_naming_the_holder(cluster, zk_chroot, kafka_admin, prefix,
                                                                         two_groups, tmp_path, capsys):
     state, hold = tmp_path / "state", tmp_path / "release"
     args = selected(cluster, zk_chroot, state, prefix)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(hold), "migrate", *args, "--execute", "-q"],
+    holder = subprocess.Popen([sys.executable, "-c", HELD_WRITER, str(hold), "migrate", *args, "--execute", "-q"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 240
@@ -172,16 +105,16 @@ def test_a_second_writer_on_a_state_dir_gets_one_line_naming_the_holder(cluster,
             assert holder.poll() is None and time.monotonic() < deadline, holder.communicate()
             time.sleep(0.2)
         # Reading never waits for the writer.
-        code, status, err = run_cli("status", "--state-dir", str(state), capsys=capsys)
+        code, status, err = zk2kafka_json("status", "--state-dir", str(state))
         assert code == 0, err
         (run,) = [r["run"] for r in status["runs"]]
-        code, dry, err = run_cli("rollback", run, "--state-dir", str(state), capsys=capsys)
+        code, dry, err = zk2kafka_json("rollback", run, "--state-dir", str(state))
         assert code == 0 and dry["dry_run"], err
 
         conn = connection(cluster, zk_chroot, state)
         for second in (["rollback", run, *conn, "--execute"], ["migrate", *args, "--execute", "--resume", run],
                        ["sync", *args, "--execute", "--stop-after", "1"]):
-            code, out, err = run_cli(*second, capsys=capsys)
+            code, out, err = zk2kafka_json(*second)
             assert code == 1 and not out, (second, out, err)
             assert len(err.strip().splitlines()) == 1, err
             assert f"pid {holder.pid}" in err and "migrate --execute" in err, err
@@ -193,11 +126,12 @@ def test_a_second_writer_on_a_state_dir_gets_one_line_naming_the_holder(cluster,
     in_kafka = kafka_offsets(kafka_admin, two_groups["groups"])
     assert {(g, p): in_kafka[g][(two_groups["topic"], p)][0] for g in two_groups["groups"] for p in range(2)} == \
         two_groups["expected"]
-    code, rolled, err = run_cli("rollback", run, *connection(cluster, zk_chroot, state), "--execute", capsys=capsys)
+    code, rolled, err = zk2kafka_json("rollback", run, *connection(cluster, zk_chroot, state), "--execute")
     assert code == 0 and rolled["state"] == "done", err   # the lock went with the holder
 
 
-# -- case 8 ------------------------------------------------------------------------------------------------------
+# -- finding nothing is not success --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("command", ["verify", "diff", "migrate"])
 def test_zero_offsets_found_is_a_non_zero_exit_naming_what_was_looked_at(cluster, zk, zk_chroot, prefix, two_groups,
@@ -208,16 +142,16 @@ def test_zero_offsets_found_is_a_non_zero_exit_naming_what_was_looked_at(cluster
         (cluster.zk_server, "/consumers", f"{prefix}.*"),   # a forgotten chroot
     ]
     for connect, root, group in looked_at:
-        code, out, err = run_cli(command, "--zookeeper", connect, "--zk-root", root, "--group", group,
-                                 "--bootstrap-server", cluster.bootstrap_server, "--state-dir", str(tmp_path),
-                                 capsys=capsys)
+        code, out, err = zk2kafka_json(command, "--zookeeper", connect, "--zk-root", root, "--group", group,
+                                 "--bootstrap-server", cluster.bootstrap_server, "--state-dir", str(tmp_path))
         assert code == (3 if command == "verify" else 1) and not out, (connect, root, out, err)
         line = err.strip()
         assert len(line.splitlines()) == 1 and "no offsets" in line, line
         assert f"{connect}{root}" in line and group in line, line
 
 
-# -- case 9 ------------------------------------------------------------------------------------------------------
+# -- no half-written group -----------------------------------------------------------------------------------------
+
 
 def test_a_partial_offset_commit_is_put_back_not_left_half_written(cluster, zk, zk_chroot, kafka_admin, prefix,
                                                                    tmp_path, capsys, monkeypatch):
@@ -242,8 +176,7 @@ def test_a_partial_offset_commit_is_put_back_not_left_half_written(cluster, zk, 
     monkeypatch.setattr(KafkaOffsetWriter, "commit_many", delete_a_topic_first)
     # Retriable errors are retried for 120 s by default; the outcome is the same, sooner.
     monkeypatch.setattr(writer, "RetryPolicy", functools.partial(retry.RetryPolicy, deadline=10))
-    code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute")
     assert code == 1, err
     assert kafka_offsets(kafka_admin, [group])[group] == {}, "Kafka half-written"
     assert set(done["failed"]) == {group} and "put back" in done["failed"][group], done
@@ -256,8 +189,7 @@ def test_a_zookeeper_noauth_on_write_puts_kafka_back(cluster, zk, zk_chroot, kaf
     put(zk, f"/consumers/{group}/offsets/{topic}/0", b"5")
     put(zk, f"/consumers/{group}/offsets/{topic}/1", b"6", acl=READ_ACL_UNSAFE)   # readable, never writable
 
-    code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute")
     assert code == 1, err
     assert kafka_offsets(kafka_admin, [group])[group] == {}, "Kafka half-written"
     assert set(done["failed"]) == {group} and "put back" in done["failed"][group], done
@@ -287,8 +219,8 @@ def test_a_group_split_over_zookeeper_transactions_with_a_conflict_in_the_second
         return real_write_many(self, writes)
 
     monkeypatch.setattr(zk_writer.ZkOffsetWriter, "write_many", an_old_consumer_moves_the_last_znode)
-    code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              "--on-conflict", "max", "--rewrite-zk-offsets", capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
+                              "--on-conflict", "max", "--rewrite-zk-offsets")
     assert code == 1, err
     assert [zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0] for p in range(3)] == [b"10", b"10", b"11"], \
         "ZooKeeper half-written"
@@ -297,7 +229,8 @@ def test_a_group_split_over_zookeeper_transactions_with_a_conflict_in_the_second
         (topic, p): 40 for p in range(3)}
 
 
-# -- case 10 -----------------------------------------------------------------------------------------------------
+# -- the stores moved since the plan -------------------------------------------------------------------------------
+
 
 def test_a_znode_deleted_and_recreated_since_the_plan_is_not_written(cluster, zk, zk_chroot, kafka_admin, prefix,
                                                                       tmp_path, capsys, monkeypatch):
@@ -315,8 +248,7 @@ def test_a_znode_deleted_and_recreated_since_the_plan_is_not_written(cluster, zk
         return real_journal_plan(plan)
 
     monkeypatch.setattr(commands, "_journal_plan", recreate_between_plan_and_write)
-    code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute")
     assert code == 1 and set(done["failed"]) == {group}, (done, err)
     assert zk.get(path)[0] == b"3"
     assert kafka_offsets(kafka_admin, [group])[group] == {}
@@ -328,14 +260,14 @@ def test_offset_semantics_last_never_writes_minus_one(cluster, zk, zk_chroot, ka
     path = f"/consumers/{group}/offsets/{topic}/0"
     put(zk, path, b"4")   # last processed 4: next 5, above the log end; clamp plans 0
 
-    code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              "--offset-semantics", "last", "--out-of-range", "clamp", capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
+                              "--offset-semantics", "last", "--out-of-range", "clamp")
     assert code == 3, err
     assert zk.get(path)[0] == b"4"
     row = plan_rows(done["report"])[(group, topic, 0)]
     assert row["action"] == "skip" and row["planned_offset"] is None and "-1" in row["reason"], row
-    code, scanned, err = run_cli("scan", "--zookeeper", zk_chroot, "--state-dir", str(tmp_path), "--group",
-                                 f"{prefix}.*", "--offset-semantics", "last", capsys=capsys)
+    code, scanned, err = zk2kafka_json("scan", "--zookeeper", zk_chroot, "--state-dir", str(tmp_path), "--group",
+                                 f"{prefix}.*", "--offset-semantics", "last")
     assert scanned["counts"] == {"OK": 1}, scanned
 
 
@@ -346,7 +278,7 @@ def test_no_zk_write_late_resume_rereads_zookeeper(cluster, zk, zk_chroot, kafka
     moved, topic = two_groups["groups"][0], two_groups["topic"]
     zk.set(f"/consumers/{moved}/offsets/{topic}/1", b"33")   # an old consumer went on while the run was down
 
-    code, resumed, err = run_cli("migrate", *args, "--execute", "--resume", run, capsys=capsys)
+    code, resumed, err = zk2kafka_json("migrate", *args, "--execute", "--resume", run)
     assert code == 1 and set(resumed["failed"]) == {moved}, (resumed, err)
     assert "changed" in resumed["failed"][moved]
     in_kafka = kafka_offsets(kafka_admin, two_groups["groups"])
@@ -379,8 +311,8 @@ def test_a_group_that_cannot_be_put_back_is_partial_with_the_rollback_command(cl
         return answer
 
     monkeypatch.setattr(zk_writer.ZkOffsetWriter, "write_many", conflict_then_lock_the_written_half)
-    code, done, err = run_cli("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                              "--on-conflict", "max", "--rewrite-zk-offsets", capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
+                              "--on-conflict", "max", "--rewrite-zk-offsets")
     assert code == 1 and done["state"] == "incomplete", (done, err)
     assert not done.get("failed") and set(done.get("partial", {})) == {group}, done
     assert f"`zk2kafka rollback --execute {done['run']}`" in done["partial"][group]

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
@@ -16,28 +13,24 @@ from kazoo.exceptions import NoAuthError
 from migrate.sandbox import seed
 from migrate.processes import pid_alive as _pid_alive
 
+from support.cli import zk2kafka_process
+
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def zk2kafka(*argv: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "migrate", *argv], capture_output=True, text=True, timeout=300,
-                          env=env, cwd=cwd)
-
-
 def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
     state = ["--state-dir", "state"]  # relative, as `make demo` passes it
-    up = zk2kafka("sandbox", "up", *state, cwd=tmp_path)
+    up = zk2kafka_process("sandbox", "up", *state, cwd=tmp_path)
     try:
         assert up.returncode == 0, up.stderr
         exports = dict(line.removeprefix("export ").split("=", 1) for line in up.stdout.splitlines())
         assert set(exports) == {"ZK2KAFKA_ZOOKEEPER", "ZK2KAFKA_BOOTSTRAP_SERVER"}
 
         # A second `up` finds the running sandbox instead of starting another.
-        assert zk2kafka("sandbox", "up", *state, cwd=tmp_path).stdout == up.stdout
+        assert zk2kafka_process("sandbox", "up", *state, cwd=tmp_path).stdout == up.stdout
 
-        status = zk2kafka("sandbox", "status", "--json", *state, cwd=tmp_path)
+        status = zk2kafka_process("sandbox", "status", "--json", *state, cwd=tmp_path)
         assert status.returncode == 0, status.stderr
         report = json.loads(status.stdout)
         assert report["endpoints"]["zookeeper"] == exports["ZK2KAFKA_ZOOKEEPER"]
@@ -47,30 +40,30 @@ def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
             s["alive"] for s in report["servers"])
 
         # Seed through the environment, exactly as `eval "$(zk2kafka sandbox up)"` leaves it.
-        seeded = zk2kafka("sandbox", "seed", *state, cwd=tmp_path, env=exports)
+        seeded = zk2kafka_process("sandbox", "seed", *state, cwd=tmp_path, env=exports)
         assert seeded.returncode == 0, seeded.stderr
         _check_seed(exports["ZK2KAFKA_ZOOKEEPER"], exports["ZK2KAFKA_BOOTSTRAP_SERVER"])
-        assert zk2kafka("sandbox", "seed", *state,
+        assert zk2kafka_process("sandbox", "seed", *state,
                         cwd=tmp_path).returncode == 0  # idempotent, and finds the sandbox itself
-        assert report["mode"] == "zookeeper" and "ZooKeeper mode" in zk2kafka("sandbox", "status", *state,
+        assert report["mode"] == "zookeeper" and "ZooKeeper mode" in zk2kafka_process("sandbox", "status", *state,
                                                                                cwd=tmp_path).stdout
         _the_sandbox_serves_the_runbooks(state, exports, tmp_path)
     finally:
-        down = zk2kafka("sandbox", "down", *state, cwd=tmp_path)
+        down = zk2kafka_process("sandbox", "down", *state, cwd=tmp_path)
     assert down.returncode == 0 and down.stdout.strip() == "stopped kafka, zookeeper"
     assert not any(_pid_alive(pid) for pid in pids)
-    gone = zk2kafka("sandbox", "status", *state, cwd=tmp_path)
+    gone = zk2kafka_process("sandbox", "status", *state, cwd=tmp_path)
     assert gone.returncode == 1 and "no sandbox running" in gone.stderr
 
 
 def _the_sandbox_serves_the_runbooks(state: list[str], exports: dict[str, str], cwd: Path) -> None:
     """seed --groups, stop-old-consumers and the release's own tools, on the running sandbox."""
-    helped = zk2kafka("sandbox", "seed", "--help", cwd=cwd)
+    helped = zk2kafka_process("sandbox", "seed", "--help", cwd=cwd)
     assert helped.returncode == 0 and "sandbox seed options:" in helped.stdout and "--partitions P" in helped.stdout
     assert "--kafka-version" not in helped.stdout, "seed's help is up's"
 
     for _ in range(2):   # a second seed writes the same values again
-        bulk = zk2kafka("sandbox", "seed", "--groups", "300", "--partitions", "3", *state, cwd=cwd)
+        bulk = zk2kafka_process("sandbox", "seed", "--groups", "300", "--partitions", "3", *state, cwd=cwd)
         assert bulk.returncode == 0, bulk.stderr
         assert "and 300 bulk groups bulk-... on topic bulk (3 partitions)" in bulk.stdout
     zk = KazooClient(hosts=exports["ZK2KAFKA_ZOOKEEPER"])
@@ -80,16 +73,16 @@ def _the_sandbox_serves_the_runbooks(state: list[str], exports: dict[str, str], 
         assert sorted(bulk_groups) == [seed.bulk_name(i, 300) for i in range(1, 301)]
         value = zk.get(f"/consumers/{seed.bulk_name(17, 300)}/offsets/bulk/2")[0]
         assert value == str(seed.bulk_offset(17, 2)).encode()
-        other = zk2kafka("sandbox", "seed", "--groups", "5", "--partitions", "4", *state, cwd=cwd)
+        other = zk2kafka_process("sandbox", "seed", "--groups", "5", "--partitions", "4", *state, cwd=cwd)
         assert other.returncode == 1 and "topic bulk already has 3 partitions" in other.stderr
 
         # A live old consumer's registration is ephemeral: refused, and nothing removed, stand-ins included.
         zk.create("/consumers/bulk-00001/ids/live-consumer-1", b"{}", ephemeral=True, makepath=True)
-        refused = zk2kafka("sandbox", "stop-old-consumers", "--group", "reporting|bulk-00001", *state, cwd=cwd)
+        refused = zk2kafka_process("sandbox", "stop-old-consumers", "--group", "reporting|bulk-00001", *state, cwd=cwd)
         assert refused.returncode == 1 and "a live old consumer holds /consumers/bulk-00001/ids/live-consumer-1" \
             in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
         assert zk.get_children("/consumers/reporting/ids") == [seed.LIVE_ZK_CONSUMER[1]]
-        stopped = zk2kafka("sandbox", "stop-old-consumers", "--group", "reporting", *state, cwd=cwd)
+        stopped = zk2kafka_process("sandbox", "stop-old-consumers", "--group", "reporting", *state, cwd=cwd)
         assert stopped.returncode == 0, stopped.stderr
         assert stopped.stdout.strip() == ("stopped the old consumers of reporting: 1 registration(s) in ids/ and 2 "
                                           "partition(s) owned under owners/ removed")
@@ -100,10 +93,11 @@ def _the_sandbox_serves_the_runbooks(state: list[str], exports: dict[str, str], 
         zk.close()
 
     # Kafka's own kafka-consumer-groups and kafka-jmx of the sandbox's release, from its jars.
-    groups = zk2kafka("sandbox", "kafka-consumer-groups", *state, "--", "--describe", "--group", "audit", cwd=cwd)
+    groups = zk2kafka_process("sandbox", "kafka-consumer-groups", *state, "--", "--describe", "--group", "audit",
+                              cwd=cwd)
     assert groups.returncode == 0, groups.stderr
     assert re.search(r"^audit\s+orders\s+1\s+42\s", groups.stdout, re.MULTILINE), groups.stdout
-    jmx = zk2kafka("sandbox", "kafka-jmx", *state, "--", "--object-name",
+    jmx = zk2kafka_process("sandbox", "kafka-jmx", *state, "--", "--object-name",
                    "kafka.server:type=KafkaServer,name=BrokerState", "--one-time", "--report-format", "properties",
                    cwd=cwd)
     assert jmx.returncode == 0 and "BrokerState:Value=3" in jmx.stdout, jmx.stdout + jmx.stderr

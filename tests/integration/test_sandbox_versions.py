@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,9 @@ from migrate.errors import SandboxError
 from migrate.sandbox.cluster import LocalCluster
 from migrate.sandbox.jvm import kafka_ready
 from migrate.processes import pid_alive as _pid_alive
-from test_sandbox_cli import zk2kafka
 
-CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
+from support.cli import zk2kafka_process
+from support.servers import CACHE_DIR
 
 
 def _exports(stdout: str) -> dict[str, str]:
@@ -24,12 +23,12 @@ def _exports(stdout: str) -> dict[str, str]:
 
 def test_old_release_up_status_seed_down_up_in_one_state_dir(tmp_path: Path):
     state = ["--state-dir", "state"]
-    up = zk2kafka("sandbox", "up", "--kafka-version", "0.10.2.2", *state, cwd=tmp_path)
+    up = zk2kafka_process("sandbox", "up", "--kafka-version", "0.10.2.2", *state, cwd=tmp_path)
     try:
         assert up.returncode == 0, up.stderr
-        status = zk2kafka("sandbox", "status", *state, cwd=tmp_path)
+        status = zk2kafka_process("sandbox", "status", *state, cwd=tmp_path)
         assert "# Kafka 0.10.2.2 (ZooKeeper 3.4.9): ZooKeeper mode" in status.stdout.splitlines(), status.stdout
-        assert zk2kafka("sandbox", "seed", *state, cwd=tmp_path).returncode == 0
+        assert zk2kafka_process("sandbox", "seed", *state, cwd=tmp_path).returncode == 0
         zk = KazooClient(hosts=_exports(up.stdout)["ZK2KAFKA_ZOOKEEPER"])
         zk.start(timeout=15)
         try:  # the 0.10 broker registered itself, in the layout of its day (no `rack`, version 4 at most)
@@ -38,41 +37,41 @@ def test_old_release_up_status_seed_down_up_in_one_state_dir(tmp_path: Path):
         finally:
             zk.stop()
             zk.close()
-        pids = [s["pid"] for s in json.loads(zk2kafka("sandbox", "status", "--json", *state, cwd=tmp_path).stdout)[
-            "servers"]]
-        assert zk2kafka("sandbox", "down", *state, cwd=tmp_path).returncode == 0
+        status = json.loads(zk2kafka_process("sandbox", "status", "--json", *state, cwd=tmp_path).stdout)
+        pids = [s["pid"] for s in status["servers"]]
+        assert zk2kafka_process("sandbox", "down", *state, cwd=tmp_path).returncode == 0
         assert not any(_pid_alive(p) for p in pids)
 
         # Another release over this data is refused; an `up` without the flag restarts the one it holds.
-        other = zk2kafka("sandbox", "up", "--kafka-version", "1.1.1", *state, cwd=tmp_path)
+        other = zk2kafka_process("sandbox", "up", "--kafka-version", "1.1.1", *state, cwd=tmp_path)
         assert other.returncode == 1 and len(other.stderr.strip().splitlines()) == 1, other.stderr
         assert "holds the data of a Kafka 0.10.2.2 sandbox" in other.stderr
-        again = zk2kafka("sandbox", "up", *state, cwd=tmp_path)
+        again = zk2kafka_process("sandbox", "up", *state, cwd=tmp_path)
         assert again.returncode == 0, again.stderr
         assert kafka_ready(_exports(again.stdout)["ZK2KAFKA_BOOTSTRAP_SERVER"])
-        assert json.loads(zk2kafka("sandbox", "status", "--json", *state, cwd=tmp_path).stdout)[
+        assert json.loads(zk2kafka_process("sandbox", "status", "--json", *state, cwd=tmp_path).stdout)[
             "kafka_version"] == "0.10.2.2"
     finally:
-        zk2kafka("sandbox", "down", *state, cwd=tmp_path)
+        zk2kafka_process("sandbox", "down", *state, cwd=tmp_path)
 
 
 def test_kraft_sandbox_up_down_up_reuses_its_cluster_id(tmp_path: Path):
     state = ["--state-dir", "state"]
-    first = zk2kafka("sandbox", "up", "--kraft", *state, cwd=tmp_path)
+    first = zk2kafka_process("sandbox", "up", "--kraft", *state, cwd=tmp_path)
     try:
         assert first.returncode == 0, first.stderr
         assert "formatting" in first.stderr and "with a new cluster id" in first.stderr
-        assert zk2kafka("sandbox", "down", *state, cwd=tmp_path).returncode == 0
-        second = zk2kafka("sandbox", "up", "--kraft", *state, cwd=tmp_path)
+        assert zk2kafka_process("sandbox", "down", *state, cwd=tmp_path).returncode == 0
+        second = zk2kafka_process("sandbox", "up", "--kraft", *state, cwd=tmp_path)
         assert second.returncode == 0, second.stderr
         assert "reusing cluster id" in second.stderr, second.stderr
         assert kafka_ready(_exports(second.stdout)["ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"])
     finally:
-        zk2kafka("sandbox", "down", *state, cwd=tmp_path)
+        zk2kafka_process("sandbox", "down", *state, cwd=tmp_path)
 
 
 def test_unsupported_release_is_a_usage_error(tmp_path: Path):
-    done = zk2kafka("sandbox", "up", "--kafka-version", "0.8.2.2", "--state-dir", "state", cwd=tmp_path)
+    done = zk2kafka_process("sandbox", "up", "--kafka-version", "0.8.2.2", "--state-dir", "state", cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "zk2kafka: error: unsupported Kafka version '0.8.2.2' for the sandbox; "
         "supported: 0.10.2.2, 1.1.1, 2.4.1, 2.8.2, 3.6.2, 3.9.2"]

@@ -11,7 +11,8 @@ from kazoo.security import make_digest_acl
 
 from migrate import cli
 from migrate.zk.reader import STANDARD, STORM, Selection, ZkOffsetReader, layout_from_template
-from seeding import expire_session
+
+from support.seeding import expire_session
 
 OWNER = ("owner", "owner-pw")
 

@@ -8,11 +8,9 @@ line, and no secret reaches stdout, stderr or any file a run leaves behind.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import uuid
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,12 +19,13 @@ from kafka.admin import KafkaAdminClient
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
-from migrate import cli
 from migrate.sandbox.cluster import LocalCluster
 from migrate.sandbox.security import SCRAM_USER, SUPER_USER
 from migrate.sandbox.tls import TLS_KEY_PASSWORD
-from seeding import kafka_offsets, make_topic
-from tests.conftest import CACHE_DIR
+
+from support.cli import Run, zk2kafka
+from support.seeding import kafka_offsets, make_topic
+from support.servers import CACHE_DIR
 
 TOPIC, PARTITIONS = "orders", 3
 # Quotes and a backslash: the password must be hidden in every spelling (repr, JSON) too.
@@ -40,26 +39,6 @@ def expected(group: str, partition: int) -> int:
     return 3 + 5 * sorted(g for gs in GROUPS.values() for g in gs).index(group) + partition
 
 
-@dataclass
-class Run:
-    argv: list[str]
-    code: int
-    out: str
-    err: str
-
-    @property
-    def data(self) -> dict:
-        return json.loads(self.out)
-
-
-def zk2kafka(*argv: str, env: dict[str, str] | None = None) -> Run:
-    """Run the CLI in this process, stdout and stderr captured (logging included: it writes to sys.stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
-        for name, value in (env or {}).items():
-            patch.setenv(name, value)
-        code = cli.main(list(argv))
-    return Run(list(argv), code, out.getvalue(), err.getvalue())
 
 
 @dataclass
@@ -253,6 +232,8 @@ def failures(secured: Secured) -> dict[str, tuple[Run, Path]]:
     ("wrong TLS key password", 2, "cannot load the client key and certificate of ssl.keystore.*: "
                                   "ssl.key.password is wrong"),
 ])
+
+
 def test_a_wrong_password_is_one_clear_line(failures, case, code, message):
     run, _ = failures[case]
     assert run.code == code, run.err[-2000:]

@@ -9,7 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from test_runbooks import clean_env, zk2kafka_bin
+from support.cli import clean_env, zk2kafka_bin
+
 
 ROOT = Path(__file__).resolve().parents[2]
 

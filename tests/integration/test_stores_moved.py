@@ -13,28 +13,16 @@ import json
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from kafka import TopicPartition
 from kafka.admin import NewPartitions
 from kafka.errors import TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
 
-from migrate import cli
 from migrate.diff import schema as s
-from seeding import kafka_offsets, make_topic, put
-from test_safety_writer import connection, run_cli
-from test_sync import broker_zk  # noqa: F401 - a fixture: the brokers' chroot, this test's groups removed after
 
-
-def run_text(*argv, capsys) -> tuple[int, str, str]:
-    code = cli.main([*argv, "-q"])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def plan_rows(report: str) -> dict[tuple[str, str, int], dict]:
-    rows = pq.read_table(Path(report, "plan.parquet")).to_pylist()
-    return {(r["group"], r["topic"], r["partition"]): r for r in rows}
+from support.cli import connection, zk2kafka_json, zk2kafka_text
+from support.runs import plan_rows
+from support.seeding import kafka_offsets, make_topic, put
 
 
 def recreate(admin, bootstrap: str, topic: str, partitions: int, messages: int) -> None:
@@ -58,17 +46,17 @@ def test_a_reviewed_plan_writes_no_offset_the_log_start_passed_since(cluster, zk
     for group, offset in ((low, b"10"), (also_low, b"20"), (fine, b"70")):
         put(zk, f"/consumers/{group}/offsets/{topic}/0", offset)
     args = [*connection(cluster, zk_chroot, tmp_path), "--group", f"{prefix}.*"]
-    code, diffed, err = run_cli("diff", *args, capsys=capsys)
+    code, diffed, err = zk2kafka_json("diff", *args)
     assert code == 0 and diffed["counts"][s.MIGRATE] == 3, err
     kafka_admin.delete_records({TopicPartition(topic, 0): 50})   # retention since the review
 
-    code, dry, err = run_cli("migrate", *args, "--plan", diffed["plan_id"], capsys=capsys)
+    code, dry, err = zk2kafka_json("migrate", *args, "--plan", diffed["plan_id"])
     assert code == 3, err
     assert set(dry["moved"]) == {low, also_low} and set(dry["would_write"]) == {fine}
     assert dry["moved"][low] == (f"Kafka's log moved since the plan: {topic}-0: 10 is below the log start 50 now "
                                  "(was 0: retention or deleteRecords)")
 
-    code, out, err = run_text("migrate", *args, "--execute", "--plan", diffed["plan_id"], capsys=capsys)
+    code, out, err = zk2kafka_text("migrate", *args, "--execute", "--plan", diffed["plan_id"])
     assert code == 1, out + err   # not done: two groups moved since the review
     run = out.strip().splitlines()[-1].split()[0].removeprefix("run=")
     assert kafka_offsets(kafka_admin, [low, also_low, fine]) == {
@@ -86,15 +74,15 @@ def test_equal_offsets_below_the_log_start_are_not_verified_in_sync(cluster, zk,
     put(zk, f"/consumers/{group}/offsets/{topic}/0", b"10")
     kafka_admin.alter_group_offsets(group, {TopicPartition(topic, 0): OffsetAndMetadata(10, "", -1)})
     args = [*connection(cluster, zk_chroot, tmp_path), "--group", group]
-    code, out, _ = run_text("verify", *args, capsys=capsys)
+    code, out, _ = zk2kafka_text("verify", *args)
     assert code == 0 and "verified: every selected offset is IN_SYNC" in out
     kafka_admin.delete_records({TopicPartition(topic, 0): 60})
 
-    code, out, _ = run_text("verify", *args, capsys=capsys)
+    code, out, _ = zk2kafka_text("verify", *args)
     assert code == 3, out
     assert "IN_SYNC" not in out.split("mismatch")[1] and "every selected offset is IN_SYNC" not in out
     assert "verify: 0 of 1 ZooKeeper offsets equal Kafka's" in out and "BELOW_LOG_START            1" in out
-    code, diffed, _ = run_cli("diff", *args, capsys=capsys)
+    code, diffed, _ = zk2kafka_json("diff", *args)
     row = plan_rows(diffed["report"])[(group, topic, 0)]
     assert (code, row["status"], row["action"]) == (3, s.BELOW_LOG_START, "skip")
     assert row["reason"].startswith("10 is below log start 60 (data deleted); Kafka has 10")
@@ -113,7 +101,7 @@ def test_an_offset_older_than_its_topic_is_topic_recreated(cluster, broker_zk, k
 
     args = ["--zookeeper", cluster.zookeeper, "--bootstrap-server", cluster.bootstrap_server,
             "--state-dir", str(tmp_path), "--group", f"{prefix}.*"]
-    code, out, _ = run_text("diff", *args, capsys=capsys)
+    code, out, _ = zk2kafka_text("diff", *args)
     assert code == 3, out
     assert "TOPIC_RECREATED            1  blocker" in out
     report = out.strip().splitlines()[-1].split(" report=")[1]
@@ -135,11 +123,11 @@ def test_a_reviewed_plan_writes_nothing_to_a_topic_created_again(cluster, broker
     put(broker_zk, f"/consumers/{group}/offsets/{topic}/0", b"60")
     args = ["--zookeeper", cluster.zookeeper, "--bootstrap-server", cluster.bootstrap_server,
             "--state-dir", str(tmp_path), "--group", group]
-    code, diffed, err = run_cli("diff", *args, capsys=capsys)
+    code, diffed, err = zk2kafka_json("diff", *args)
     assert code == 0 and diffed["counts"][s.MIGRATE] == 1, err
     recreate(kafka_admin, cluster.bootstrap_server, topic, 1, 100)   # the same log bounds, another topic
 
-    code, out, err = run_text("migrate", *args, "--execute", "--plan", diffed["plan_id"], capsys=capsys)
+    code, out, err = zk2kafka_text("migrate", *args, "--execute", "--plan", diffed["plan_id"])
     assert code == 1, out + err
     assert f"failed: {group}: Kafka's log moved since the plan: topic {topic} was created again since the plan" in out
     assert kafka_offsets(kafka_admin, [group]) == {group: {}}
@@ -155,7 +143,7 @@ def test_partitions_no_offset_covers_are_listed_with_what_a_new_consumer_does(cl
     kafka_admin.create_partitions({topic: NewPartitions(4)})   # grown after the old consumers stopped
     make_topic_messages(cluster.bootstrap_server, topic, {2: 300, 3: 5})
 
-    code, out, _ = run_text("diff", *connection(cluster, zk_chroot, tmp_path), "--group", group, capsys=capsys)
+    code, out, _ = zk2kafka_text("diff", *connection(cluster, zk_chroot, tmp_path), "--group", group)
     assert code == 0, out
     assert ("no offset anywhere: 2 partition(s) of the topics of 1 group(s) (305 message(s) in their logs): a new "
             "consumer of the group starts there by its auto.offset.reset: earliest reads them; latest skips them; "

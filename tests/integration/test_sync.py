@@ -17,40 +17,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from migrate.journal.journal import Journal
-from migrate.sandbox.artifacts import ensure_bundle
-from seeding import kafka_offsets, make_topic, put
-from tests.conftest import CACHE_DIR
+
+from support.old_consumers import COMMIT_INTERVAL, old_consumer
+from support.seeding import kafka_offsets, make_topic, put
+from support.wait import wait_for
 
 HERE = Path(__file__).parent
-COMMIT_INTERVAL = 1.0   # the old consumers' auto-commit interval, seconds
-LOG4J = "log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n" \
-        "log4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout=org.apache.log4j.SimpleLayout\n"
-
-
-def old_consumer(zookeeper: str, topic: str, group: str, out: Path, work: Path) -> subprocess.Popen:
-    """Kafka 0.10.2's console consumer with the old ZooKeeper-based consumer; one printed value per message."""
-    (work / "log4j.properties").write_text(LOG4J)
-    classpath = os.pathsep.join(map(str, ensure_bundle("kafka-0.10", CACHE_DIR)))
-    props = {"group.id": group, "auto.commit.interval.ms": int(COMMIT_INTERVAL * 1000)}
-    return subprocess.Popen(
-        ["java", f"-Dlog4j.configuration=file:{work / 'log4j.properties'}", "-cp", classpath,
-         "kafka.tools.ConsoleConsumer", "--zookeeper", zookeeper, "--topic", topic,
-         *[a for k, v in props.items() for a in ("--consumer-property", f"{k}={v}")]],
-        stdout=out.open("w"), stderr=(work / f"{group}.err").open("w"))
-
-
-def wait_for(what: str, check, timeout: float = 30.0, every: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 class Producer(threading.Thread):
@@ -95,22 +70,6 @@ class NewConsumer(threading.Thread):
                     assert r.value == f"{tp.partition}:{r.offset}".encode(), r   # value names its offset
                     self.seen.append((tp.partition, r.offset))
         self.consumer.close()   # commits what it processed
-
-
-@pytest.fixture
-def broker_zk(cluster, prefix):
-    """A kazoo client on the brokers' own chroot: the old consumers find the brokers there, and keep their
-    offsets under its /consumers, as on a real cluster. This test's groups are removed afterwards."""
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=cluster.zookeeper)
-    client.start(timeout=15)
-    yield client
-    for group in client.get_children("/consumers") if client.exists("/consumers") else []:
-        if group.startswith(prefix):
-            client.delete(f"/consumers/{group}", recursive=True)
-    client.stop()
-    client.close()
 
 
 def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, broker_zk, kafka_admin, prefix,

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from migrate.journal.journal import Journal
-from seeding import kafka_offsets, make_topic, put
-from test_sync import wait_for
+
+from support.seeding import kafka_offsets, make_topic, put
+from support.wait import wait_for
 
 ROOT = Path(__file__).parents[2]
 

@@ -10,26 +10,24 @@ parsed with prometheus_client's own parser.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import json
 
 import pytest
 from kafka import KafkaConsumer
-from prometheus_client.parser import text_string_to_metric_families
 
 from migrate.journal.journal import Journal
 from migrate.sync.follower_shards import shard_of
-from seeding import kafka_offsets, make_topic, put
-from test_sync import wait_for
+
+from support.seeding import kafka_offsets, make_topic, put
+from support.sync_process import get, scrape, scraped_when, start_sync, stop_sync, value
+from support.wait import free_port, wait_for
 
 ROOT = Path(__file__).parents[2]
 PARTITIONS = 2
@@ -48,64 +46,6 @@ class Member(threading.Thread):
         while not self.halt.is_set():
             self.consumer.poll(timeout_ms=200)
         self.consumer.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url: str) -> tuple[int, str]:
-    """(HTTP status, body) of a GET, 4xx and 5xx included."""
-    try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
-def scrape(address: str) -> dict[tuple[str, frozenset], float]:
-    """Every sample of /metrics: (sample name, its labels) -> value, parsed by prometheus_client."""
-    status, text = get(f"http://{address}/metrics")
-    assert status == 200, text
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def value(samples, name: str, **labels) -> float | None:
-    return samples.get((name, frozenset(labels.items())))
-
-
-def scraped_when(what: str, address: str, check, timeout: float = 30.0):
-    """The first scrape for which `check(samples)` holds (the endpoint may not listen yet)."""
-    def attempt():
-        try:
-            samples = scrape(address)
-        except urllib.error.URLError:
-            return None
-        return samples if check(samples) else None
-
-    return wait_for(what, attempt, timeout=timeout)
-
-
-def start_sync(zk_chroot: str, bootstrap: str, prefix: str, state: Path, address: str,
-               err, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot,
-         "--bootstrap-server", bootstrap, "--group", f"{prefix}.*", "--state-dir", str(state),
-         "--rescan-every", "2s", "--stop-after", "300s", "--metrics-address", address,
-         "--quiet-for", "1s", *extra],
-        stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
-
-
-def stop_sync(sync: subprocess.Popen, log: Path) -> str:
-    """SIGTERM: sync stops cleanly; what it printed."""
-    sync.send_signal(signal.SIGTERM)
-    out, _ = sync.communicate(timeout=60)
-    assert sync.returncode == 0, log.read_text()[-3000:]
-    return out
 
 
 @pytest.mark.parametrize("writers", [1, 2])

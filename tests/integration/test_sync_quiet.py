@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from offset_commit_v0 import Committer
-from seeding import kafka_offsets, make_topic, put
+from support.offset_commit_v0 import Committer
+from support.seeding import kafka_offsets, make_topic, put
+from support.wait import wait_for
+
 
 ROOT = Path(__file__).parents[2]
 QUIET_FOR = 4.0   # seconds: sync's --quiet-for here, far above the client's commit interval
@@ -39,16 +41,6 @@ def status(state: Path) -> dict:
         return json.loads(found.read_text()) if found else {}
     except ValueError:   # replaced while read
         return {}
-
-
-def wait_for(what, check, timeout=20.0, every=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def stop(sync: subprocess.Popen) -> dict:

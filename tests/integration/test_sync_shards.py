@@ -11,9 +11,10 @@ import signal
 from pathlib import Path
 
 from migrate.sync.follower_shards import shard_of
-from seeding import kafka_offsets, make_topic, put
-from test_sync import wait_for
-from test_sync_metrics import free_port, scraped_when, start_sync, stop_sync, value
+
+from support.seeding import kafka_offsets, make_topic, put
+from support.sync_process import scraped_when, start_sync, stop_sync, value
+from support.wait import free_port, wait_for
 
 
 def descendants(pid: int) -> dict[int, int]:

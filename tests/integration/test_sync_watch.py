@@ -9,7 +9,8 @@ import time
 
 from migrate.sync.watch import GroupWatches
 from migrate.zk.reader import Selection, ZkOffsetReader
-from seeding import put
+
+from support.seeding import put
 
 OLD = "kafka-1.1.0-offset"
 

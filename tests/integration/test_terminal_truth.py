@@ -17,17 +17,12 @@ import time
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from migrate import cli
 from migrate.journal.journal import Journal
-from seeding import kafka_offsets, make_topic, put
-from test_printed_hints import hints, operator_shell, paste
-from test_safety_writer import HOLDER, connection, killed_run, run_cli, selected, two_groups  # noqa: F401 - fixture
 
-
-def run_text(*argv, capsys) -> tuple[int, str, str]:
-    code = cli.main([*argv, "-q"])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from support.cli import connection, selected, zk2kafka_json, zk2kafka_text
+from support.hints import hints, operator_shell, paste
+from support.runs import HELD_WRITER, killed_run
+from support.seeding import kafka_offsets, make_topic, put
 
 
 def test_a_resume_checks_zookeeper_before_it_commits_a_group_in_flight_again(cluster, zk, zk_chroot, kafka_admin,
@@ -40,7 +35,7 @@ def test_a_resume_checks_zookeeper_before_it_commits_a_group_in_flight_again(clu
     moved = f"/consumers/{g0}/offsets/{topic}/0"
     zk.set(moved, b"15")   # an old consumer of g0 moves on
 
-    code, out, err = run_text("migrate", *args, "--execute", "--resume", run, capsys=capsys)
+    code, out, err = zk2kafka_text("migrate", *args, "--execute", "--resume", run)
     assert code == 1, out + err
     assert kafka_offsets(kafka_admin, [g0])[g0] == {}   # put back
 
@@ -59,7 +54,7 @@ def test_a_resume_checks_zookeeper_before_it_commits_a_group_in_flight_again(clu
     assert reason.endswith(f"put back: Kafka holds its values from before the run; ZooKeeper: {moved} holds '15' "
                            "('10' before the run) (read back; what differs, someone else moved since: it is left as "
                            "it is)"), reason
-    code, out, _ = run_text("status", "--state-dir", str(tmp_path), run, capsys=capsys)
+    code, out, _ = zk2kafka_text("status", "--state-dir", str(tmp_path), run)
     assert code == 0 and "hold their values from before the run" not in out.split(f"failed: {g0}")[1]
     # The other group goes on as planned.
     assert kafka_offsets(kafka_admin, [g1])[g1] == {(topic, 0): (20, f"zk2kafka migrate {run}"),
@@ -70,31 +65,31 @@ def test_status_says_interrupted_once_the_process_is_gone(cluster, zk_chroot, ka
                                                           tmp_path, capsys):
     state, hold = tmp_path / "state", tmp_path / "release"
     args = selected(cluster, zk_chroot, state, prefix)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(hold), "migrate", *args, "--execute", "-q"],
+    holder = subprocess.Popen([sys.executable, "-c", HELD_WRITER, str(hold), "migrate", *args, "--execute", "-q"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 240
         while not hold.with_suffix(".waiting").exists():
             assert holder.poll() is None and time.monotonic() < deadline, holder.communicate()
             time.sleep(0.2)
-        code, out, _ = run_text("status", "--state-dir", str(state), capsys=capsys)
+        code, out, _ = zk2kafka_text("status", "--state-dir", str(state))
         assert code == 0 and re.search(r"^\S+\s+migrate\s+running\s", out, re.MULTILINE), out
     finally:
         holder.kill()   # SIGKILL while it holds the lock
         holder.communicate(timeout=60)
-    code, out, _ = run_text("status", "--state-dir", str(state), capsys=capsys)
+    code, out, _ = zk2kafka_text("status", "--state-dir", str(state))
     assert re.search(r"^\S+\s+migrate\s+interrupted\s", out, re.MULTILINE), out
     with Journal.open(state) as journal:
         (run,) = [r.run_id for r in journal.runs()]
         assert journal.run(run).state == "running"   # status reads; it never rewrites the journal
-    code, out, _ = run_text("status", "--state-dir", str(state), run, capsys=capsys)
+    code, out, _ = zk2kafka_text("status", "--state-dir", str(state), run)
     assert out.startswith(f"migrate {run}: interrupted; created ")
     (resume,) = hints(out)
     assert (f"interrupted: its process is gone (nothing holds this state dir's writers' lock: killed, or crashed); "
             f"`{resume}` goes on from here") in out
     done = paste(operator_shell(cluster, zk_chroot, state), resume)
     assert done.returncode == 0, done.stdout + done.stderr
-    code, out, _ = run_text("status", "--state-dir", str(state), capsys=capsys)
+    code, out, _ = zk2kafka_text("status", "--state-dir", str(state))
     assert re.search(rf"^{run}\s+migrate\s+done\s", out, re.MULTILINE), out
 
 
@@ -111,8 +106,7 @@ def test_skip_reasons_and_the_retention_warning_reach_the_terminal_and_status(cl
         while not consumer.assignment() and time.monotonic() < deadline:
             consumer.poll(timeout_ms=500)
         assert consumer.assignment(), "the new consumer never joined its group"
-        code, out, err = run_text("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute",
-                                  capsys=capsys)
+        code, out, err = zk2kafka_text("migrate", *selected(cluster, zk_chroot, tmp_path, prefix), "--execute")
     finally:
         consumer.close()
     assert code == 3, out + err
@@ -122,7 +116,7 @@ def test_skip_reasons_and_the_retention_warning_reach_the_terminal_and_status(cl
     assert re.search(rf"^warning: 1 group\(s\) would hold offsets in Kafka with no consumer yet \({idle}\); Kafka "
                      r"deletes them \S+ day\(s\)", out, re.MULTILINE), out
     run = re.search(r"^run=(\S+) ", out, re.MULTILINE)[1]
-    code, shown, _ = run_text("status", "--state-dir", str(tmp_path), run, capsys=capsys)
+    code, shown, _ = zk2kafka_text("status", "--state-dir", str(tmp_path), run)
     assert code == 0 and why in shown.splitlines() and "groups: verified 1, skipped 1" in shown, shown
 
 
@@ -130,16 +124,16 @@ def test_verify_tells_a_consumer_that_moved_on_from_a_rewind(cluster, zk_chroot,
                                                              tmp_path, capsys):
     topic, (g0, g1) = two_groups["topic"], two_groups["groups"]
     args = selected(cluster, zk_chroot, tmp_path, prefix)
-    code, done, err = run_cli("migrate", *args, "--execute", capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *args, "--execute")
     assert code == 0, err
     kafka_admin.alter_group_offsets(g0, {TopicPartition(topic, 0): OffsetAndMetadata(40, "new consumer", -1)})
     kafka_admin.alter_group_offsets(g1, {TopicPartition(topic, 1): OffsetAndMetadata(3, "a reset", -1)})
 
-    code, out, _ = run_text("verify", *args, capsys=capsys)
+    code, out, _ = zk2kafka_text("verify", *args)
     assert code == 3, out
     assert ("  CONFLICT                   2: Kafka ahead in 1 (a consumer moved on past the migrated offset); Kafka "
             "behind in 1 (below ZooKeeper's offset: rewound, or never migrated)") in out.splitlines()
-    code, out, _ = run_text("verify", *connection(cluster, zk_chroot, tmp_path), "--run", done["run"], capsys=capsys)
+    code, out, _ = zk2kafka_text("verify", *connection(cluster, zk_chroot, tmp_path), "--run", done["run"])
     assert code == 3, out
     assert f"  differs: {g0} {topic}-0: Kafka holds 40, the run wrote 10 (a consumer moved on past it)" in out
     assert (f"  differs: {g1} {topic}-1: Kafka holds 3, the run wrote 21 (rewound below it: a reset, or another "

@@ -18,14 +18,8 @@ import pyarrow.parquet as pq
 from kafka import TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from migrate import cli
-from seeding import kafka_offsets, make_topic, put
-from test_safety_writer import connection, run_cli, selected
-
-
-def run_text(*argv, capsys) -> tuple[int, str]:
-    code = cli.main([*argv, "-q"])
-    return code, capsys.readouterr().out
+from support.cli import connection, selected, zk2kafka_json, zk2kafka_text
+from support.seeding import kafka_offsets, make_topic, put
 
 
 def two_ways(cluster, zk, kafka_admin, prefix) -> tuple[str, str, str]:
@@ -50,7 +44,7 @@ def test_a_conflict_policy_alone_moves_no_old_consumer_in_zookeeper(cluster, zk,
     args = connection(cluster, zk_chroot, tmp_path)
     for policy, group, zk_value, kafka_value, way in (("kafka", back, 80, 30, "backwards"),
                                                      ("max", ahead, 30, 80, "forwards")):
-        code, out = run_text("migrate", *args, "--group", group, "--on-conflict", policy, capsys=capsys)
+        code, out = zk2kafka_text("migrate", *args, "--group", group, "--on-conflict", policy)
         assert code == 3, out
         assert "planned: commit 0 offsets in 0 groups" in out
         assert ("not planned: 1 row(s) would set an old consumer's ZooKeeper offset away from its own (the reason "
@@ -58,8 +52,7 @@ def test_a_conflict_policy_alone_moves_no_old_consumer_in_zookeeper(cluster, zk,
                 "alone") in out
         assert (f"would set ZooKeeper's offset {zk_value} -> {kafka_value} ({way}), away from the old consumer's "
                 "own: not planned") in out
-        code, done, err = run_cli("migrate", *args, "--group", group, "--on-conflict", policy, "--execute",
-                                  capsys=capsys)
+        code, done, err = zk2kafka_json("migrate", *args, "--group", group, "--on-conflict", policy, "--execute")
         assert code == 3, err   # nothing to commit; the blocker left alone
         row = rows_of(done["report"])[group]
         assert (row["action"], row["planned_offset"], row["zk_change"], row["zk_planned"]) == (
@@ -74,7 +67,7 @@ def test_rewrite_zk_offsets_shows_the_move_everywhere_then_writes_it(cluster, zk
                                                                     tmp_path, capsys):
     topic, back, _ = two_ways(cluster, zk, kafka_admin, prefix)
     args = [*connection(cluster, zk_chroot, tmp_path), "--group", back, "--on-conflict", "kafka"]
-    code, dry, _ = run_cli("migrate", *args, "--rewrite-zk-offsets", capsys=capsys)
+    code, dry, _ = zk2kafka_json("migrate", *args, "--rewrite-zk-offsets")
     assert code == 3 and dry["zk_changes"] == {"forward": 0, "backward": 1, "blocked": 0}
     assert dry["policies"]["rewrite_zk_offsets"] is True
     report = Path(dry["report"])
@@ -88,19 +81,18 @@ def test_rewrite_zk_offsets_shows_the_move_everywhere_then_writes_it(cluster, zk
     (line,) = [r for r in csv.DictReader((report / "rows.csv").open()) if r["group"] == back]
     assert (line["zk_offset"], line["planned_offset"], line["zk_change"], line["zk_planned"]) == (
         "80", "30", "backward", "30")
-    code, out = run_text("migrate", *args, "--rewrite-zk-offsets", capsys=capsys)
+    code, out = zk2kafka_text("migrate", *args, "--rewrite-zk-offsets")
     assert "ZooKeeper: 0 row(s) set forwards, 1 backwards (--rewrite-zk-offsets)" in out
     assert "not planned:" not in out and "nothing was written" in out
     assert zk.get(f"/consumers/{back}/offsets/{topic}/0")[0] == b"80"
 
     # The reviewed plan carries the flag as a policy: executed without it, it is refused.
-    code, diffed, _ = run_cli("diff", *args, "--rewrite-zk-offsets", capsys=capsys)
+    code, diffed, _ = zk2kafka_json("diff", *args, "--rewrite-zk-offsets")
     assert code == 3
-    code, _, err = run_cli("migrate", *args, "--execute", "--plan", diffed["plan_id"], capsys=capsys)
+    code, _, err = zk2kafka_json("migrate", *args, "--execute", "--plan", diffed["plan_id"])
     assert code == 1 and "--rewrite-zk-offsets given in the plan, not given now" in err, err
     assert zk.get(f"/consumers/{back}/offsets/{topic}/0")[0] == b"80"
-    code, done, err = run_cli("migrate", *args, "--rewrite-zk-offsets", "--execute", "--plan", diffed["plan_id"],
-                              capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *args, "--rewrite-zk-offsets", "--execute", "--plan", diffed["plan_id"])
     assert code == 3 and done["groups"]["verified"] == 1, err
     assert zk.get(f"/consumers/{back}/offsets/{topic}/0")[0] == b"30"
     assert kafka_offsets(kafka_admin, [back])[back] == {(topic, 0): (30, "app")}   # Kafka held it already
@@ -113,7 +105,7 @@ def test_a_clamp_moves_zookeeper_only_with_the_flag_and_no_zk_write_commits_kafk
     kafka_admin.delete_records({TopicPartition(topic, 0): 60})
     put(zk, f"/consumers/{group}/offsets/{topic}/0", b"10")
     args = [*selected(cluster, zk_chroot, tmp_path, prefix), "--out-of-range", "clamp"]
-    code, done, _ = run_cli("migrate", *args, "--execute", capsys=capsys)
+    code, done, _ = zk2kafka_json("migrate", *args, "--execute")
     assert code == 3 and (done["groups"]["skipped"], done["groups"]["verified"]) == (1, 0)
     assert done["blocked"] == {group: "BELOW_LOG_START 1; first: BELOW_LOG_START: 10 is below log start 60 (data "
                                       "deleted); would set ZooKeeper's offset 10 -> 60 (forwards), away from the old "
@@ -122,7 +114,7 @@ def test_a_clamp_moves_zookeeper_only_with_the_flag_and_no_zk_write_commits_kafk
     assert kafka_offsets(kafka_admin, [group])[group] == {}
     assert zk.get(f"/consumers/{group}/offsets/{topic}/0")[0] == b"10"
 
-    code, done, err = run_cli("migrate", *args, "--no-zk-write", "--execute", capsys=capsys)
+    code, done, err = zk2kafka_json("migrate", *args, "--no-zk-write", "--execute")
     assert code == 3 and done["groups"]["verified"] == 1, err
     assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] == 60
     assert zk.get(f"/consumers/{group}/offsets/{topic}/0")[0] == b"10"   # the old consumer's own offset

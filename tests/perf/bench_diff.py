@@ -48,16 +48,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
-sys.path.insert(0, str(Path(__file__).resolve().parent))   # joined_diff, the three-shuffle query
+from migrate.diff import cds
+from migrate.diff.offset_diff import Policy
+from migrate.diff.schema import PLAN_ORDER
+from migrate.diff.run import run_diff
+from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
-from migrate.diff import cds  # noqa: E402
-from migrate.diff.offset_diff import Policy  # noqa: E402
-from migrate.diff.schema import PLAN_ORDER  # noqa: E402
-from migrate.diff.run import run_diff  # noqa: E402
-from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION  # noqa: E402
-from migrate.zk.reader import SCHEMA as ZK_SCHEMA  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 LOG_START, LOG_END = 1_000, 50_000_000
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

@@ -56,13 +56,12 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.structs import OffsetAndMetadata
+from kazoo.client import KazooClient
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
-from kafka.admin import KafkaAdminClient  # noqa: E402
-from kafka.structs import OffsetAndMetadata  # noqa: E402
-from kazoo.client import KazooClient  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 TOOL_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"

@@ -36,11 +36,9 @@ import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))          # run as a script from anywhere
-sys.path.insert(0, str(Path(__file__).parent))
+from bench_migrate import Layout, make_topics, seed_zookeeper, stores
 
-from bench_migrate import Layout, make_topics, seed_zookeeper, stores  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024

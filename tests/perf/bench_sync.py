@@ -32,7 +32,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import struct
 import subprocess
@@ -44,27 +43,20 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from bench_migrate import Layout, make_topics, seed_zookeeper, stores
+from bench_scale import MIB, Sampler, _tree
+from kafka import KafkaConsumer, TopicPartition
+from kazoo.client import KazooClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from migrate.sandbox.jvm import free_port
+from migrate.zk.client import PollingHandler
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))          # run as a script from anywhere
-sys.path.insert(0, str(Path(__file__).parent))
-
-from bench_migrate import Layout, make_topics, seed_zookeeper, stores  # noqa: E402
-from bench_scale import MIB, Sampler, _tree  # noqa: E402
-from kafka import KafkaConsumer, TopicPartition  # noqa: E402
-from kazoo.client import KazooClient  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-
-from migrate.zk.client import PollingHandler  # noqa: E402
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK = 0.01   # seconds between two bursts of changes
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(address: str) -> dict[str, float]:

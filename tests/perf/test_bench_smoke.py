@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-import bench_diff  # noqa: E402
-import bench_migrate  # noqa: E402
-import bench_scale  # noqa: E402
-import bench_scan  # noqa: E402
-import bench_sync  # noqa: E402
+import bench_diff
+import bench_migrate
+import bench_scale
+import bench_scan
+import bench_sync
 
-from migrate.diff import schema as s  # noqa: E402
+from migrate.diff import schema as s
 
 
 def test_scan_benchmark_runs_and_counts_right(zk_chroot, capsys):

@@ -18,6 +18,8 @@ import pytest
 from migrate.cli import COMMANDS, build_parser
 from migrate.settings import _read_toml
 
+from support.history import notes_in
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 KEPT_ELSEWHERE = {"design.md", "testing.md", "cli.md"}
@@ -126,21 +128,7 @@ def test_every_link_to_a_heading_finds_it(page: Path):
     assert not bad, f"{_rel(page)}: links to headings that do not exist: {bad}"
 
 
-# Who measured what, where and when belongs to the history (git), not to the pages.
-NOTEBOOK = [
-    (re.compile(r"\bsessions? \d+\b", re.I), "a session number"),
-    (re.compile(r"\b(another|other|this) session'?s?\b(?! (expir|of its own))", re.I), "a working session"),
-    (re.compile(r"\bissues? #?\d+\b|(?<![\w&/])#\d+\b", re.I), "an issue number"),
-    (re.compile(r"\b[Mm]achines? \(?[A-Z]\)?(?![\w-])"), "a machine letter"),
-    (re.compile(r"`[0-9a-f]{7,10}`"), "a commit hash"),
-]
-
-
 @pytest.mark.parametrize("page", PAGES + RUNBOOKS, ids=_rel)
 def test_the_pages_speak_of_the_project_not_of_its_history(page: Path):
-    found = []
-    for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
-        for pattern, what in NOTEBOOK:
-            if pattern.search(line):
-                found.append(f"{_rel(page)}:{n}: {what}: {line.strip()[:100]}")
+    found = [f"{_rel(page)}:{n}: {what}: {line[:100]}" for n, what, line in notes_in(page.read_text(encoding="utf-8"))]
     assert not found, "\n".join(found)

@@ -1,4 +1,4 @@
-"""The two-layout rule (issue 16, case 5 and case 10's "two layouts"): `layouts.pick`, which sync uses, and
+"""The two-layout rule (a partition with an offset znode under both layouts): `layouts.pick`, which sync uses, and
 the Spark `dedupe_zk`, which the diff uses, choose the same row for every case, in a real local Spark."""
 
 from __future__ import annotations
@@ -9,20 +9,12 @@ import pyarrow as pa
 import pytest
 
 from migrate.diff.offset_diff import dedupe_zk
-from migrate.diff.run import spark_session
 from migrate.zk import layouts
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 LATER = T0 + dt.timedelta(milliseconds=1)
 STANDARD, OLD = "standard", "kafka-1.1.0-offset"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "zk2kafka-unit-layouts")
-    yield session
-    session.stop()
 
 
 def row(case, layout, status="OK", offset=None, mtime=T0):

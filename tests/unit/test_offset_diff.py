@@ -4,54 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pyarrow as pa
 import pytest
 
 from migrate.diff import schema as s
-from migrate.diff.offset_diff import Policy, offset_diff
-from migrate.diff.run import _conform, spark_session
-from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
-from migrate.zk.reader import SCHEMA as ZK_SCHEMA
+from migrate.diff.offset_diff import Policy
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "zk2kafka-unit")
-    yield session
-    session.stop()
-
-
-def zk_row(group, topic, partition, offset=None, status="OK", consumers=0, layout="standard", mtime=T0, raw=None,
-           topic_ctime=None):
-    return {"group": group, "topic": topic, "partition": partition, "offset": offset,
-            "raw": raw if raw is not None else str(offset), "status": status,
-            "reason": None if status == "OK" else f"{status.lower()} value", "mtime": mtime, "ctime": T0,
-            "version": 3, "layout": layout, "path": f"/consumers/{group}/offsets/{topic}/{partition}",
-            "zk_consumers": consumers, "zk_owned_partitions": 0, "topic_ctime": topic_ctime}
-
-
-def partition(topic, p, start=0, end=100, error=None):
-    return {"kind": PARTITION, "topic": topic, "partition": p, "log_start": start, "log_end": end,
-            "leader": 0, "error": error}
-
-
-def committed(group, topic, p, offset):
-    return {"kind": OFFSET, "group": group, "topic": topic, "partition": p, "committed_offset": offset,
-            "metadata": ""}
-
-
-def group(name, state=None, members=0, protocol=None):
-    return {"kind": GROUP, "group": name, "group_state": state, "members": members, "protocol_type": protocol}
-
-
-def plan(spark, zk_rows, kafka_rows, policy=Policy()):
-    zk = spark.createDataFrame(pa.Table.from_pylist(zk_rows, schema=ZK_SCHEMA))
-    kafka = spark.createDataFrame(pa.Table.from_pylist(kafka_rows, schema=KAFKA_SCHEMA))
-    table = _conform(offset_diff(zk, kafka, policy).orderBy("group", "topic", "partition").toArrow())
-    assert table.schema == s.PLAN_SCHEMA
-    return {(r["group"], r["topic"], r["partition"]): r for r in table.to_pylist()}
+from support.frames import T0, committed, group, partition, plan, zk_row
 
 
 def test_every_status_from_one_plan(spark):
@@ -134,6 +92,8 @@ def test_out_of_range_in_a_live_group_is_never_planned(spark, on_conflict):
 @pytest.mark.parametrize("on_conflict, out_of_range, planned", [
     ("skip", "skip", None), ("zk", "clamp", 10), ("kafka", "clamp", None), ("max", "clamp", 10),
     ("zk", "commit", None)])
+
+
 def test_equal_offsets_below_the_log_start_are_out_of_range_not_in_sync(spark, on_conflict, out_of_range, planned):
     """Kafka == ZooKeeper == 5 with the log from 10: a consumer starting there resets itself; where the policies keep
     both as they are, nothing is left to write."""
@@ -152,6 +112,8 @@ def test_live_zk_consumers_can_be_allowed(spark):
 
 @pytest.mark.parametrize("policy, expected", [
     ("skip", None), ("fail", None), ("zk", 70), ("kafka", 80), ("max", 80)])
+
+
 def test_on_conflict_policies(spark, policy, expected):
     rows = plan(spark, [zk_row("g", "t", 0, 70)], [partition("t", 0), committed("g", "t", 0, 80)],
                 Policy(on_conflict=policy, rewrite_zk=True))
@@ -235,7 +197,7 @@ def test_two_layouts_for_one_partition_keep_the_latest(spark):
     rows = plan(spark, zk, [partition("t", 0)])
     assert len(rows) == 2
     assert (rows[("g", "t", 0)]["zk_offset"], rows[("g", "t", 0)]["layout"]) == (45, "kafka-1.1.0-offset")
-    # The newer value is MALFORMED: it stands for the partition and blocks, the older 30 is not written (issue 16).
+    # The newer value is MALFORMED: it stands for the partition and blocks, the older 30 is not written.
     assert (rows[("h", "t", 0)]["zk_offset"], rows[("h", "t", 0)]["status"]) == (None, s.MALFORMED)
 
 

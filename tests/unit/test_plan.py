@@ -2,37 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from migrate.diff import plan as p
 from migrate.errors import PlanRefused
 
-CURRENT = {"zookeeper": "zk:2181/kafka", "zk_root": "/consumers", "bootstrap_server": "k:9092",
-           "groups": [], "exclude_groups": [], "topics": [], "on_conflict": "skip", "out_of_range": "skip",
-           "offset_semantics": "next", "allow_live_zk_consumers": False, "no_zk_write": False}
-
-
-def write_plan(reports: Path, run: str = "20261123T010203Z-3f2a", created: float | None = None) -> Path:
-    report = reports / run
-    report.mkdir(parents=True)
-    rows = [{"group": "g", "topic": "t", "partition": 0, "status": "MIGRATE", "action": p.COMMIT,
-             "planned_offset": 5, "zk_path": "/consumers/g/offsets/t/0", "zk_version": 0, "layout": "standard",
-             "group_state": None, "kafka_members": 0}]
-    pq.write_table(pa.Table.from_pylist(rows, schema=p.PLAN_SCHEMA), report / p.PLAN_FILE)
-    summary = {"run": run, "command": "diff", "plan_id": p.plan_id(run, report / p.PLAN_FILE),
-               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created or time.time())),
-               "inputs": {k: CURRENT[k] for k in ("zookeeper", "zk_root", "bootstrap_server", "groups",
-                                                  "exclude_groups", "topics", "no_zk_write")},
-               "policies": {k: CURRENT[k] for k in ("on_conflict", "out_of_range", "offset_semantics",
-                                                    "allow_live_zk_consumers")}}
-    (report / "summary.json").write_text(json.dumps(summary))
-    return report
+from support.reports import CURRENT, write_plan
 
 
 def test_a_plan_is_found_by_run_id_plan_id_or_report_dir(tmp_path):

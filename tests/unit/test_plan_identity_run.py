@@ -1,4 +1,4 @@
-"""The local path of `run_diff` writes the plan the joins before issue 18 planned, in their order.
+"""The local path of `run_diff` writes the plan the joins before it planned, in their order.
 
 Spark writes the parts and the driver copies them in name order: with no exchange for the orderBy,
 the range partition by group must already put the parts in the plan's order. (Apart from
@@ -7,18 +7,14 @@ test_plan_identity.py: run_diff stops the session it ran on.)
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from migrate.diff.run import run_diff, spark_session
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "perf"))
-import bench_diff  # noqa: E402
-from test_plan_identity import POLICIES, assert_same_plan, both_plans, edge_cases  # noqa: E402
+import bench_diff
+from support.plan_identity import POLICIES, assert_same_plan, both_plans, edge_cases
 
 
 def test_run_diff_writes_the_reference_plan_in_its_order(tmp_path):

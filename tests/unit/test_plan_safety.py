@@ -1,4 +1,4 @@
-"""The plan's side of issue 16, on small frames in a real local Spark: out-of-range rows where Kafka holds an
+"""The plan's safety rules, on small frames in a real local Spark: out-of-range rows where Kafka holds an
 offset follow --on-conflict; --offset-semantics last never plans 0."""
 
 from __future__ import annotations
@@ -7,13 +7,16 @@ import pytest
 
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
-from tests.unit.test_offset_diff import committed, partition, plan, spark, zk_row  # noqa: F401 - spark: fixture
+
+from support.frames import committed, partition, plan, zk_row
 
 
 @pytest.mark.parametrize("on_conflict, out_of_range, below, above", [
     ("skip", "clamp", None, None), ("fail", "commit", None, None),
     ("zk", "clamp", 10, 100), ("zk", "commit", 5, 500), ("zk", "skip", None, None),
     ("kafka", "clamp", 50, 50), ("max", "clamp", 50, 100), ("max", "commit", 50, 500), ("max", "skip", None, None)])
+
+
 def test_out_of_range_rows_where_kafka_holds_an_offset_follow_on_conflict(spark, on_conflict, out_of_range, below,
                                                                           above):
     rows = plan(spark, [zk_row("g", "t", 0, 5), zk_row("g", "t", 1, 500)],

@@ -7,7 +7,6 @@ import json
 import re
 from html.parser import HTMLParser
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -15,44 +14,7 @@ from migrate.diff import schema as s
 from migrate.report.files import write_reports
 from migrate.report.view import MAX_BLOCKER_ROWS, MAX_GROUPS, lag_histogram
 
-
-def row(group, topic, partition, status, offset=None, planned=None, lag=None, kafka=None, reason=None,
-        zk_change=s.ZK_UNCHANGED, zk_planned=None):
-    action = s.COMMIT if planned is not None else (s.SKIP if status in s.BLOCKERS else s.NOTHING)
-    return {"group": group, "topic": topic, "partition": partition, "status": status, "reason": reason or status,
-            "action": action, "planned_offset": planned, "zk_offset": offset, "kafka_offset": kafka,
-            "log_start": 0, "log_end": 100, "lag": lag, "zk_change": zk_change, "zk_planned": zk_planned}
-
-
-def table(rows):
-    return pa.Table.from_pylist(rows, schema=s.PLAN_SCHEMA)
-
-
-def summary(rows, warnings=()):
-    counts = dict.fromkeys(s.STATUSES, 0)
-    per_group = {}
-    for r in rows:
-        counts[r["status"]] += 1
-        g = per_group.setdefault(r["group"], {"group": r["group"], "offsets": 0, "counts": {}, "blockers": 0,
-                                              "planned": 0, "group_state": None, "protocol_type": None,
-                                              "kafka_members": 0, "zk_consumers": 0, "lag": 0})
-        g["offsets"] += 1
-        g["counts"][r["status"]] = g["counts"].get(r["status"], 0) + 1
-        g["blockers"] += r["status"] in s.BLOCKERS
-        g["planned"] += r["planned_offset"] is not None
-        g["lag"] += max(r["lag"] or 0, 0)
-    blockers = sum(n for name, n in counts.items() if name in s.BLOCKERS)
-    return {"run": "20261122T000000Z-abcd", "command": "diff", "created": "2026-11-22T00:00:00Z",
-            "versions": {"zk2kafka": "0.1.0"}, "inputs": {"zookeeper": "zk:2181", "zk_root": "/consumers",
-                                                            "bootstrap_server": "kafka:9092"},
-            "policies": {"on_conflict": "skip", "out_of_range": "skip"},
-            "groups": len(per_group), "offsets": len(rows), "counts": counts, "blockers": blockers,
-            "planned": {"commit_offsets": sum(g["planned"] for g in per_group.values()),
-                        "commit_groups": sum(1 for g in per_group.values() if g["planned"])},
-            "kafka": {"cluster_id": "c1", "groups_in_kafka": 1, "active_groups": 0},
-            "retention": {"minutes": 10080}, "warnings": list(warnings),
-            "spark": {"master": "local[*]", "startup_seconds": 1.0, "diff_seconds": 2.0},
-            "per_group": list(per_group.values())}
+from support.reports import row, summary, table
 
 
 ROWS = [
@@ -197,8 +159,8 @@ def test_plan_parquet_round_trip_keeps_reset_file_stable(tmp_path):
 
 
 def test_report_names_the_broker_release_and_the_empty_consumer_groups(tmp_path):
-    """#16 case 4 on the pages: Empty consumer groups are listed with their window and why the time left is unknown;
-    #15: the broker release and how it is known, and the release default where the broker cannot tell."""
+    """On the pages: Empty consumer groups are listed with their window and why the time left is unknown;
+    and the broker release and how it is known, and the release default where the broker cannot tell."""
     from migrate.diff.retention import retention_preflight
 
     sm = summary(ROWS)

@@ -1,5 +1,5 @@
 """The retention preflight per broker release: defaults before 2.0, commit-time expiry before 2.1, and the
-Empty consumer groups whose offsets expire whatever is committed from 2.1 (KIP-211, issue #16 case 4)."""
+Empty consumer groups whose offsets expire whatever is committed from 2.1 (KIP-211)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""sync's Authorship (issue 16, case 1): which Kafka values zk2kafka wrote, told by metadata and a real journal file."""
+"""sync's Authorship: which Kafka values zk2kafka wrote, told by metadata and a real journal file."""
 
 from __future__ import annotations
 

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy, offset_diff
-from migrate.diff.run import _conform, spark_session
+from migrate.diff.run import _conform
 from migrate.diff.translate import DEFAULT, IDENTITY, TRANSLATION_COLUMNS, translate
 from migrate.kafka.offset_syncs import SYNCS_SCHEMA, OffsetSync, decode, syncs_topic
 from migrate.kafka.snapshot import KAFKA_SCHEMA
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
-from test_offset_diff import committed, group, partition, zk_row  # tests/unit is on sys.path
+from support.frames import committed, group, partition, zk_row
 
 
 def kafka_key(topic: str, partition_: int) -> bytes:
@@ -49,6 +49,8 @@ def test_decode_reads_the_bytes_kafka_writes():
     (None, kafka_value(1, 1)),
     (kafka_key("orders", 0), None),                                # a tombstone
 ])
+
+
 def test_decode_refuses_what_is_not_an_offset_sync(key, value):
     with pytest.raises(ValueError):
         decode(key, value)
@@ -56,13 +58,6 @@ def test_decode_refuses_what_is_not_an_offset_sync(key, value):
 
 def test_syncs_topic_name():
     assert syncs_topic("kraft") == "mm2-offset-syncs.kraft.internal"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", "zk2kafka-unit-translate")
-    yield session
-    session.stop()
 
 
 def sync(topic, p, upstream, downstream, position):
@@ -156,6 +151,8 @@ def mm2_translate(syncs: list[tuple[int, int]], upstream: int) -> int | None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.tuples(st.integers(-30, 60), st.integers(-20, 40)), min_size=0, max_size=8),
        offsets=st.lists(st.integers(0, 400), min_size=1, max_size=12))
+
+
 def test_translation_is_mm2s_rule_on_random_syncs(spark, steps, offsets):
     syncs, up, down = [], 50, 0
     for jump, gap in steps:        # upstream may go back (a re-replication), downstream too (truncation)

@@ -15,7 +15,7 @@ from migrate.kafka.offset_syncs import DEFAULT, IDENTITY, remote_name, upstream_
 from migrate.report.files import write_reports
 from migrate.settings import load_settings
 
-from test_report import row, summary  # tests/unit is on sys.path
+from support.reports import CURRENT, row, summary, write_plan
 
 MM2 = {"translate_via_mm2": "old", "mm2_target_alias": "new",
        "offset_syncs_bootstrap_server": "old-kafka:9092"}
@@ -45,6 +45,8 @@ def test_the_target_alias_is_read_from_the_syncs_topics_names():
     ({"translate_via_mm2": "old cluster"}, "not a cluster alias"),
     ({"offset_syncs_bootstrap_server": "old-kafka"}, "not host:port"),
 ])
+
+
 def test_translation_flags_are_checked(flags, message):
     with pytest.raises(ConfigError, match=message):
         load_settings({**MM2, **flags}, environ={})
@@ -91,7 +93,6 @@ def test_translated_report_shows_upstream_and_translated_side_by_side(tmp_path):
 
 def test_a_translated_plan_is_executed_only_through_the_same_translation(tmp_path):
     from migrate.diff import plan as p
-    from test_plan import CURRENT, write_plan
 
     report = write_plan(tmp_path)
     summary = json.loads((report / "summary.json").read_text())

@@ -2,7 +2,7 @@
 
 Faults: `kill9` (SIGKILL a JVM), `pause` (SIGSTOP/SIGCONT), `restart_broker` (a killed broker comes back
 once ZooKeeper has let go of its registration, as a supervisor's restart would), `restart_zookeeper`, and
-`expire_session` (seeding.py). A `Case` is one test's (or one iteration's) world: a ZooKeeper chroot, a
+`expire_session` (support/seeding.py). A `Case` is one test's (or one iteration's) world: a ZooKeeper chroot, a
 group prefix, a state dir and the offsets it seeded; `Case.check` asserts the final state every run must
 reach and feeds the `FaultLog` the suite's summary line comes from.
 """
@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections import Counter
 from contextlib import contextmanager
@@ -32,7 +31,8 @@ from migrate.journal.journal import Journal
 from migrate.kafka._compat import forget_coordinators
 from migrate.sandbox.cluster import BROKER_CHROOT, LocalCluster
 from migrate.sandbox.jvm import JavaServer, kafka_ready, zk_answers
-from seeding import kafka_offsets
+from support.seeding import kafka_offsets
+from support.wait import wait_for
 
 ROOT = Path(__file__).parents[2]   # the checkout whose `migrate` the subprocesses must run
 SEED_ENV = "ZK2KAFKA_FAULT_SEED"
@@ -62,22 +62,8 @@ class FaultLog:
                 f"{self.runs}; offsets lost: {self.lost}; seed {self.seed} (reproduce with {SEED_ENV}={self.seed})")
 
 
-def wait_for(what: str, check, timeout: float = 90.0, every: float = 0.1):
-    """Poll `check()` until it returns a truthy value (returned); fail the test after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except (OSError, KafkaError) as exc:   # a server on its way back: not yet
-            last = exc
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last!r})")
-
-
 # -- servers ----------------------------------------------------------------------------------------------------
+
 
 def server(cluster: LocalCluster, name: str) -> JavaServer:
     return next(s for s in cluster.servers if s.name == name)
@@ -118,15 +104,15 @@ def registered(zk: KazooClient, broker_id: int) -> bool:
 def restart_broker(cluster: LocalCluster, zk: KazooClient, broker_id: int) -> None:
     """Start a dead broker again once its old registration is gone (a fresh one fails on NodeExists before)."""
     victim = brokers(cluster)[broker_id]
-    wait_for(f"the registration of dead broker {broker_id} to expire", lambda: not registered(zk, broker_id))
+    wait_for(f"the registration of dead broker {broker_id} to expire", lambda: not registered(zk, broker_id), 90)
     start(victim)
-    wait_for(f"broker {broker_id} to register again", lambda: victim.alive() and registered(zk, broker_id))
+    wait_for(f"broker {broker_id} to register again", lambda: victim.alive() and registered(zk, broker_id), 90)
 
 
 def restart_zookeeper(cluster: LocalCluster) -> None:
     zk = server(cluster, "zookeeper")
     start(zk)
-    wait_for("ZooKeeper to answer again", lambda: zk_answers(cluster.endpoints.zk_server))
+    wait_for("ZooKeeper to answer again", lambda: zk_answers(cluster.endpoints.zk_server), 90)
 
 
 def ensure_up(cluster: LocalCluster) -> None:
@@ -140,10 +126,11 @@ def ensure_up(cluster: LocalCluster) -> None:
             if not broker.alive():
                 restart_broker(cluster, zk, broker_id)
             bootstrap = cluster.endpoints.bootstrap_server.split(",")[broker_id]
-            wait_for(f"broker {broker_id} to answer", lambda b=bootstrap: kafka_ready(b))
+            wait_for(f"broker {broker_id} to answer", lambda b=bootstrap: kafka_ready(b), 90)
         admin = KafkaAdminClient(bootstrap_servers=cluster.endpoints.bootstrap_server, client_id="zk2kafka-faults")
         wait_for("every replica back in sync", lambda: all(
-            len(p["isr_nodes"]) == len(p["replica_nodes"]) for t in admin.describe_topics() for p in t["partitions"]))
+            len(p["isr_nodes"]) == len(p["replica_nodes"])
+            for t in admin.describe_topics() for p in t["partitions"]), 90)
     finally:
         if admin is not None:
             admin.close()
@@ -173,6 +160,7 @@ def coordinator_partition(group: str, offsets_partitions: int) -> int:
 
 
 # -- running zk2kafka -------------------------------------------------------------------------------------------
+
 
 class Crashed(BaseException):
     """Raised at a crash point in-process: like `kill -9` there, without taking the test process along."""
@@ -216,6 +204,7 @@ def journal_progress(state_dir: Path, run_id: str) -> dict[str, int]:
 
 
 # -- a test's world ---------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Case:
@@ -283,7 +272,7 @@ class Case:
                 forget_coordinators(self.stores.admin, self.groups)
                 raise
 
-        committed = wait_for("Kafka to answer the test's OffsetFetch", fetch)
+        committed = wait_for("Kafka to answer the test's OffsetFetch", fetch, 90)
         return {(g, t, p): committed[g].get((t, p), (None,))[0] for g, t, p in self.expected}
 
     def untouched(self) -> bool:
