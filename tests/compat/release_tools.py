@@ -103,11 +103,13 @@ class ReleaseTools:
             "--from-beginning", "--max-messages", str(count)])
         return done.stdout.splitlines()
 
-    def new_consume(self, bootstrap: str, topic: str, group: str, idle_ms: int = 15000) -> list[str]:
-        """The new consumer joins `group` and reads from its committed offsets until `idle_ms` pass without a
-        message. No auto-commit, so a second look at the group still sees the migrated offsets."""
+    def new_consume(self, bootstrap: str, topic: str, group: str, expected: int, idle_ms: int = 15000) -> list[str]:
+        """The new consumer joins `group` and reads from its committed offsets: `expected` messages, or what
+        comes before `idle_ms` pass without one. A wrong offset still shows: one too low reads an older
+        message among the first `expected`, one too high leaves fewer to read. No auto-commit, so a second
+        look at the group still sees the migrated offsets."""
         args = ["--bootstrap-server", bootstrap, "--topic", topic, "--timeout-ms", str(idle_ms),
-                "--consumer-property", "enable.auto.commit=false"]
+                "--max-messages", str(expected), "--consumer-property", "enable.auto.commit=false"]
         if self.line < (0, 11):  # 0.10's console consumer has no --group, and takes the old consumer by default
             args += ["--new-consumer", "--consumer-property", f"group.id={group}"]
         else:

@@ -184,7 +184,7 @@ def test_release_workload(version: str, tmp_path: Path):
         shown = tools.describe(endpoints.bootstrap_server, GROUP)
         assert shown == {(TOPIC, p): o for p, o in committed.items()}, shown
         proven["describe"] = True
-        resumed = tools.new_consume(endpoints.bootstrap_server, TOPIC, GROUP)
+        resumed = tools.new_consume(endpoints.bootstrap_server, TOPIC, GROUP, sum(unread.values()))
         assert Counter(resumed) == unread, (
             f"skipped {sorted(unread - Counter(resumed))[:5]}, read twice or unexpected "
             f"{sorted(Counter(resumed) - unread)[:5]}")
@@ -243,6 +243,6 @@ def _onto_kraft(endpoints, tmp_path: Path, layout: str, committed: dict[int, int
     proven["verify"] = True
     assert tools.describe(target, KRAFT_GROUP) == {(TOPIC, p): o for p, o in committed.items()}
     proven["describe"] = True
-    resumed = tools.new_consume(target, TOPIC, KRAFT_GROUP)
+    resumed = tools.new_consume(target, TOPIC, KRAFT_GROUP, sum(unread.values()))
     assert Counter(resumed) == unread
     proven["resume"] = True
