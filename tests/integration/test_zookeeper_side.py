@@ -44,7 +44,7 @@ def test_a_conflict_policy_alone_moves_no_old_consumer_in_zookeeper(cluster, zk,
     args = connection(cluster, zk_chroot, tmp_path)
     for policy, group, zk_value, kafka_value, way in (("kafka", back, 80, 30, "backwards"),
                                                      ("max", ahead, 30, 80, "forwards")):
-        code, out = zk2kafka_text("migrate", *args, "--group", group, "--on-conflict", policy)
+        code, out, _ = zk2kafka_text("migrate", *args, "--group", group, "--on-conflict", policy)
         assert code == 3, out
         assert "planned: commit 0 offsets in 0 groups" in out
         assert ("not planned: 1 row(s) would set an old consumer's ZooKeeper offset away from its own (the reason "
@@ -81,7 +81,7 @@ def test_rewrite_zk_offsets_shows_the_move_everywhere_then_writes_it(cluster, zk
     (line,) = [r for r in csv.DictReader((report / "rows.csv").open()) if r["group"] == back]
     assert (line["zk_offset"], line["planned_offset"], line["zk_change"], line["zk_planned"]) == (
         "80", "30", "backward", "30")
-    code, out = zk2kafka_text("migrate", *args, "--rewrite-zk-offsets")
+    code, out, _ = zk2kafka_text("migrate", *args, "--rewrite-zk-offsets")
     assert "ZooKeeper: 0 row(s) set forwards, 1 backwards (--rewrite-zk-offsets)" in out
     assert "not planned:" not in out and "nothing was written" in out
     assert zk.get(f"/consumers/{back}/offsets/{topic}/0")[0] == b"80"
