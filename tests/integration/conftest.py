@@ -9,8 +9,9 @@ from support.seeding import make_topic, put
 
 @pytest.fixture
 def broker_zk(cluster, prefix):
-    """A kazoo client on the brokers' own chroot: the old consumers find the brokers there, and keep their
-    offsets under its /consumers, as on a real cluster. This test's groups are removed afterwards."""
+    """A kazoo client on the brokers' own chroot: the old consumers find the brokers there and keep their
+    offsets under its /consumers, as on a real cluster, and a v0 commit through the broker lands there.
+    This test's groups are removed afterwards."""
     from kazoo.client import KazooClient
 
     client = KazooClient(hosts=cluster.zookeeper)

@@ -15,8 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from support.offset_commit_v0 import Committer
 from support.seeding import kafka_offsets, make_topic, put
 from support.wait import wait_for
@@ -48,21 +46,6 @@ def stop(sync: subprocess.Popen) -> dict:
     out, _ = sync.communicate(timeout=60)
     assert sync.returncode == 0
     return json.loads(out)
-
-
-@pytest.fixture
-def broker_zk(cluster, prefix):
-    """A kazoo client on the brokers' chroot, where a v0 commit lands; this test's groups are removed after."""
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=cluster.zookeeper)
-    client.start(timeout=15)
-    yield client
-    for group in client.get_children("/consumers") if client.exists("/consumers") else []:
-        if group.startswith(prefix):
-            client.delete(f"/consumers/{group}", recursive=True)
-    client.stop()
-    client.close()
 
 
 def test_a_group_an_unregistered_v0_client_commits_is_not_ready_until_quiet(cluster, broker_zk, kafka_admin, prefix,
