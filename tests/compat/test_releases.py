@@ -32,7 +32,6 @@ from release_tools import ReleaseTools
 from support.cli import zk2kafka_process
 from support.servers import CACHE_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
 TOPIC, PARTITIONS, MESSAGES, OLD_READS = "orders", 3, 600, 250
 # No name inside another, so a selection that matched by substring (as --group did before it became a
 # full match) would show here as a group migrated that nobody selected.

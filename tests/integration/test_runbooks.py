@@ -40,7 +40,6 @@ from support.cli import clean_env, zk2kafka_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOKS = ROOT / "runbooks"
-VENV_BIN = ROOT / ".venv" / "bin"
 
 REQUIRED_SECTIONS = ("Purpose", "Preconditions", "Steps", "Expected output", "How to abort", "How to roll back",
                      "Clean up")
@@ -250,8 +249,6 @@ def on_the_sandbox(code: str) -> str:
 
 
 # ---- running a page on a sandbox ----------------------------------------------------------------------------------
-
-
 
 
 @dataclass

@@ -16,9 +16,6 @@ from migrate.processes import pid_alive as _pid_alive
 from support.cli import zk2kafka_process
 
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
     state = ["--state-dir", "state"]  # relative, as `make demo` passes it
     up = zk2kafka_process("sandbox", "up", *state, cwd=tmp_path)

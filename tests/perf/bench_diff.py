@@ -55,7 +55,6 @@ from migrate.diff.run import run_diff
 from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
-ROOT = Path(__file__).resolve().parents[2]
 
 LOG_START, LOG_END = 1_000, 50_000_000
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

@@ -31,10 +31,10 @@ from migrate.journal.journal import Journal
 from migrate.kafka._compat import forget_coordinators
 from migrate.sandbox.cluster import BROKER_CHROOT, LocalCluster
 from migrate.sandbox.jvm import JavaServer, kafka_ready, zk_answers
+from support.cli import ROOT   # the checkout whose `migrate` the subprocesses must run
 from support.seeding import kafka_offsets
 from support.wait import wait_for
 
-ROOT = Path(__file__).parents[2]   # the checkout whose `migrate` the subprocesses must run
 SEED_ENV = "ZK2KAFKA_FAULT_SEED"
 
 

@@ -40,10 +40,7 @@ def value(samples, name: str, **labels) -> float | None:
 def scraped_when(what: str, address: str, check, timeout: float = 30.0):
     """The first scrape for which `check(samples)` holds (the endpoint may not listen yet)."""
     def attempt():
-        try:
-            samples = scrape(address)
-        except urllib.error.URLError:
-            return None
+        samples = scrape(address)   # URLError, an OSError, until it listens: wait_for waits on
         return samples if check(samples) else None
 
     return wait_for(what, attempt, timeout=timeout)
