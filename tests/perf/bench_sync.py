@@ -5,6 +5,7 @@ latency of each change (p50, p99, max) and the memory of sync over the run.
     python tests/perf/bench_sync.py --minutes 2 --json sync.json
     python tests/perf/bench_sync.py --groups 2000 --rate 200 1000 --minutes 1   # one stream per rate
     python tests/perf/bench_sync.py --writers 2 --rate 1000 --minutes 1         # sync over 2 processes
+    python tests/perf/bench_sync.py --pin 0:1 --rate 1000 3000 --minutes 1      # sync alone on core 1
 
 Starts its own sandbox (ZooKeeper with a 1 GB heap, a ZooKeeper-mode Kafka 3.9 broker with 2 GB) unless
 --zookeeper and --bootstrap-server are given. Seeds the groups in ZooKeeper (group i reads the
@@ -21,6 +22,12 @@ commit), read from `__consumer_offsets` itself: nothing polls Kafka's groups, wh
 broker being measured. A change not mirrored within `--drain` seconds of the end counts as missed,
 and fails the run. A sampler reads sync's resident memory (its processes' Pss) every second; the table gives it
 at the stream's start, at its peak and at its end, and the slope over the stream (MiB a minute).
+
+What sync costs: the CPU time (user + system, from /proc) of its whole process tree from the stream's
+start until Kafka held every change of it, per change sent. On a machine of few cores that figure is
+sync's own only when nothing else runs on its cores: `--pin STORES:CLIENT` puts ZooKeeper, the broker
+and this benchmark's writer and reader on the cores of STORES and sync on those of CLIENT ("0:1" on 2
+cores). The drain time is from the stream's end until Kafka held its last change.
 
 Prints a Markdown table; exits 1 when a change was missed or sync failed.
 """
@@ -43,7 +50,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from bench_migrate import Layout, make_topics, seed_zookeeper, stores
+from bench_migrate import Layout, Pinning, make_topics, seed_zookeeper, stores
 from bench_scale import MIB, Sampler, _tree
 from kafka import KafkaConsumer, TopicPartition
 from kazoo.client import KazooClient
@@ -57,6 +64,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK = 0.01   # seconds between two bursts of changes
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PASSES = ("zk2kafka_sync_commits_total", "zk2kafka_sync_watch_rearm_duration_seconds_count")
 
 
 def scrape(address: str) -> dict[str, float]:
@@ -187,10 +195,18 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--drain", type=float, default=30.0, help="seconds after the stream for the last changes")
     ap.add_argument("--window", type=float, default=60.0, help="seconds of each window of latencies reported")
     ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--pin", metavar="STORES:CLIENT",
+                    help="cores for the stores and this benchmark, and cores for sync, e.g. 0:1")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
     if (args.zookeeper is None) != (args.bootstrap_server is None):
         ap.error("give both --zookeeper and --bootstrap-server, or neither (a sandbox is started)")
+    try:
+        pin = Pinning(args.pin)
+    except ValueError as exc:
+        ap.error(str(exc))
+    cores = os.sched_getaffinity(0)
+    pin.pin_self()   # before any thread or child: the sandbox's JVMs and our threads inherit it
 
     run = f"sync{uuid.uuid4().hex[:6]}"
     prefix = f"{run}-"
@@ -200,7 +216,8 @@ def main(argv: list[str] | None = None) -> dict:
     cluster = sync = None
     figures: dict = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
                      "rates": args.rate, "minutes": args.minutes, "writers": args.writers,
-                     "rescan_every": args.rescan_every, "window": args.window, "cores": os.cpu_count(), "ok": False}
+                     "rescan_every": args.rescan_every, "window": args.window, "cores": os.cpu_count(),
+                     "pin": args.pin, "ok": False}
     try:
         cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work,
                                                zk_heap="1g", broker_heap="2g")
@@ -219,9 +236,12 @@ def main(argv: list[str] | None = None) -> dict:
                  "--rescan-every", args.rescan_every, "--writers", str(args.writers),
                  "--metrics-address", address, "--no-group-metrics",
                  "-q"],   # warnings only: a line per commit would be 1,000 lines a second
-                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True)
+                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                preexec_fn=pin.client_preexec())
         sampler = Sampler(sync.pid, interval=1.0)   # every second: reading Pss costs CPU sync shares
         sampler.start()
+        clock = CpuClock(sync.pid)
+        clock.start()
         while scrape(address).get("zk2kafka_sync_offsets_mirrored_total", 0) < offsets:
             if sync.poll() is not None:
                 raise SystemExit(f"sync exited {sync.returncode} before the first mirror; see {log}")
@@ -236,9 +256,10 @@ def main(argv: list[str] | None = None) -> dict:
         for rate in args.rate:
             _say(f"{rate:g} changes/s for {args.minutes:g} min")
             changes = Changes(zookeeper, layout, prefix, args.groups, rate, args.minutes * 60, rng, current)
-            figures["streams"].append(stream(changes, commits, sampler, args.drain, args.window))
-            _say(f"  p50 {figures['streams'][-1]['p50_s']} s, p99 {figures['streams'][-1]['p99_s']} s, "
-                 f"missed {figures['streams'][-1]['missed']}")
+            figures["streams"].append(stream(changes, commits, sampler, clock, address, args.drain, args.window))
+            last = figures["streams"][-1]
+            _say(f"  p50 {last['p50_s']} s, p99 {last['p99_s']} s, drained {last['drain_s']} s after, "
+                 f"missed {last['missed']}, sync CPU {last['cpu_ms_per_change']} ms a change")
         commits.halt.set()
         commits.join(timeout=10)
         figures["log"] = str(log)
@@ -252,22 +273,27 @@ def main(argv: list[str] | None = None) -> dict:
                 sync.kill()
         if cluster:
             cluster.stop()
+        os.sched_setaffinity(0, cores)   # a test calling main() gets its cores back
     print(render(figures))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     return figures
 
 
-def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float, window: float) -> dict:
+def stream(changes: Changes, commits: Commits, sampler: Sampler, clock: CpuClock, address: str,
+           drain: float, window: float) -> dict:
     """One stream of changes, run; its figures once every change was mirrored or `drain` ran out."""
     start = time.time()
     cpu_before, machine_before, own_before = cpu_seconds(sampler.pid), machine_cpu_seconds(), time.process_time()
+    kernel_before = sum(cpu_seconds(sampler.pid, kernel=True).values())
+    counted_before = scrape(address)
     changes.start()
     changes.join()
     end = time.time()
     cpu_after, machine_after, own_after = cpu_seconds(sampler.pid), machine_cpu_seconds(), time.process_time()
+    kernel_after = sum(cpu_seconds(sampler.pid, kernel=True).values())
     deadline = time.monotonic() + drain
-    latencies, missed = [], []
+    latencies, missed, last_held = [], [], end
     by_window: dict[int, list[float]] = {}   # latencies by the window their change was sent in
     for key, offset, sent in changes.sent:
         at = commits.mirrored_at(key, offset)
@@ -277,8 +303,13 @@ def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float, w
         if at is None:
             missed.append((key, offset))
         else:
+            last_held = max(last_held, at)
             latencies.append(max(0.0, at - sent))
             by_window.setdefault(int((sent - start) // window), []).append(max(0.0, at - sent))
+    # Sync's CPU from the stream's start until Kafka held its last change (read from the samples:
+    # this check itself ends later).
+    sync_cpu = None if missed else clock.at(last_held) - clock.at(start)
+    counted = {name: scrape(address).get(name, 0.0) - counted_before.get(name, 0.0) for name in PASSES}
     rss = [(t, python) for t, python, _ in sampler.samples if start <= t <= end]
     seconds = end - start
     return {"rate": changes.rate, "changes": len(changes.sent), "zk_writes_failed": changes.failed,
@@ -289,6 +320,16 @@ def stream(changes: Changes, commits: Commits, sampler: Sampler, drain: float, w
             "p99_s": round(percentile(latencies, 0.99), 3) if latencies else None,
             "max_s": round(max(latencies), 3) if latencies else None,
             "mean_s": round(statistics.fmean(latencies), 3) if latencies else None,
+            "drain_s": round(last_held - end, 2) if not missed else None,
+            "sync_cpu_s": round(sync_cpu, 1) if sync_cpu is not None else None,
+            "cpu_ms_per_change": (round(1000 * sync_cpu / len(changes.sent), 3)
+                                  if sync_cpu is not None and changes.sent else None),
+            # in the kernel (system calls: sockets, the journal's writes), over the stream itself
+            # How sync batched them: OffsetCommits (one per group and pass) and batches of watches
+            # armed again (about one per pass), over the stream and its drain.
+            "sync_commits": round(counted["zk2kafka_sync_commits_total"]),
+            "sync_rearm_batches": round(counted["zk2kafka_sync_watch_rearm_duration_seconds_count"]),
+            "sync_system_cpu_pct": round(100 * (kernel_after - kernel_before) / (end - start)),
             "rss_start_mib": round(rss[0][1] / MIB) if rss else None,
             "rss_peak_mib": round(max(r for _, r in rss) / MIB) if rss else None,
             "rss_end_mib": round(rss[-1][1] / MIB) if rss else None,
@@ -319,15 +360,42 @@ def _process(pid: int, rss: list[tuple[float, int]], cpu: float) -> dict:
             "rss_slope_mib_per_min": round(_slope(rss) * 60 / MIB, 2) if len(rss) > 1 else None}
 
 
-def cpu_seconds(root: int) -> dict[int, float]:
-    """CPU time (user + system) of `root` and each process below it."""
+class CpuClock(threading.Thread):
+    """Samples the CPU time of a process tree every `interval` seconds; `at(t)` interpolates it."""
+
+    def __init__(self, pid: int, interval: float = 0.25):
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.samples: list[tuple[float, float]] = []   # (time.time(), CPU seconds of the tree)
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        while True:
+            used = sum(cpu_seconds(self.pid).values())
+            with self.lock:
+                self.samples.append((time.time(), used))
+            time.sleep(self.interval)
+
+    def at(self, when: float) -> float:
+        with self.lock:
+            samples = list(self.samples)
+        for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+            if t0 <= when <= t1:
+                return c0 + (c1 - c0) * (when - t0) / max(1e-9, t1 - t0)
+        return samples[-1][1] if samples and when > samples[-1][0] else (samples[0][1] if samples else 0.0)
+
+
+def cpu_seconds(root: int, kernel: bool | None = None) -> dict[int, float]:
+    """CPU time of `root` and each process below it: user + system, or system only (`kernel`),
+    or user only (`kernel` False)."""
     used = {}
     for pid in _tree(root):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        used[pid] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        user, system = int(fields[11]), int(fields[12])
+        used[pid] = (system if kernel else user if kernel is False else user + system) / CLOCK_TICKS
     return used
 
 
@@ -351,21 +419,24 @@ def render(f: dict) -> str:
         return f"\nsync benchmark {f['run']}: did not get to the stream of changes"
     lines = [
         f"\n{f['offsets']:,} offsets ({f['groups']:,} groups x {f['partitions']} partitions), {f['cores']} cores, "
-        f"sync --writers {f['writers']} --rescan-every {f['rescan_every']}; "
-        f"first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)\n",
-        "| changes/s asked | achieved | minutes | changes | p50 | p99 | max | missed | RSS start / peak / end |"
-        " RSS slope | load (1 min) |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        f"sync --writers {f['writers']} --rescan-every {f['rescan_every']}"
+        + (f", pinned {f['pin']} (stores and this benchmark : sync)" if f.get("pin") else ", not pinned")
+        + f"; first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)\n",
+        "| changes/s asked | achieved | minutes | changes | p50 | p99 | max | drained after | missed |"
+        " sync CPU per change | RSS start / peak / end | RSS slope | load (1 min) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for s in f["streams"]:
         lines.append(f"| {s['rate']:,.0f} | {s['achieved_rate']:,} | {f['minutes']:g} | {s['changes']:,} | "
-                     f"{s['p50_s']} s | {s['p99_s']} s | {s['max_s']} s | {s['missed']:,} | {s['rss_start_mib']} / "
+                     f"{s['p50_s']} s | {s['p99_s']} s | {s['max_s']} s | {s['drain_s']} s | {s['missed']:,} | "
+                     f"{s['cpu_ms_per_change']} ms | {s['rss_start_mib']} / "
                      f"{s['rss_peak_mib']} / {s['rss_end_mib']} MiB | {s['rss_slope_mib_per_min']} MiB/min | "
                      f"{s['load_1m']} |")
     for s in f["streams"]:
         lines.append(f"\n{s['rate']:,.0f} changes/s, p99 by window of {f['window']:g} s: "
                      + " ".join(str(w["p99_s"]) for w in s["windows"]))
         lines.append(f"CPU: machine {s['machine_cpu_pct']}%, this benchmark {s['benchmark_cpu_pct']}%; "
-                     "sync's processes:")
+                     f"sync's processes (of which {s['sync_system_cpu_pct']}% in the kernel), "
+                     f"{s['sync_commits']:,} OffsetCommits in {s['sync_rearm_batches']:,} batches of watches:")
         for p in s["processes"]:
             lines.append(f"- {p['pid']} `{p['command']}`: CPU {p['cpu_pct']}%, RSS {p['rss_start_mib']} / "
                          f"{p['rss_peak_mib']} / {p['rss_end_mib']} MiB, {p['rss_slope_mib_per_min']} MiB/min")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -39,29 +40,39 @@ def test_diff_benchmark_runs_and_plans_every_status(tmp_path, capsys):
 
 def test_migrate_benchmark_commits_and_verifies(cluster, zk_chroot, kafka_admin, tmp_path, capsys):
     out = tmp_path / "migrate.json"
+    # Pinned to the cores it has already, on both sides: every pinning path runs, and nothing moves.
+    cores = ",".join(map(str, sorted(os.sched_getaffinity(0))))
     figures = bench_migrate.main(["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server,
                                   "--groups", "4", "--partitions", "2", "--topics", "2", "--tool-sample", "1",
-                                  "--naive-sample", "2", "--skip-zk2kafka", "--json", str(out)])
+                                  "--naive-sample", "2", "--skip-zk2kafka", "--pin", f"{cores}:{cores}",
+                                  "--json", str(out)])
     assert figures["offsets"] == 8
-    loop, tool, naive = figures["methods"]
-    assert (loop["key"], tool["key"], naive["key"]) == ("loop", "tool", "naive")
-    for method, timed in ((loop, 4), (tool, 1), (naive, 2)):
+    assert figures["pin"] == {"spec": f"{cores}:{cores}", "stores": sorted(os.sched_getaffinity(0)),
+                              "client": sorted(os.sched_getaffinity(0))}
+    loop, java, tool, naive = figures["methods"]
+    assert (loop["key"], java["key"], tool["key"], naive["key"]) == ("loop", "java_admin", "tool", "naive")
+    for method, timed in ((loop, 4), (java, 4), (tool, 1), (naive, 2)):
         assert method["error"] is None and method["ok"] and method["extrapolated"] == (timed < 4)
         assert method["timed_groups"] == method["verified_groups"] == method["verified_ok"] == timed
         assert 0 < method["per_group_s"] < 60 and method["offsets_per_s"] > 0
         assert abs(method["all_groups_s"] - 4 * method["per_group_s"]) < 1e-9
-    assert tool["vs_tool"] == naive["vs_naive"] == loop["vs_loop"] == 1.0
+    # The Java Admin's seconds are its own window, inside the child's wall time.
+    assert 0 < java["seconds"] < java["child_wall_s"] and java["exit_code"] == 0
+    assert tool["vs_tool"] == naive["vs_naive"] == loop["vs_loop"] == java["vs_java_admin"] == 1.0
     assert tool["vs_naive"] * naive["vs_tool"] == pytest.approx(1)
     assert loop["vs_tool"] * tool["vs_loop"] == pytest.approx(1)
-    # Read back independently: the tool's group and the loops' second groups hold the planned offsets.
+    assert loop["vs_java_admin"] == pytest.approx(java["seconds"] / loop["seconds"])
+    # Read back independently: the tool's group and the others' second groups hold the planned offsets.
     layout = bench_migrate.Layout(figures["run"], 2, 2, 5)
-    for prefix, i in ((f"{figures['run']}-tool-", 0), (f"{figures['run']}-naive-", 1), (f"{figures['run']}-loop-", 1)):
+    for prefix, i in ((f"{figures['run']}-tool-", 0), (f"{figures['run']}-naive-", 1),
+                      (f"{figures['run']}-loop-", 1), (f"{figures['run']}-java-", 1)):
         group = layout.group(prefix, i)
         committed = kafka_admin.list_group_offsets({group: None})[group]
         assert {tp: om.offset for tp, om in committed.items()} == layout.offsets(i)
     assert json.loads(out.read_text()) == figures
     printed = capsys.readouterr().out
-    assert "| vs loop | vs tool | vs naive | verified |" in printed
+    assert "| vs loop | vs Java Admin | vs tool | vs naive | verified |" in printed
+    assert "pinned: ZooKeeper, the broker and the benchmark on core" in printed
     assert "python tests/perf/bench_migrate.py --zookeeper" in printed
 
 
@@ -84,9 +95,11 @@ def test_scale_benchmark_runs_every_step(cluster, zk_chroot, tmp_path, capsys):
 
 def test_sync_benchmark_times_every_change_it_sent(cluster, zk_chroot, tmp_path, capsys):
     out = tmp_path / "sync.json"
+    cores = ",".join(map(str, sorted(os.sched_getaffinity(0))))   # every pinning path, nothing moves
     figures = bench_sync.main(["--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server,
                                "--groups", "20", "--partitions", "2", "--topics", "2", "--rate", "40", "80",
-                               "--minutes", "0.1", "--drain", "20", "--json", str(out)])
+                               "--minutes", "0.1", "--drain", "20", "--pin", f"{cores}:{cores}",
+                               "--json", str(out)])
     assert figures["ok"] and figures["first_mirror_s"] > 0
     assert [s["rate"] for s in figures["streams"]] == [40, 80]
     for stream in figures["streams"]:
@@ -94,8 +107,12 @@ def test_sync_benchmark_times_every_change_it_sent(cluster, zk_chroot, tmp_path,
         assert stream["changes"] >= stream["rate"] * 6 * 0.9   # 6 s of it, less the pacing's slack
         assert 0 <= stream["p50_s"] <= stream["p99_s"] <= stream["max_s"] < 20
         assert stream["rss_peak_mib"] >= stream["rss_start_mib"] > 0
+        # sync's CPU until Kafka held the stream's last change, per change; and how it batched them
+        assert stream["drain_s"] >= 0 and stream["sync_cpu_s"] > 0 and stream["cpu_ms_per_change"] > 0
+        assert 0 < stream["sync_commits"] <= stream["changes"] and stream["sync_rearm_batches"] > 0
     assert json.loads(out.read_text()) == figures
-    assert "| changes/s asked | achieved |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| changes/s asked | achieved |" in printed and "| sync CPU per change |" in printed
 
 
 @pytest.mark.slow
