@@ -2,16 +2,17 @@
 consumers run.
 
 Each group read is watched (migrate.sync.watch); a fired watch marks its group dirty. Dirty
-groups are read again, batched, within `tick` seconds and their changed offsets committed to
-Kafka, one OffsetCommit per group. A re-scan every `--rescan-every` catches what no watch tells
-(new partitions, new groups), checks Kafka's side of every group and notices groups that gained
-live Kafka members; of ZooKeeper it lists every group but reads again only the offset znodes
-whose watch is not armed. The first reads every group at once; later ones read their groups a
-slice at a time between passes, spread over half the interval, so that a change never waits
-behind a re-scan of the whole fleet (some 25 s at 10,000 groups). `--renew-every` re-commits the
-unchanged offsets of groups nobody consumes in Kafka yet, so they do not expire. A group whose
-Kafka group gained members is left alone from then on; a group whose old consumers all left
-`ids/` is reported ready to switch. Both are said once.
+groups are read again, batched (a pass at most every GATHER seconds, at least every `tick`), and
+their changed offsets committed to Kafka, one OffsetCommit per group. A re-scan every
+`--rescan-every` catches what no watch tells (new partitions, new groups), checks Kafka's side
+of every group and notices groups that gained live Kafka members; of ZooKeeper it lists every
+group but reads again only the offset znodes whose watch is not armed. The first reads every
+group at once; later ones read their groups a slice at a time between passes, spread over half
+the interval, so that a change never waits behind a re-scan of the whole fleet (some 25 s at
+10,000 groups). `--renew-every` re-commits the unchanged offsets of groups nobody consumes in
+Kafka yet, so they do not expire. A group whose Kafka group gained members is left alone from
+then on; a group whose old consumers all left `ids/` is reported ready to switch. Both are said
+once.
 ZooKeeper is only read: it is the source. What sync does is counted in `Follower.metrics`
 (migrate.sync.metrics), which `--metrics-address` serves with a health check
 (migrate.sync.service).
@@ -26,7 +27,6 @@ being called ready.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import threading
@@ -47,7 +47,7 @@ from migrate.stores import OUTAGES
 from migrate.sync.decide import decide
 from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.sync.readiness import Readiness, note_moves
-from migrate.sync.state import GroupState, Sweep, SyncStatus
+from migrate.sync.state import GroupState, Sweep, SyncStatus, settle_heap
 from migrate.sync.watch import GroupWatches, ZkOffset
 from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader
@@ -57,6 +57,11 @@ UNKNOWN = ("UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata"
            " (deleted, or not visible to this client)")
 RETRY_OUTAGE_AFTER = 5.0   # seconds: a store away longer than the retries is tried again this soon
 SPREAD = 0.5   # a re-scan after the first reads its groups over this share of --rescan-every
+# Seconds from one pass's start to the next's at the least: the watches that fire meanwhile share
+# a pass. A pass costs much the same CPU for one change as for dozens (a metadata lookup, an
+# OffsetFetch, a journal transaction): one pass per change took 2-3 ms of CPU each at 100
+# changes/s.
+GATHER = 0.1
 
 
 class Follower:
@@ -77,7 +82,7 @@ class Follower:
                  renew_every: float | None, status_file: Path | None = None, *, dry_run: bool,
                  status_every: float | None = 10.0, tick: float = 0.5,
                  per_group_metrics: bool = True, owns: Callable[[str], bool] = lambda group: True,
-                 quiet_for: float = QUIET_FOR):
+                 quiet_for: float = QUIET_FOR, gather: float = GATHER):
         if not dry_run and journal is None:
             raise ValueError("a sync that writes needs a journal")
         self.reader, self.kafka = reader, kafka
@@ -86,6 +91,7 @@ class Follower:
         self.authorship = Authorship(journal, metadata)
         self.rescan_every, self.renew_every, self.owns = rescan_every, renew_every, owns
         self.status_file, self.status_every, self.tick = status_file, status_every, tick
+        self.gather = gather
         self.groups: dict[str, GroupState] = {}
         self.status = SyncStatus()
         self.metrics = SyncMetrics(lambda: self.groups, per_group=per_group_metrics)
@@ -145,6 +151,9 @@ class Follower:
                 self._write_status()   # a group ready or stopped shows in the file at once
             self._wake.wait(self.tick)
             self._wake.clear()
+            rest = self.gather - (time.monotonic() - now)
+            if rest > 0:
+                stop.wait(rest)
         self.report()
         return self.status
 
@@ -313,6 +322,9 @@ class Follower:
                 done.add(name)
                 accepted[name] = self._committed(name, commits[name], committed[name], renewal,
                                                  now)
+        if accepted and not renewal:   # the status shows the pass's last change
+            name = next(reversed(accepted))
+            self.status.last_change = f"{name} {_show(commits[name])}"
         # One transaction for the pass. A crash before it leaves Kafka ahead of the journal, as
         # a crash between any commit and its row could: the default metadata still names this
         # run; under a custom one the restarted sync stops the group as taken over (never
@@ -340,8 +352,9 @@ class Follower:
         group.offsets_mirrored += len(offsets)
         group.last_mirrored = now
         self.metrics.offsets_mirrored.inc(len(offsets))
-        self.status.last_change, self.status.last_change_at = f"{name} {_show(offsets)}", now
-        log.info("sync: group %s: committed %s", name, _show(offsets))
+        self.status.last_change_at = now
+        if log.isEnabledFor(logging.INFO):   # the line is built for -v only
+            log.info("sync: group %s: committed %s", name, _show(offsets))
         return rows
 
     def _stop(self, name: str, why: str, reason: str) -> None:
@@ -374,19 +387,6 @@ def _planned(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None
     topic, partition = key
     return Planned(topic, partition, offset, zk_path=zk.path, zk_version=zk.version,
                      layout=zk.layout, kafka_offset=before[0] if before else None)
-
-
-def settle_heap() -> None:
-    """Collect every cycle once, then freeze what is left out of Python's automatic collections.
-
-    At 10,000 groups a full collection walks millions of long-lived objects (the groups' state),
-    a 0.15-0.3 s pause every few seconds while changes stream in, straight into their latency.
-    Frozen, they are walked once a re-scan instead; unfrozen first, so that cycles that died among
-    them since are collected then.
-    """
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
 
 
 def _show(offsets: dict[Key, int], most: int = 3) -> str:

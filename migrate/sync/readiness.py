@@ -11,6 +11,7 @@ the window ends, without waiting for a re-scan.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import time
 from collections.abc import Callable
@@ -30,14 +31,29 @@ class Readiness:
     def __init__(self, quiet_for: float, changed: Callable[[], None]):
         self.quiet_for, self.changed = quiet_for, changed
         self._due: dict[str, float] = {}   # group -> when its window ends (time.time())
+        # The same as (when, group), earliest first, with entries _due no longer holds: asked
+        # after every pass, due() must not walk every group waiting (all of them, in a fleet of
+        # committers that never register in ids/).
+        self._queue: list[tuple[float, str]] = []
 
     def due(self, now: float | None = None) -> list[str]:
         """The groups whose window has ended since they were last judged: judge them again."""
         now = time.time() if now is None else now
-        ended = sorted(name for name, at in self._due.items() if at <= now)
-        for name in ended:
-            del self._due[name]
-        return ended
+        ended = set()
+        while self._queue and self._queue[0][0] <= now:
+            at, name = heapq.heappop(self._queue)
+            if self._due.get(name) == at:
+                del self._due[name]
+                ended.add(name)
+        return sorted(ended)
+
+    def _wait(self, name: str, until: float) -> None:
+        if self._due.get(name) != until:
+            self._due[name] = until
+            heapq.heappush(self._queue, (until, name))
+            if len(self._queue) > 2 * len(self._due) + 1024:   # mostly stale: a window moved on
+                self._queue = [(at, n) for n, at in self._due.items()]
+                heapq.heapify(self._queue)
 
     def judge(self, name: str, group: GroupState, unconfirmed: bool) -> None:
         """Say once that a group can switch, or why it no longer can."""
@@ -62,7 +78,7 @@ class Readiness:
                             f" (+{more} more)" if more > 0 else "")
             return
         if moved:
-            self._due[name] = still_at(moved, self.quiet_for)
+            self._wait(name, still_at(moved, self.quiet_for))
             if not group.said_moving:
                 group.said_moving = True
                 self.changed()

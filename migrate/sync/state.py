@@ -4,6 +4,7 @@ figures (logged every interval, written to sync-status.json, read by the metrics
 from __future__ import annotations
 
 import calendar
+import gc
 import math
 import time
 from dataclasses import dataclass, field
@@ -117,3 +118,16 @@ def status_line(status: dict[str, Any]) -> str:
     if not stopped:
         return text
     return text + ": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:SHOWN])
+
+
+def settle_heap() -> None:
+    """Collect every cycle once, then freeze what is left out of Python's automatic collections.
+
+    At 10,000 groups a full collection walks millions of long-lived objects (the groups' state),
+    a 0.15-0.3 s pause every few seconds while changes stream in, straight into their latency.
+    Frozen, they are walked once a re-scan instead; unfrozen first, so that cycles that died among
+    them since are collected then.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()

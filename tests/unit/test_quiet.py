@@ -63,6 +63,23 @@ def test_readiness_waits_for_quiet_then_says_ready_once(caplog):
     assert group.ready and len(changes) == 2
 
 
+def test_a_group_whose_window_moved_on_is_due_once_at_its_latest_end():
+    readiness = Readiness(60.0, lambda: None)
+    now = time.time()
+    groups = {f"g{i}": _group(now - 5) for i in range(10)}
+    for name, group in groups.items():
+        readiness.judge(name, group, unconfirmed=False)
+    moved = groups["g7"]
+    for late in range(1, 3001):   # it moved again and again (past the queue's compaction)
+        moved.offsets[("t", 0)] = moved.offsets[("t", 0)]._replace(mtime=now - 5 + late / 100)
+        readiness.judge("g7", moved, unconfirmed=False)
+    assert readiness.due(now + 54) == []
+    assert readiness.due(now + 55) == sorted(n for n in groups if n != "g7")
+    assert readiness.due(now + 80) == []   # its earlier windows' ends are not due any more
+    assert readiness.due(now + 85) == ["g7"]
+    assert readiness.due(now + 1000) == []
+
+
 def test_a_ready_group_whose_offsets_move_again_is_no_longer_ready(caplog):
     readiness = Readiness(60.0, lambda: None)
     group = _group(time.time() - 600)
