@@ -11,6 +11,7 @@ from kafka.errors import KafkaConnectionError, KafkaError, SaslAuthenticationFai
 
 from migrate.connection import Connection
 from migrate.errors import ConfigError, KafkaUnavailable
+from migrate.kafka import _compat as lib
 from migrate.kafka.compat import BrokerFeatures, GroupOffsets, list_group_offsets
 from migrate.kafka.retry import RetryPolicy, is_retriable
 
@@ -31,7 +32,7 @@ def open_admin(connection: Connection, client_id: str = "zk2kafka",
     refusals = _Refusals()
     logging.getLogger("kafka").addHandler(refusals)
     try:
-        return KafkaAdminClient(client_id=client_id, **options)
+        return lib.parse_offsets_quickly(KafkaAdminClient(client_id=client_id, **options))
     except KafkaError as exc:
         mechanism, user = options.get("sasl_mechanism"), options.get("sasl_plain_username")
         if mechanism and refusals.sasl is not None:

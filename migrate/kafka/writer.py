@@ -183,5 +183,8 @@ def _request(offsets: Mapping[Key, int],
 
 
 def _by_key(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[Key, Committed]:
-    return {(tp.topic, tp.partition): Committed(om.offset, om.metadata)
+    # tuple.__new__: a namedtuple's own constructor is a Python call per offset (sync reads
+    # every offset of each group it commits, every pass)
+    new = tuple.__new__
+    return {(tp.topic, tp.partition): new(Committed, (om.offset, om.metadata))
             for tp, om in offsets.items()}
