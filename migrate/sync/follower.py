@@ -47,7 +47,7 @@ from migrate.stores import OUTAGES
 from migrate.sync.decide import decide
 from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.sync.readiness import Readiness, note_moves
-from migrate.sync.state import GroupState, Sweep, SyncStatus, settle_heap
+from migrate.sync.state import GroupState, Sweep, SyncStatus, freeze_survivors, settle_heap
 from migrate.sync.watch import GroupWatches, ZkOffset
 from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader
@@ -128,6 +128,7 @@ class Follower:
                 dirty = self._take_dirty()
                 if dirty:
                     self.sync(dirty)
+                    freeze_survivors()
                 if self.sweep is not None:
                     self.continue_rescan()
                 if self.renew_every:
