@@ -19,7 +19,7 @@ from collections.abc import Callable
 from migrate.kafka.writer import Key
 from migrate.sync.state import SHOWN, GroupState
 from migrate.sync.watch import ZkOffset
-from migrate.zk.quiet import Moved, Stamp, moved_within, shown, still_at, when
+from migrate.zk.quiet import Moved, Stamp, moved_within, shown, when
 
 log = logging.getLogger("migrate.sync.follower")
 
@@ -57,8 +57,9 @@ class Readiness:
 
     def judge(self, name: str, group: GroupState, unconfirmed: bool) -> None:
         """Say once that a group can switch, or why it no longer can."""
-        moved = self.moved(group)
-        if group.ready and (group.unmirrored or moved):   # e.g. a topic deleted, a late writer
+        if group.ready and (group.unmirrored or self._moving(group) is not None):
+            # e.g. a topic deleted, a late writer
+            moved = self.moved(group)
             group.ready = False
             group.said_moving = bool(moved) and not group.unmirrored   # said here
             self.changed()
@@ -77,8 +78,9 @@ class Readiness:
                             name, len(group.unmirrored), _rows(group.unmirrored),
                             f" (+{more} more)" if more > 0 else "")
             return
-        if moved:
-            self._wait(name, still_at(moved, self.quiet_for))
+        latest = self._moving(group)
+        if latest is not None:
+            self._wait(name, latest + self.quiet_for)
             if not group.said_moving:
                 group.said_moving = True
                 self.changed()
@@ -86,7 +88,8 @@ class Readiness:
                             " its offsets moved within the last %s: %s; something that does not"
                             " register in ids/ may still commit (an OffsetCommit v0 client, a"
                             " custom committer); ready once they are still for %s (not before %s)",
-                            name, _span(self.quiet_for), shown(moved), _span(self.quiet_for),
+                            name, _span(self.quiet_for), shown(self.moved(group)),
+                            _span(self.quiet_for),
                             when(self._due[name]))
             return
         if group.offsets:
@@ -96,6 +99,19 @@ class Readiness:
             log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, every offset is"
                         " in Kafka and none moved for %s; ready to start its new consumers",
                         name, _span(self.quiet_for))
+
+    def _moving(self, group: GroupState) -> float | None:
+        """When the group's offsets last moved, if within the window (else None): `moved()`'s
+        latest, without building it. Asked for every group a pass reads."""
+        latest = None
+        seen = group.moved
+        for key, zk in group.offsets.items():
+            at, saw = zk.mtime, seen.get(key)
+            if saw is not None and (at is None or saw > at):
+                at = saw
+            if at is not None and (latest is None or at > latest):
+                latest = at
+        return latest if latest is not None and latest >= time.time() - self.quiet_for else None
 
     def moved(self, group: GroupState) -> list[Moved]:
         """The group's offset znodes that changed within the window, by ZooKeeper's mtime or as

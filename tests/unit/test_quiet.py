@@ -97,3 +97,20 @@ def test_an_old_consumer_still_registered_keeps_a_quiet_group_from_ready():
     group = _group(time.time() - 600, old_consumers=1)
     readiness.judge("g", group, unconfirmed=False)
     assert not group.ready
+
+
+def test_the_latest_move_is_the_latest_of_what_moved_within_the_window():
+    import random
+
+    readiness, rng, now = Readiness(60.0, lambda: None), random.Random(7), time.time()
+    for _ in range(500):
+        group = GroupState()
+        for p in range(rng.randrange(0, 5)):
+            mtime = rng.choice([None, now - rng.uniform(0, 120)])
+            group.offsets[("t", p)] = ZkOffset(p, f"/consumers/g/offsets/t/{p}", 1, "standard", mtime)
+            if rng.random() < 0.4:
+                group.moved[("t", p)] = now - rng.uniform(0, 120)   # sync saw it change
+        moved = readiness.moved(group)
+        latest = readiness._moving(group)
+        assert (latest is None) == (not moved)
+        assert latest is None or abs(still_at(moved, 60.0) - (latest + 60.0)) < 1e-9
