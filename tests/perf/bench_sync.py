@@ -324,11 +324,11 @@ def stream(changes: Changes, commits: Commits, sampler: Sampler, clock: CpuClock
             "sync_cpu_s": round(sync_cpu, 1) if sync_cpu is not None else None,
             "cpu_ms_per_change": (round(1000 * sync_cpu / len(changes.sent), 3)
                                   if sync_cpu is not None and changes.sent else None),
-            # in the kernel (system calls: sockets, the journal's writes), over the stream itself
             # How sync batched them: OffsetCommits (one per group and pass) and batches of watches
             # armed again (about one per pass), over the stream and its drain.
             "sync_commits": round(counted["zk2kafka_sync_commits_total"]),
             "sync_rearm_batches": round(counted["zk2kafka_sync_watch_rearm_duration_seconds_count"]),
+            # in the kernel (system calls: sockets, the journal's writes), over the stream itself
             "sync_system_cpu_pct": round(100 * (kernel_after - kernel_before) / (end - start)),
             "rss_start_mib": round(rss[0][1] / MIB) if rss else None,
             "rss_peak_mib": round(max(r for _, r in rss) / MIB) if rss else None,
@@ -361,7 +361,8 @@ def _process(pid: int, rss: list[tuple[float, int]], cpu: float) -> dict:
 
 
 class CpuClock(threading.Thread):
-    """Samples the CPU time of a process tree every `interval` seconds; `at(t)` interpolates it."""
+    """Samples the CPU time of a process tree every `interval` seconds until it is gone; `at(t)`
+    interpolates it."""
 
     def __init__(self, pid: int, interval: float = 0.25):
         super().__init__(daemon=True)
@@ -370,10 +371,9 @@ class CpuClock(threading.Thread):
         self.lock = threading.Lock()
 
     def run(self) -> None:
-        while True:
-            used = sum(cpu_seconds(self.pid).values())
+        while tree := cpu_seconds(self.pid):   # until sync is gone
             with self.lock:
-                self.samples.append((time.time(), used))
+                self.samples.append((time.time(), sum(tree.values())))
             time.sleep(self.interval)
 
     def at(self, when: float) -> float:
