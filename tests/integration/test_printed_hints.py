@@ -13,6 +13,7 @@ import re
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,8 +21,8 @@ from kazoo.client import KazooClient
 
 from migrate import cli
 
-from support.cli import zk2kafka_bin
 from support.hints import HINT, hints, operator_shell, paste
+from support.runs import INTERRUPTIBLE_WRITER
 from support.seeding import kafka_offsets, make_topic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,14 +114,20 @@ def test_interrupted_then_resumed_as_printed(cluster, zk_chroot, kafka_admin, pr
     seed(zk_chroot, groups, topic)
     state = tmp_path / "state"
     shell = operator_shell(cluster, zk_chroot, state)
-    # A selection on the command line, then Ctrl-C once the writes began.
-    migrate = subprocess.Popen([zk2kafka_bin(), "migrate", "--execute", "--group", f"{prefix}bulk-.*",
-                                "--parallelism", "4", "-q"], env=shell, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    # A selection on the command line, then Ctrl-C once a batch is verified and the next ones wait at their commit.
+    hold = tmp_path / "release"
+    migrate = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE_WRITER, str(hold), "migrate", "--execute",
+                                "--group", f"{prefix}bulk-.*", "--parallelism", "4", "-q"], env=shell,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     deadline = time.monotonic() + 240
-    while not verified_groups(state) and migrate.poll() is None and time.monotonic() < deadline:
+    while not (hold.with_suffix(".waiting").exists() and verified_groups(state)):
+        assert migrate.poll() is None and time.monotonic() < deadline, migrate.communicate()
         time.sleep(0.05)
     migrate.send_signal(signal.SIGINT)
+    while not hold.with_suffix(".interrupted").exists():   # the command took Ctrl-C: let the batches in flight end
+        assert migrate.poll() is None and time.monotonic() < deadline, migrate.communicate()
+        time.sleep(0.05)
+    hold.touch()
     out, err = migrate.communicate(timeout=240)
     assert migrate.returncode == 130, (out, err)
     run = re.search(r"^run=(\S+) ", out, re.MULTILINE)[1]

@@ -49,3 +49,39 @@ HELD_WRITER = textwrap.dedent("""\
     KafkaOffsetWriter.commit_many = held
     sys.exit(cli.main(sys.argv[2:]))
 """)
+
+
+# A writer whose first commit goes through and whose later ones wait until the file named by its first argument
+# exists (it touches <that>.waiting when one does); it touches <that>.interrupted when SIGINT reaches the command's
+# main thread, then takes SIGINT as Python does (KeyboardInterrupt). So a test can press Ctrl-C while the run is
+# certainly mid-way, see that the command took it, and only then let the batches in flight finish: no race with a
+# run that ends first on a fast host, or has not begun on a slow one. The rest of its arguments are a zk2kafka
+# command line.
+INTERRUPTIBLE_WRITER = textwrap.dedent("""\
+    import pathlib, signal, sys, threading, time
+    from migrate import cli
+    from migrate.kafka.writer import KafkaOffsetWriter
+
+    release = pathlib.Path(sys.argv[1])
+    real = KafkaOffsetWriter.commit_many
+    calls, lock = [], threading.Lock()
+
+    def held(self, commits, metadata):
+        with lock:
+            calls.append(1)
+            first = len(calls) == 1
+        if not first:
+            release.with_suffix(".waiting").touch()
+            deadline = time.monotonic() + 240
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return real(self, commits, metadata)
+
+    def interrupted(signum, frame):
+        release.with_suffix(".interrupted").touch()
+        signal.default_int_handler(signum, frame)
+
+    KafkaOffsetWriter.commit_many = held
+    signal.signal(signal.SIGINT, interrupted)
+    sys.exit(cli.main(sys.argv[2:]))
+""")
