@@ -161,6 +161,20 @@ def loaded_zxid(copied_data: Path) -> int:
     return max(zxids)
 
 
+JAVA_EXCEPTION = re.compile(r"^(?:Caused by: )?([\w$.]+(?:Exception|Error)(?::.*)?)$")
+
+
+def load_failure(server: JavaServer) -> str:
+    """Why ZooKeeper would not load the copy: the root cause of the exception it logged
+    (`java.io.IOException: CRC check failed`), else its log's last error line."""
+    try:
+        lines = server.log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return server.cause()
+    causes = [m.group(1) for line in lines if (m := JAVA_EXCEPTION.match(line.strip()))]
+    return causes[-1] if causes else server.cause()
+
+
 def ephemerals(connect: str) -> int:
     """ZooKeeper's count of ephemeral znodes (`mntr`)."""
     m = re.search(r"^zk_ephemerals_count\s+(\d+)", four_letter(connect, "mntr"), re.MULTILINE)
@@ -204,7 +218,7 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
                                 f"{data_dir}", server, lambda: zk_answers(connect), timeout)
             except SandboxError:
                 raise DataDirUnreadable(data_dir, f"ZooKeeper {SERVER_RELEASE.zookeeper} could "
-                                        f"not load it: {server.cause()}") from None
+                                        f"not load it: {load_failure(server)}") from None
             copy = LoadedCopy(connect, loaded_zxid(copied_data), snapshot_zxid, log_count,
                               ephemerals(connect))
             log.info("ZooKeeper %s loaded the copy of %s: last zxid 0x%x (%d logs replayed "

@@ -9,7 +9,6 @@ was written; the original files are byte-identical afterwards. No session cluste
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from pathlib import Path
 
@@ -44,7 +43,8 @@ class SourceZooKeeper:
         self.server: JavaServer | None = None
         self.connect = ""
 
-    def start(self, main: str = MAIN, jvm_opts: tuple[str, ...] = (), **more) -> str:
+    def start(self, main: str = MAIN, jvm_opts: tuple[str, ...] = (), wait: bool = True,
+              **more) -> str:
         port = more.pop("clientPort", None) or free_port()
         self.home.mkdir(parents=True, exist_ok=True)
         props = {"dataDir": self.data, "clientPort": port, "clientPortAddress": "127.0.0.1",
@@ -57,8 +57,13 @@ class SourceZooKeeper:
                                  jvm_opts=[*self.jvm_opts, *jvm_opts])
         self.server.start(attached=True)
         self.connect = f"127.0.0.1:{port}"
-        wait_for_server("the test's ZooKeeper", self.server, lambda: zk_answers(self.connect), 60)
+        if wait:
+            self.wait()
         return self.connect
+
+    def wait(self) -> None:
+        """Until the server serves (an ensemble member: once it has a leader)."""
+        wait_for_server("the test's ZooKeeper", self.server, lambda: zk_answers(self.connect), 60)
 
     def stop(self) -> None:
         self.server.stop()
@@ -145,4 +150,164 @@ def test_a_data_dir_of_each_release_with_offsets_only_in_the_log(tmp_path, kafka
     metadata = pq.read_schema(data["snapshot"]).metadata
     assert metadata[b"zk2kafka.zookeeper_data.dir"] == str(source.data).encode()
     assert metadata[b"zk2kafka.zookeeper_data.last_zxid"] == found["last_zxid"].encode()
+    if chroot:
+        # The default --zk-root is the ensemble root's /consumers: nothing there, and the scan says
+        # how to name the brokers' chroot.
+        code, data, err = scan_data_dir(tmp_path / "state", source.data)
+        assert code == 1 and data == {}
+        assert "no offsets found under /consumers in the ZooKeeper data directory" in err
+        assert "--zk-root /kafka/consumers" in err and "\n" not in err.strip()
     assert fingerprint(source.data) == before
+
+
+def newest_log(version2: Path) -> Path:
+    logs = zxid_files(version2, "log")
+    return version2 / max(logs, key=logs.get)
+
+
+def written_length(log: Path) -> int:
+    """Where a log's records end: ZooKeeper preallocates its logs with zeros past them."""
+    data = log.read_bytes()
+    return len(data.rstrip(b"\0"))
+
+
+@pytest.mark.parametrize("method", ["gz", "snappy"])
+def test_a_compressed_snapshot_and_a_separate_log_dir(tmp_path, method):
+    # ZooKeeper 3.6+ compresses its snapshots by zookeeper.snapshot.compression.method; the logs
+    # are kept apart in a dataLogDir. The clean stop and start snapshot every offset, compressed.
+    source = SourceZooKeeper(tmp_path / "zk", "3.9.2", log_dir=True,
+                             jvm_opts=(f"-Dzookeeper.snapshot.compression.method={method}",))
+    zk = client(source.start())
+    written = write_offsets(zk, "/consumers", offsets_of(4, 2, 2, 300))
+    zk.stop()
+    source.stop()
+    source.start()
+    source.stop()
+    snapshots = zxid_files(source.data / "version-2", "snapshot")
+    assert max(snapshots, key=snapshots.get).endswith(f".{method}")
+    assert not zxid_files(source.data / "version-2", "log")   # the logs are in dataLogDir only
+    before = fingerprint(source.data, source.log)
+
+    code, data, err = scan_data_dir(tmp_path / "state", source.data,
+                                    "--zookeeper-data-log", str(source.log))
+
+    assert code == 0, err
+    assert snapshot_rows(data) == written
+    assert data["zookeeper_data"]["log_dir"] == str(source.log)
+    assert fingerprint(source.data, source.log) == before
+
+
+def test_a_log_cut_in_its_last_record_is_read_as_zookeeper_reads_it(tmp_path):
+    # A crash in the middle of writing a record: ZooKeeper takes a partial last record for the
+    # log's end, so every transaction before it is read and that one is not.
+    source = SourceZooKeeper(tmp_path / "zk", "3.9.2")
+    zk = client(source.start())
+    written = write_offsets(zk, "/consumers", offsets_of(2, 1, 2, 100))
+    zk.stop()
+    source.stop()
+    zk = client(source.start())
+    kept = write_offsets(zk, "/consumers", {("g0", "t0", 0): 150, ("g1", "t0", 1): 151})
+    kept_zxid = zk.exists("/consumers/g1/offsets/t0/1").mzxid
+    zk.set("/consumers/g0/offsets/t0/1", b"999")   # the record the crash cuts
+    source.kill()
+    log = newest_log(source.data / "version-2")
+    with log.open("r+b") as f:
+        f.truncate(written_length(log) - 5)   # the end-of-record byte and 4 of its bytes
+    before = fingerprint(source.data)
+
+    code, data, err = scan_data_dir(tmp_path / "state", source.data)
+
+    assert code == 0, err
+    assert snapshot_rows(data) == {**written, **kept}   # g0/t0/1 keeps 101, not 999
+    assert int(data["zookeeper_data"]["last_zxid"], 16) == kept_zxid
+    assert fingerprint(source.data) == before
+
+
+def test_a_corrupt_log_is_one_clear_error(tmp_path):
+    # A record whose bytes changed fails ZooKeeper's checksum: it refuses to load the directory,
+    # and the scan says so in one line.
+    source = SourceZooKeeper(tmp_path / "zk", "3.9.2")
+    zk = client(source.start())
+    write_offsets(zk, "/consumers", offsets_of(2, 1, 2, 100))
+    source.kill()
+    log = newest_log(source.data / "version-2")
+    end = written_length(log)
+    with log.open("r+b") as f:
+        f.seek(end - 20)
+        f.write(b"\x01" * 10)
+    before = fingerprint(source.data)
+
+    code, data, err = scan_data_dir(tmp_path / "state", source.data)
+
+    assert code == 1 and data == {}
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in line, err
+    assert line == (f"zk2kafka: error: --zookeeper-data {source.data}: ZooKeeper 3.8.4 could "
+                    "not load it: java.io.IOException: CRC check failed"), line
+    assert fingerprint(source.data) == before
+
+
+def test_logs_with_no_snapshot(tmp_path):
+    # Only the transaction logs (a dataLogDir copied without the dataDir): replayed whole when
+    # they start at ZooKeeper's first transaction, one clear error when the first ones are gone.
+    source = SourceZooKeeper(tmp_path / "zk", "3.9.2", log_dir=True)
+    zk = client(source.start(jvm_opts=("-Dzookeeper.snapCount=10",)))
+    written = write_offsets(zk, "/consumers", offsets_of(3, 2, 2, 700))
+    source.kill()
+    logs = sorted(zxid_files(source.log / "version-2", "log"), key=lambda n: int(n[4:], 16))
+    assert len(logs) > 1 and logs[0] == "log.1"
+    only_logs = tmp_path / "logs-only"
+    shutil.copytree(source.log, only_logs)
+    before = fingerprint(only_logs)
+
+    code, data, err = scan_data_dir(tmp_path / "state", only_logs)
+
+    assert code == 0, err
+    assert snapshot_rows(data) == written
+    assert data["zookeeper_data"]["snapshot_zxid"] is None
+    assert fingerprint(only_logs) == before
+
+    (only_logs / "version-2" / logs[0]).unlink()
+    code, data, err = scan_data_dir(tmp_path / "state", only_logs)
+    assert code == 1 and "\n" not in err.strip()
+    assert f"the first transaction log ({logs[1]}) does not start at ZooKeeper's first" in err
+
+
+def test_a_member_of_a_three_node_ensemble(tmp_path):
+    # Three ZooKeeper 3.8 servers on loopback; one member's dataDir, with its myid and epochs,
+    # copied while it runs, once it holds every write (a sync through it).
+    members = [SourceZooKeeper(tmp_path / f"zk{n}", "3.9.2") for n in (1, 2, 3)]
+    client_ports = [free_port() for _ in members]
+    servers = {f"server.{n}": f"127.0.0.1:{free_port()}:{free_port()}" for n in (1, 2, 3)}
+    for n, member in enumerate(members, 1):
+        member.data.mkdir(parents=True)
+        (member.data / "myid").write_text(f"{n}\n")
+    try:
+        for member, port in zip(members, client_ports):
+            member.start(QUORUM_MAIN, wait=False, clientPort=port, initLimit=10, syncLimit=5,
+                         **servers)
+        for member in members:
+            member.wait()
+        ensemble = ",".join(f"127.0.0.1:{p}" for p in client_ports)
+        zk = client(ensemble)
+        written = write_offsets(zk, "/kafka/consumers", offsets_of(3, 2, 2, 40))
+        zk.stop()
+        copied = tmp_path / "copy-of-zk2"
+        through = client(members[1].connect)
+        through.sync("/")
+        through.stop()
+        shutil.copytree(members[1].data, copied)
+    finally:
+        for member in members:
+            if member.server is not None:
+                member.stop()
+    assert (copied / "myid").read_text() == "2\n" and (copied / "version-2" / "currentEpoch").exists()
+    before = fingerprint(copied)
+
+    code, data, err = scan_data_dir(tmp_path / "state", copied, "--zk-root", "/kafka/consumers")
+
+    assert code == 0, err
+    assert snapshot_rows(data) == written
+    assert int(data["zookeeper_data"]["last_zxid"], 16) >> 32 >= 1   # an ensemble's epoch
+    assert fingerprint(copied) == before
+
