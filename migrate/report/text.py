@@ -44,6 +44,7 @@ def _data_dir(copy: Data) -> list[str]:
     lines = [f"data directory: {copy['dir']}{logs}, read by {copy['read_with']} on a copy: "
              f"last zxid {copy['last_zxid']} ({copy['logs_replayed']} logs replayed onto {onto})",
              "liveness (ids/, owners/): as the copy held it, not live"]
+    lines += [f"warning: {w}" for w in copy["warnings"]]
     if copy.get("ephemerals_expired"):
         lines.append(f"warning: {copy['ephemerals_expired']} registrations of the copy expired "
                      "while it was read (ZooKeeper ends restored sessions after their timeout); "

@@ -60,11 +60,12 @@ SERVER_OPTS = [
 
 
 class DataDirUnreadable(MigrateError):
-    """A data directory that is not one, or that ZooKeeper could not load."""
+    """A data directory that is not one, that misses transactions, or that ZooKeeper could not
+    load: the reason, and (once known) the directory given."""
 
-    def __init__(self, path, reason: str):
-        super().__init__(f"--zookeeper-data {path}: {reason}")
-        self.path, self.reason = str(path), reason
+    def __init__(self, reason: str, path: Path | None = None):
+        super().__init__(f"--zookeeper-data {path}: {reason}" if path else reason)
+        self.path, self.reason = None if path is None else str(path), reason
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,14 @@ class LoadedCopy:
     snapshot_zxid: int | None  # the newest snapshot's, None for a log-only directory
     logs: int                  # transaction log files replayed onto it
     ephemerals: int            # ephemeral znodes (old consumers' registrations) as loaded
+    warning: str | None = None  # why the tree may not be whole (check_history)
 
     def to_json(self, data_dir: Path, log_dir: Path | None) -> dict:
         snapshot = None if self.snapshot_zxid is None else f"0x{self.snapshot_zxid:x}"
         return {"dir": str(data_dir), "log_dir": str(log_dir) if log_dir else None,
                 "last_zxid": f"0x{self.last_zxid:x}", "snapshot_zxid": snapshot,
                 "logs_replayed": self.logs, "ephemerals_loaded": self.ephemerals,
+                "warnings": [self.warning] if self.warning else [],
                 "read_with": f"ZooKeeper {SERVER_RELEASE.zookeeper}"}
 
 
@@ -92,13 +95,13 @@ def version2(path: Path, flag: str = "--zookeeper-data") -> Path:
     """
     path = Path(path).expanduser()
     if not path.is_dir():
-        raise DataDirUnreadable(path, f"no such directory ({flag})")
+        raise DataDirUnreadable(f"{flag} {path}: no such directory")
     if path.name == "version-2":
         return path
     if (path / "version-2").is_dir():
         return path / "version-2"
-    raise DataDirUnreadable(path, "no version-2/ folder in it: not a ZooKeeper dataDir "
-                                  "(the folder named by dataDir= in the server's zoo.cfg)")
+    raise DataDirUnreadable(f"{flag} {path}: no version-2/ folder in it: not a ZooKeeper "
+                            "dataDir (the folder dataDir= names in the server's zoo.cfg)")
 
 
 def zxid_files(folder: Path, kind: str) -> dict[str, int]:
@@ -111,23 +114,41 @@ def zxid_files(folder: Path, kind: str) -> dict[str, int]:
     return found
 
 
-def copy_files(data: Path, logs: Path, work: Path) -> tuple[Path, Path, int | None, int]:
-    """Copy the snapshots of `data` and the logs of `logs` into `work`, nothing else (no myid,
-    epochs or dynamic config). Returns the copy's dataDir and dataLogDir, the newest snapshot's
-    zxid (None when there is none) and how many logs there are.
+def check_history(snapshots: dict[str, int], logs: dict[str, int]) -> str | None:
+    """Whether ZooKeeper can rebuild the whole tree from these files: raises DataDirUnreadable
+    when transactions are missing, returns a warning when the tree may be a snapshot's alone.
 
-    Raises DataDirUnreadable for a folder with neither, or logs with no snapshot whose first
-    transaction is not ZooKeeper's first.
+    ZooKeeper loads the newest snapshot S and replays the logs from S+1; a snapshot taken while the
+    server served is fuzzy (it may hold part of the transactions after S), and only that replay
+    makes it whole. With no snapshot, the logs are replayed from the first transaction.
     """
-    snapshots, log_files = zxid_files(data, "snapshot"), zxid_files(logs, "log")
-    if not snapshots and not log_files:
-        raise DataDirUnreadable(data.parent, "no snapshot.* or log.* files in version-2/")
-    if not snapshots and min(log_files.values()) not in FIRST_ZXIDS:
-        first = min(log_files, key=log_files.get)
-        raise DataDirUnreadable(data.parent, (
+    if not snapshots and not logs:
+        raise DataDirUnreadable("no snapshot.* or log.* files in version-2/")
+    first = min(logs, key=logs.get) if logs else None
+    if not snapshots and logs[first] not in FIRST_ZXIDS:
+        raise DataDirUnreadable(
             f"no snapshot, and the first transaction log ({first}) does not start at ZooKeeper's "
-            "first transaction: the tree cannot be rebuilt whole; copy the snapshot.* files "
-            "of the dataDir too"))
+            "first transaction: the tree cannot be rebuilt whole; copy the snapshot.* files of "
+            "the dataDir too")
+    newest = max(snapshots.values()) if snapshots else 0
+    if snapshots and logs and logs[first] > newest + 1:
+        raise DataDirUnreadable(
+            f"the transaction logs start at {first}, after the newest snapshot "
+            f"(0x{newest:x}): the transactions between are missing")
+    if snapshots and not logs:
+        return ("no transaction log beside the snapshots: the tree is the newest snapshot's "
+                "alone, which misses any write after it (the server's dataLogDir? pass it with "
+                "--zookeeper-data-log)")
+    return None
+
+
+def copy_files(data: Path, logs: Path, snapshots: dict[str, int], log_files: dict[str, int],
+               work: Path) -> tuple[Path, Path]:
+    """Copy the snapshots of `data` and the logs of `logs` into `work`, nothing else (no myid,
+    epochs or dynamic config); returns the copy's dataDir and dataLogDir.
+
+    Raises DataDirUnreadable naming a file that cannot be read.
+    """
     copied_data, copied_logs = work / "data" / "version-2", work / "log" / "version-2"
     for source, names, dest in ((data, snapshots, copied_data), (logs, log_files, copied_logs)):
         dest.mkdir(parents=True, exist_ok=True)
@@ -136,9 +157,9 @@ def copy_files(data: Path, logs: Path, work: Path) -> tuple[Path, Path, int | No
                 # copyfile opens the original read-only; no metadata is carried over.
                 shutil.copyfile(source / name, dest / name)
             except OSError as e:
-                raise DataDirUnreadable(source / name, f"cannot be copied: {e.strerror}") from None
-    return (copied_data.parent, copied_logs.parent,
-            max(snapshots.values()) if snapshots else None, len(log_files))
+                raise DataDirUnreadable(f"{source / name} cannot be copied: "
+                                        f"{e.strerror}") from None
+    return copied_data.parent, copied_logs.parent
 
 
 def four_letter(connect: str, word: str) -> str:
@@ -193,9 +214,15 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
     logs = version2(log_dir, "--zookeeper-data-log") if log_dir is not None else data
     jars = ensure_artifacts([a for a in load_lock()[SERVER_RELEASE.bundle]
                              if a.group in SERVER_JARS], cache_dir)
+    snapshots, log_files = zxid_files(data, "snapshot"), zxid_files(logs, "log")
+    try:
+        warning = check_history(snapshots, log_files)
+    except DataDirUnreadable as e:
+        raise DataDirUnreadable(e.reason, data_dir) from None
+    snapshot_zxid = max(snapshots.values()) if snapshots else None
     with tempfile.TemporaryDirectory(prefix="zk2kafka-zookeeper-data-") as work:
         work = Path(work)
-        copied_data, copied_logs, snapshot_zxid, log_count = copy_files(data, logs, work)
+        copied_data, copied_logs = copy_files(data, logs, snapshots, log_files, work)
         port = free_port()
         (work / "zoo.cfg").write_text("\n".join(f"{k}={v}" for k, v in {
             "dataDir": copied_data, "dataLogDir": copied_logs,
@@ -217,13 +244,13 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
                 wait_for_server(f"ZooKeeper {SERVER_RELEASE.zookeeper} on the copy of "
                                 f"{data_dir}", server, lambda: zk_answers(connect), timeout)
             except SandboxError:
-                raise DataDirUnreadable(data_dir, f"ZooKeeper {SERVER_RELEASE.zookeeper} could "
-                                        f"not load it: {load_failure(server)}") from None
-            copy = LoadedCopy(connect, loaded_zxid(copied_data), snapshot_zxid, log_count,
-                              ephemerals(connect))
+                raise DataDirUnreadable(f"ZooKeeper {SERVER_RELEASE.zookeeper} could not load "
+                                        f"it: {load_failure(server)}", data_dir) from None
+            copy = LoadedCopy(connect, loaded_zxid(copied_data), snapshot_zxid, len(log_files),
+                              ephemerals(connect), warning)
             log.info("ZooKeeper %s loaded the copy of %s: last zxid 0x%x (%d logs replayed "
                      "onto snapshot %s)", SERVER_RELEASE.zookeeper, data_dir, copy.last_zxid,
-                     log_count, "none" if snapshot_zxid is None else f"0x{snapshot_zxid:x}")
+                     len(log_files), "none" if snapshot_zxid is None else f"0x{snapshot_zxid:x}")
             yield copy
         finally:
             server.stop()
@@ -259,7 +286,10 @@ def read_data_dir(settings: Settings, scan: Callable[[Settings, dict], dict]) ->
         found = {"source": f"{given_root} in the ZooKeeper data directory "
                            f"{settings.zookeeper_data}",
                  **copy.to_json(settings.zookeeper_data, settings.zookeeper_data_log),
-                 "zookeeper_cluster_id": cluster_id(private.connection)}
+                 # The brokers' cluster id under the chroot: the identity migrate/stores.py
+                 # gives a live ensemble.
+                 "zookeeper_cluster_id": cluster_id(private.connection),
+                 "zookeeper_chroot": chroot}
         data = scan(private, found)
         # ZooKeeper expires the sessions it restores after their own timeouts: a registration
         # that went during the read may be missing from the liveness columns.
@@ -281,5 +311,6 @@ def cluster_id(connection: Connection) -> str | None:
 
 def snapshot_metadata(found: dict) -> dict[str, str]:
     """The data directory's identity as the zk snapshot's Parquet metadata (`zk2kafka.<key>`)."""
-    keys = ("dir", "log_dir", "last_zxid", "snapshot_zxid", "read_with", "zookeeper_cluster_id")
+    keys = ("dir", "log_dir", "last_zxid", "snapshot_zxid", "read_with", "zookeeper_cluster_id",
+            "zookeeper_chroot")
     return {f"zookeeper_data.{k}": str(found[k]) for k in keys if found.get(k) is not None}
