@@ -131,7 +131,10 @@ def check_history(snapshots: dict[str, int], logs: dict[str, int]) -> str | None
             "first transaction: the tree cannot be rebuilt whole; copy the snapshot.* files of "
             "the dataDir too")
     newest = max(snapshots.values()) if snapshots else 0
-    if snapshots and logs and logs[first] > newest + 1:
+    # The replay starts in the last log that begins at or before the snapshot's next zxid, or in
+    # the first log of a later epoch (a new leader's first transaction, counter 1).
+    if snapshots and logs and logs[first] > newest + 1 and not (
+            logs[first] >> 32 > newest >> 32 and logs[first] & 0xFFFFFFFF == 1):
         raise DataDirUnreadable(
             f"the transaction logs start at {first}, after the newest snapshot "
             f"(0x{newest:x}): the transactions between are missing")

@@ -194,6 +194,13 @@ def test_a_compressed_snapshot_and_a_separate_log_dir(tmp_path, method):
     assert code == 0, err
     assert snapshot_rows(data) == written
     assert data["zookeeper_data"]["log_dir"] == str(source.log)
+    assert data["zookeeper_data"]["warnings"] == []
+    if method == "gz":
+        # The dataDir without its dataLogDir: the snapshot alone, read, and said to be so.
+        code, data, err = scan_data_dir(tmp_path / "state", source.data)
+        assert code == 0, err
+        assert snapshot_rows(data) == written   # this snapshot was taken at a start: whole
+        assert "misses any write after it" in data["zookeeper_data"]["warnings"][0]
     assert fingerprint(source.data, source.log) == before
 
 

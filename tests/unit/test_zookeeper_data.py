@@ -77,6 +77,13 @@ def test_the_folder_taken_is_version_2_beside_or_itself(tmp_path):
     ({"snapshot.30": 0x30}, {"log.25": 0x25}, None),
     ({"snapshot.30": 0x30}, {"log.40": 0x40}, "the transaction logs start at log.40, after the "
                                               "newest snapshot (0x30)"),
+    # An ensemble: a new epoch's first transaction follows any snapshot of an earlier epoch.
+    ({"snapshot.0": 0}, {"log.100000001": 0x100000001}, None),
+    ({"snapshot.100000020": 0x100000020}, {"log.300000001": 0x300000001}, None),
+    ({"snapshot.100000020": 0x100000020}, {"log.100000040": 0x100000040},
+     "the transaction logs start at log.100000040"),
+    ({"snapshot.100000020": 0x100000020}, {"log.300000002": 0x300000002},
+     "the transaction logs start at log.300000002"),
 ])
 def test_which_files_make_a_whole_tree(snapshots, logs, refused):
     if refused:
