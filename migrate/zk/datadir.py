@@ -241,7 +241,12 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
         server = JavaServer("zookeeper", work, jars, MAIN, [str(work / "zoo.cfg")], heap="1g",
                             jvm_opts=SERVER_OPTS + trust)
         connect = f"127.0.0.1:{port}"
-        server.start(attached=True)
+        try:
+            server.start(attached=True)
+        except OSError as e:
+            raise DataDirUnreadable(f"cannot start ZooKeeper {SERVER_RELEASE.zookeeper} to read "
+                                    f"it: {e.strerror}: {e.filename} (java must be on PATH)",
+                                    data_dir) from None
         try:
             try:
                 wait_for_server(f"ZooKeeper {SERVER_RELEASE.zookeeper} on the copy of "

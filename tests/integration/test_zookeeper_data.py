@@ -115,9 +115,10 @@ def offsets_of(groups: int, topics: int, partitions: int, base: int) -> dict:
             for g in range(groups) for t in range(topics) for p in range(partitions)}
 
 
-@pytest.mark.parametrize("kafka_version, chroot", [("1.1.1", "/kafka"), ("2.4.1", ""),
-                                                   ("3.9.2", "")])
-def test_a_data_dir_of_each_release_with_offsets_only_in_the_log(tmp_path, kafka_version, chroot):
+@pytest.mark.parametrize("kafka_version, chroot, readers", [
+    ("1.1.1", "/kafka", "1"), ("2.4.1", "", "2"), ("3.9.2", "", "1")])
+def test_a_data_dir_of_each_release_with_offsets_only_in_the_log(tmp_path, kafka_version, chroot,
+                                                                 readers):
     # Written by the release's own ZooKeeper: offsets, a clean stop (the next start snapshots
     # them), then newer offsets and a kill -9, so those are only in the transaction log.
     # A low snapCount for the first run: several snapshots and logs; the default for the second.
@@ -139,7 +140,8 @@ def test_a_data_dir_of_each_release_with_offsets_only_in_the_log(tmp_path, kafka
         "the newer offsets must be in no snapshot, only in the log"
     before = fingerprint(source.data)
 
-    code, data, err = scan_data_dir(tmp_path / "state", source.data, "--zk-root", root)
+    code, data, err = scan_data_dir(tmp_path / "state", source.data, "--zk-root", root,
+                                    "--zk-readers", readers)
 
     assert code == 0, err
     assert snapshot_rows(data) == {**written, **newer}
