@@ -132,6 +132,10 @@ def test_a_data_dir_of_each_release_with_offsets_only_in_the_log(tmp_path, kafka
     newer = write_offsets(zk, root, {**offsets_of(1, 2, 3, 5000), ("late", "t0", 0): 7})
     # An old consumer's registration, left behind as a crash leaves it.
     zk.create(f"{root}/g1/ids/consumer-1", b"{}", ephemeral=True, makepath=True)
+    # What the brokers keep beside the offsets: a topic's registration, the cluster's id.
+    zk.create(f"{chroot}/brokers/topics/t0", b"{}", makepath=True)
+    topic_ctime = zk.exists(f"{chroot}/brokers/topics/t0").ctime
+    zk.create(f"{chroot}/cluster/id", b'{"version":"1","id":"copy-cluster"}', makepath=True)
     last_write = zk.exists(f"{root}/late/offsets/t0/0").mzxid
     first_newer = zk.exists(f"{root}/g0/offsets/t0/0").mzxid
     source.kill()
@@ -149,6 +153,11 @@ def test_a_data_dir_of_each_release_with_offsets_only_in_the_log(tmp_path, kafka
     assert found["dir"] == str(source.data) and int(found["last_zxid"], 16) >= last_write
     assert found["read_with"] == "ZooKeeper 3.8.4" and found["logs_replayed"] >= 1
     assert data["groups_with_live_zk_consumers"] == ["g1"]   # as the copy held it
+    assert (found["ephemerals_loaded"], found["ephemerals_expired"]) == (1, 0)
+    assert (found["zookeeper_cluster_id"], found["zookeeper_chroot"]) == ("copy-cluster", chroot)
+    created = {r["topic"]: r["topic_ctime"] for r in pq.read_table(data["snapshot"]).to_pylist()}
+    assert created["t1"] is None
+    assert created["t0"].timestamp() * 1000 == topic_ctime   # under the chroot, as a live scan
     metadata = pq.read_schema(data["snapshot"]).metadata
     assert metadata[b"zk2kafka.zookeeper_data.dir"] == str(source.data).encode()
     assert metadata[b"zk2kafka.zookeeper_data.last_zxid"] == found["last_zxid"].encode()
