@@ -47,7 +47,7 @@ FILE_NAME = re.compile(r"^(snapshot|log)\.([0-9a-fA-F]+)(\.(?:gz|snappy))?$")
 FIRST_ZXIDS = (0x1, 0x100000001)
 # Each setting of the private server, and why (docs/scan.md says the same).
 SERVER_OPTS = [
-    # ZooKeeper 3.4's log4j MBeans fail under reload4j; the server needs none.
+    # No log4j MBeans: the server needs none (the sandbox's ZooKeeper starts so too).
     "-Dzookeeper.jmx.log4j.disable=true",
     # The copy is thrown away: no fsync of the session transactions this server writes.
     "-Dzookeeper.forceSync=no",
@@ -107,10 +107,13 @@ def version2(path: Path, flag: str = "--zookeeper-data") -> Path:
 def zxid_files(folder: Path, kind: str) -> dict[str, int]:
     """The `kind` (snapshot or log) files of a version-2 folder: name -> the zxid in it."""
     found = {}
-    for entry in folder.iterdir():
-        m = FILE_NAME.match(entry.name)
-        if m and m.group(1) == kind and entry.is_file():
-            found[entry.name] = int(m.group(2), 16)
+    try:
+        for entry in folder.iterdir():
+            m = FILE_NAME.match(entry.name)
+            if m and m.group(1) == kind and entry.is_file():
+                found[entry.name] = int(m.group(2), 16)
+    except OSError as e:
+        raise DataDirUnreadable(f"{folder} cannot be listed: {e.strerror}") from None
     return found
 
 
@@ -199,6 +202,13 @@ def load_failure(server: JavaServer) -> str:
     return causes[-1] if causes else server.cause()
 
 
+def server_heap(data: Path, snapshots: dict[str, int]) -> str:
+    """The private server's -Xmx: ten times its newest snapshot (a tree in memory is several times
+    its serialized size, more for a compressed one), 1 GiB at least, 16 GiB at most."""
+    newest = (data / max(snapshots, key=snapshots.get)).stat().st_size if snapshots else 0
+    return f"{min(max(1024, 10 * newest >> 20), 16384)}m"
+
+
 def ephemerals(connect: str) -> int:
     """ZooKeeper's count of ephemeral znodes (`mntr`)."""
     m = re.search(r"^zk_ephemerals_count\s+(\d+)", four_letter(connect, "mntr"), re.MULTILINE)
@@ -207,7 +217,7 @@ def ephemerals(connect: str) -> int:
 
 @contextlib.contextmanager
 def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
-                timeout: float = 120.0) -> Iterator[LoadedCopy]:
+                timeout: float = 900.0) -> Iterator[LoadedCopy]:
     """A private ZooKeeper server on a copy of `data_dir` (and `log_dir`), for the block's length.
 
     Raises DataDirUnreadable when the copy is no data dir or ZooKeeper cannot load it; ArtifactError
@@ -238,8 +248,8 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
         # A log-only directory checked above to start at the first transaction: replayed whole
         # (3.5+ refuse to replay logs with no snapshot unless told to trust that).
         trust = ["-Dzookeeper.snapshot.trust.empty=true"] if snapshot_zxid is None else []
-        server = JavaServer("zookeeper", work, jars, MAIN, [str(work / "zoo.cfg")], heap="1g",
-                            jvm_opts=SERVER_OPTS + trust)
+        server = JavaServer("zookeeper", work, jars, MAIN, [str(work / "zoo.cfg")],
+                            heap=server_heap(data, snapshots), jvm_opts=SERVER_OPTS + trust)
         connect = f"127.0.0.1:{port}"
         try:
             server.start(attached=True)
