@@ -41,8 +41,9 @@ def _data_dir(copy: Data) -> list[str]:
     """scan --zookeeper-data: what the private server loaded, and what liveness means there."""
     onto = f"snapshot {copy['snapshot_zxid']}" if copy["snapshot_zxid"] else "no snapshot"
     logs = f" and {copy['log_dir']}" if copy["log_dir"] else ""
-    lines = [f"data directory: {copy['dir']}{logs}, read by {copy['read_with']} on a copy: "
-             f"last zxid {copy['last_zxid']} ({copy['logs_replayed']} logs replayed onto {onto})",
+    lines = [f"data directory: {copy['dir']}{logs}, read by {copy['read_with']} on a copy "
+             f"(loaded in {copy['load_seconds']:.1f}s): last zxid {copy['last_zxid']} "
+             f"({copy['logs_replayed']} logs replayed onto {onto})",
              "liveness (ids/, owners/): as the copy held it, not live"]
     lines += [f"warning: {w}" for w in copy["warnings"]]
     if copy.get("ephemerals_expired"):

@@ -19,6 +19,7 @@ import re
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,7 @@ class LoadedCopy:
     last_zxid: int             # the last transaction the copy holds, logs replayed
     snapshot_zxid: int | None  # the newest snapshot's, None for a log-only directory
     logs: int                  # transaction log files replayed onto it
+    seconds: float             # copying and loading
     ephemerals: int            # ephemeral znodes (old consumers' registrations) as loaded
     warning: str | None = None  # why the tree may not be whole (check_history)
 
@@ -83,7 +85,8 @@ class LoadedCopy:
         snapshot = None if self.snapshot_zxid is None else f"0x{self.snapshot_zxid:x}"
         return {"dir": str(data_dir), "log_dir": str(log_dir) if log_dir else None,
                 "last_zxid": f"0x{self.last_zxid:x}", "snapshot_zxid": snapshot,
-                "logs_replayed": self.logs, "ephemerals_loaded": self.ephemerals,
+                "logs_replayed": self.logs, "load_seconds": round(self.seconds, 3),
+                "ephemerals_loaded": self.ephemerals,
                 "warnings": [self.warning] if self.warning else [],
                 "read_with": f"ZooKeeper {SERVER_RELEASE.zookeeper}"}
 
@@ -146,6 +149,16 @@ def check_history(snapshots: dict[str, int], logs: dict[str, int]) -> str | None
                 "alone, which misses any write after it (the server's dataLogDir? pass it with "
                 "--zookeeper-data-log)")
     return None
+
+
+def replayed(snapshot_zxid: int | None, logs: dict[str, int]) -> int:
+    """How many of `logs` ZooKeeper replays onto the snapshot: the one its next zxid is in and
+    every later one (all of them with no snapshot)."""
+    if snapshot_zxid is None:
+        return len(logs)
+    starts = sorted(logs.values())
+    before = [z for z in starts if z <= snapshot_zxid + 1]
+    return len(starts) - max(len(before) - 1, 0)
 
 
 def copy_files(data: Path, logs: Path, snapshots: dict[str, int], log_files: dict[str, int],
@@ -223,6 +236,7 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
     Raises DataDirUnreadable when the copy is no data dir or ZooKeeper cannot load it; ArtifactError
     when the server's jars cannot be fetched.
     """
+    started = time.monotonic()
     data = version2(data_dir)
     logs = version2(log_dir, "--zookeeper-data-log") if log_dir is not None else data
     jars = ensure_artifacts([a for a in load_lock()[SERVER_RELEASE.bundle]
@@ -264,11 +278,13 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
             except SandboxError:
                 raise DataDirUnreadable(f"ZooKeeper {SERVER_RELEASE.zookeeper} could not load "
                                         f"it: {load_failure(server)}", data_dir) from None
-            copy = LoadedCopy(connect, loaded_zxid(copied_data), snapshot_zxid, len(log_files),
+            copy = LoadedCopy(connect, loaded_zxid(copied_data), snapshot_zxid,
+                              replayed(snapshot_zxid, log_files), time.monotonic() - started,
                               ephemerals(connect), warning)
-            log.info("ZooKeeper %s loaded the copy of %s: last zxid 0x%x (%d logs replayed "
-                     "onto snapshot %s)", SERVER_RELEASE.zookeeper, data_dir, copy.last_zxid,
-                     len(log_files), "none" if snapshot_zxid is None else f"0x{snapshot_zxid:x}")
+            log.info("ZooKeeper %s loaded the copy of %s in %.1fs: last zxid 0x%x (%d logs "
+                     "replayed onto snapshot %s)", SERVER_RELEASE.zookeeper, data_dir,
+                     copy.seconds, copy.last_zxid, copy.logs,
+                     "none" if snapshot_zxid is None else f"0x{snapshot_zxid:x}")
             yield copy
         finally:
             server.stop()

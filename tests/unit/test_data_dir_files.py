@@ -12,8 +12,8 @@ import pytest
 from migrate.errors import ConfigError, NothingFound
 from migrate.report import text
 from migrate.settings import load_settings
-from migrate.zk.datadir import (NOTHING_IN_DATA_DIR, DataDirUnreadable, check_history, version2,
-                                zxid_files)
+from migrate.zk.datadir import (NOTHING_IN_DATA_DIR, DataDirUnreadable, check_history, replayed,
+                                version2, zxid_files)
 
 from support.cli import zk2kafka
 
@@ -93,6 +93,14 @@ def test_which_files_make_a_whole_tree(snapshots, logs, refused):
         assert check_history(snapshots, logs) is None
 
 
+def test_the_logs_replayed_are_from_the_one_holding_the_snapshots_next_zxid():
+    logs = {"log.1": 1, "log.b": 0xb, "log.20": 0x20, "log.31": 0x31}
+    assert replayed(0x25, logs) == 2     # log.20 (it holds 0x26) and log.31
+    assert replayed(0x30, logs) == 1     # log.31 starts at the next zxid
+    assert replayed(None, logs) == 4 and replayed(0x0, {}) == 0
+    assert replayed(0x100000020, {"log.100000001": 0x100000001, "log.200000001": 0x200000001}) == 2
+
+
 def test_a_snapshot_with_no_log_is_read_with_a_warning():
     warning = check_history({"snapshot.30": 0x30}, {})
     assert "misses any write after it" in warning and "--zookeeper-data-log" in warning
@@ -104,7 +112,7 @@ def scan_data(**copy) -> dict:
             "source": "/kafka/consumers in the ZooKeeper data directory /backup/zk",
             "snapshot": "s.parquet", "report": "rep",
             "zookeeper_data": {"dir": "/backup/zk", "log_dir": None, "last_zxid": "0x10000002a",
-                               "snapshot_zxid": "0x100000020", "logs_replayed": 2,
+                               "snapshot_zxid": "0x100000020", "logs_replayed": 2, "load_seconds": 2.94,
                                "read_with": "ZooKeeper 3.8.4", "warnings": [],
                                "ephemerals_expired": 0, **copy}}
 
@@ -113,8 +121,8 @@ def test_the_terminal_says_what_the_copy_held():
     lines = text.scan(scan_data()).splitlines()
     assert lines[0].startswith("scanned 2 groups, 4 offsets from /kafka/consumers in the "
                                "ZooKeeper data directory /backup/zk in 1.0s")
-    assert ("data directory: /backup/zk, read by ZooKeeper 3.8.4 on a copy: last zxid "
-            "0x10000002a (2 logs replayed onto snapshot 0x100000020)") in lines
+    assert ("data directory: /backup/zk, read by ZooKeeper 3.8.4 on a copy (loaded in 2.9s): "
+            "last zxid 0x10000002a (2 logs replayed onto snapshot 0x100000020)") in lines
     assert "liveness (ids/, owners/): as the copy held it, not live" in lines
     assert "groups with old consumers registered in the copy: 1 (g1)" in lines
     assert not any(line.startswith("warning:") for line in lines)
