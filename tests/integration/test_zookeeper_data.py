@@ -9,7 +9,9 @@ was written; the original files are byte-identical afterwards. No session cluste
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -27,6 +29,27 @@ from support.wait import free_port
 
 MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+
+@pytest.fixture(autouse=True)
+def copies_left_behind(tmp_path, monkeypatch):
+    """Where zk2kafka makes its copies in these tests; after each, no copy and no process of it
+    is left."""
+    folder = tmp_path / "tmpdir"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    assert list(folder.iterdir()) == [], "the copy was not removed"
+    running = [pid for pid in os.listdir("/proc") if pid.isdigit()
+               and str(folder).encode() in _cmdline(pid)]
+    assert running == [], "the private ZooKeeper server was not stopped"
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:   # gone meanwhile
+        return b""
 
 
 class SourceZooKeeper:
