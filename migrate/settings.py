@@ -328,8 +328,8 @@ def _check_data_dir(s: Settings) -> None:
                           "the dataDir whose logs it holds")
     if s.zookeeper is not None:
         raise ConfigError("--zookeeper and --zookeeper-data go apart: read a live ensemble or "
-                          "a copy of a server's files, not both (unset ZK2KAFKA_ZOOKEEPER if "
-                          "it came from the environment)")
+                          "a copy of a server's files, not both (either may come from "
+                          "ZK2KAFKA_ZOOKEEPER, ZK2KAFKA_ZOOKEEPER_DATA or the --config file)")
 
 
 _ALIAS = re.compile(r"^[A-Za-z0-9._-]+$")
