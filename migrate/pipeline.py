@@ -67,14 +67,14 @@ def _scan_store(settings: Settings, state: StateDir, run: str, source: str,
         "semantics": settings.offset_semantics, "started": iso(started),
         **({} if data_dir is None else snapshot_metadata(data_dir))})
     found = {} if data_dir is None else {"zookeeper_data": data_dir}
-    return {**found,
+    return {
         "run": run, "command": "scan", "source": source, "snapshot": str(snapshot),
         "groups": len(stats.groups), "offsets": stats.offsets,
         "counts": dict(sorted(stats.statuses.items())),
         "layouts": dict(sorted(stats.layouts.items())),
         "groups_with_live_zk_consumers": sorted(stats.live_groups),
         "started": iso(started), "seconds": round(time.time() - started, 3),
-        "retried_reads": stats.retries,
+        "retried_reads": stats.retries, **found,
     }
 
 
