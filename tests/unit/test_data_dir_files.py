@@ -154,3 +154,20 @@ def test_the_jvm_starter_and_jar_cache_the_reader_uses_depend_on_no_stage():
         imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                      for alias in node.names if alias.name.startswith("migrate")}
         assert imported <= allowed, f"migrate/sandbox/{name}.py imports {imported - allowed}"
+
+
+def test_why_zookeeper_would_not_load_is_the_root_cause_it_logged(tmp_path):
+    from migrate.sandbox.jvm import JavaServer
+    from migrate.zk.datadir import load_failure
+
+    server = JavaServer("zookeeper", tmp_path, [], "Main", [])
+    server.log_path.write_text(
+        "[2026-01-01 00:00:00,000] ERROR Unexpected exception, exiting abnormally (ZooKeeperServerMain)\n"
+        "java.io.IOException: Unable to load database\n"
+        "\tat org.apache.zookeeper.server.ZKDatabase.loadDataBase(ZKDatabase.java:1)\n"
+        "Caused by: java.io.IOException: CRC check failed\n"
+        "\t... 3 more\n"
+        "[2026-01-01 00:00:00,001] ERROR Exiting JVM with code 1 (ServiceUtils)\n")
+    assert load_failure(server) == "java.io.IOException: CRC check failed"
+    server.log_path.write_text("[2026-01-01 00:00:00,001] ERROR Exiting JVM with code 1 (ServiceUtils)\n")
+    assert load_failure(server) == "[2026-01-01 00:00:00,001] ERROR Exiting JVM with code 1 (ServiceUtils)"
