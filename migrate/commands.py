@@ -22,8 +22,8 @@ from migrate.write.status import status as run_status
 
 
 def scan(settings: Settings) -> Result:
-    """Read every selected ZooKeeper offset into snapshots/zk-<run>.parquet, with counts in
-    reports/<run>/."""
+    """Read every selected ZooKeeper offset, from a live ensemble or a copy of a server's data
+    directory (--zookeeper-data), into snapshots/zk-<run>.parquet, with counts in reports/<run>/."""
     data = pipeline.scan(settings)
     return Result(text.scan(data), data)
 

@@ -94,11 +94,12 @@ class NothingFound(MigrateError):
     Checking nothing is never success: verify exits 3, diff and migrate 1.
     """
 
-    def __init__(self, command: str, source: str, selection: str, *, exit_code: int = EXIT_ERROR):
+    def __init__(self, command: str, source: str, selection: str, *, exit_code: int = EXIT_ERROR,
+                 hint: str | None = None):
+        hint = hint or ("a chroot missing from --zookeeper, e.g. zk:2181/kafka? a wrong "
+                        "--zk-root? a selection that matches no group?")
         super().__init__(f"{command}: no offsets found under {source} for {selection}; "
-                         "nothing was checked (a chroot missing from --zookeeper, "
-                         "e.g. zk:2181/kafka? a wrong --zk-root? "
-                         "a selection that matches no group?)")
+                         f"nothing was checked ({hint})")
         self.command, self.source, self.selection = command, source, selection
         self.exit_code = exit_code
 

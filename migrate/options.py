@@ -160,6 +160,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("zk_readers", "int", 1,
            "ZooKeeper reader processes, each with its own session; groups are sharded over them",
            commands=SCAN_COMMANDS, metavar="N"),
+    # A copy of a ZooKeeper server's files instead of a live ensemble (migrate/zk/datadir.py).
+    Option("zookeeper_data", "path", None,
+           "scan a copy of a ZooKeeper server's dataDir (its version-2/ snapshots and logs) "
+           "instead of --zookeeper: a private ZooKeeper 3.8 server replays it on a copy of its "
+           "own; --zk-root is then the whole path from the ensemble's root "
+           "(/kafka/consumers under the brokers' /kafka chroot)",
+           commands=("scan",), metavar="DIR"),
+    Option("zookeeper_data_log", "path", None,
+           "with --zookeeper-data: the server's dataLogDir, where it kept its transaction logs "
+           "apart from the snapshots",
+           commands=("scan",), metavar="DIR"),
     # A flag only: an exported variable or a line in a config file would turn every later dry
     # run into a write.
     Option("execute", "bool", False, "really write; without it the command is a dry run",

@@ -27,6 +27,7 @@ from migrate.kafka.snapshot import KafkaSnapshot
 from migrate.report.files import write_reports
 from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
+from migrate.zk.datadir import NOTHING_IN_DATA_DIR, read_data_dir, snapshot_metadata
 from migrate.zk.reader import Selection
 from migrate.zk.scan import scan_to_parquet
 
@@ -40,19 +41,32 @@ def scan(settings: Settings) -> dict[str, Any]:
     report = state.reports(run)
     (report / "scan.json").write_text(json.dumps(data, indent=2) + "\n")
     if data["offsets"] == 0:
-        raise NothingFound("scan", data["source"], selection_text(settings))
+        raise NothingFound("scan", data["source"], selection_text(settings),
+                           hint=NOTHING_IN_DATA_DIR if "zookeeper_data" in data else None)
     return {**data, "report": str(report)}
 
 
 def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
     """Scan ZooKeeper into the run's zk snapshot; what was found, as a dict."""
+    if settings.zookeeper_data is not None:
+        return read_data_dir(settings, lambda private, found: _scan_store(
+            private, state, run, found["source"], found))
     settings.require("zookeeper")
-    source = f"{settings.zookeeper}{settings.path_template or settings.zk_root}"
+    return _scan_store(settings, state, run,
+                       f"{settings.zookeeper}{settings.path_template or settings.zk_root}")
+
+
+def _scan_store(settings: Settings, state: StateDir, run: str, source: str,
+                data_dir: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Scan the ZooKeeper `settings` reach (an ensemble, or the private server on a copy of a data
+    directory, described by `data_dir`) into the run's zk snapshot."""
     started = time.time()
     snapshot = state.zk_snapshot(run)
     stats = scan_to_parquet(settings, snapshot, {
         "run": run, "source": source, "layout": settings.layout,
-        "semantics": settings.offset_semantics, "started": iso(started)})
+        "semantics": settings.offset_semantics, "started": iso(started),
+        **({} if data_dir is None else snapshot_metadata(data_dir))})
+    found = {} if data_dir is None else {"zookeeper_data": data_dir}
     return {
         "run": run, "command": "scan", "source": source, "snapshot": str(snapshot),
         "groups": len(stats.groups), "offsets": stats.offsets,
@@ -60,7 +74,7 @@ def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
         "layouts": dict(sorted(stats.layouts.items())),
         "groups_with_live_zk_consumers": sorted(stats.live_groups),
         "started": iso(started), "seconds": round(time.time() - started, 3),
-        "retried_reads": stats.retries,
+        "retried_reads": stats.retries, **found,
     }
 
 

@@ -72,6 +72,8 @@ class Settings:
     layout: str = "standard"
     path_template: str | None = None
     zk_readers: int = 1
+    zookeeper_data: Path | None = None
+    zookeeper_data_log: Path | None = None
     rescan_every: float = 30.0
     renew_every: float | None = None
     stop_after: float | None = None
@@ -310,11 +312,24 @@ def _check(s: Settings) -> None:
     if s.metrics_address is not None and not _HOSTPORT.match(s.metrics_address):
         raise ConfigError(f"--metrics-address: expected HOST:PORT (e.g. 0.0.0.0:9308), "
                           f"got {s.metrics_address!r}")
+    if s.zookeeper_data is not None or s.zookeeper_data_log is not None:
+        _check_data_dir(s)
     if s.zookeeper is not None:
         hosts, _, chroot = s.zookeeper.partition("/")
         for host in hosts.split(","):
             if not _HOSTPORT.match(host.strip()):
                 raise ConfigError(f"--zookeeper: {host!r} is not host:port")
+
+
+def _check_data_dir(s: Settings) -> None:
+    """--zookeeper-data: a source of its own, apart from a live ensemble."""
+    if s.zookeeper_data is None:
+        raise ConfigError("--zookeeper-data-log goes with --zookeeper-data DIR: "
+                          "the dataDir whose logs it holds")
+    if s.zookeeper is not None:
+        raise ConfigError("--zookeeper and --zookeeper-data go apart: read a live ensemble or "
+                          "a copy of a server's files, not both (either may come from "
+                          "ZK2KAFKA_ZOOKEEPER, ZK2KAFKA_ZOOKEEPER_DATA or the --config file)")
 
 
 _ALIAS = re.compile(r"^[A-Za-z0-9._-]+$")

@@ -26,10 +26,31 @@ def scan(data: Data) -> str:
     lines += [f"  {status:<11} {n:>9,}" for status, n in data["counts"].items()]
     lines.append("layouts: " + ", ".join(f"{k} {v:,}" for k, v in data["layouts"].items()))
     live = data["groups_with_live_zk_consumers"]
+    copy = data.get("zookeeper_data")
+    if copy:
+        lines += _data_dir(copy)
     if live:
-        lines.append(f"groups with old consumers still registered: {len(live)} ({_some(live)})")
+        # A data directory's registrations are what the copy held, not consumers running now.
+        held = "registered in the copy" if copy else "still registered"
+        lines.append(f"groups with old consumers {held}: {len(live)} ({_some(live)})")
     lines += [f"snapshot: {data['snapshot']}", f"run={data['run']} report={data['report']}"]
     return "\n".join(lines)
+
+
+def _data_dir(copy: Data) -> list[str]:
+    """scan --zookeeper-data: what the private server loaded, and what liveness means there."""
+    onto = f"snapshot {copy['snapshot_zxid']}" if copy["snapshot_zxid"] else "no snapshot"
+    logs = f" and {copy['log_dir']}" if copy["log_dir"] else ""
+    lines = [f"data directory: {copy['dir']}{logs}, read by {copy['read_with']} on a copy "
+             f"(loaded in {copy['load_seconds']:.1f}s): last zxid {copy['last_zxid']} "
+             f"({copy['logs_replayed']} logs replayed onto {onto})",
+             "liveness (ids/, owners/): as the copy held it, not live"]
+    lines += [f"warning: {w}" for w in copy["warnings"]]
+    if copy.get("ephemerals_expired"):
+        lines.append(f"warning: {copy['ephemerals_expired']} registrations of the copy expired "
+                     "while it was read (ZooKeeper ends restored sessions after their timeout); "
+                     "the liveness columns may miss them")
+    return lines
 
 
 def plan(data: Data) -> str:
