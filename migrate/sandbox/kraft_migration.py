@@ -42,7 +42,7 @@ from migrate.sandbox.cluster import Endpoints, LocalCluster, write_properties
 from migrate.sandbox.jvm import (JavaServer, free_port, jmx_opts, kafka_ready, wait_for_server,
                                  wait_until)
 from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, KRAFT, KRAFT_BROKERS, MIGRATED_FILE,
-                                      MIGRATING, MIGRATION, MODES, PHASES, ZOOKEEPER,
+                                      MIGRATING, MIGRATION, PHASES, ZOOKEEPER,
                                       phase_of)
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class Migration:
                 self._mode(MIGRATING)
                 phase()
                 self._mode(reached)
-                log.info("kraft-migrate: phase %s done: %s", phase_of(reached), MODES[reached])
+                log.info("kraft-migrate: phase %s done", phase_of(reached))
             if reached == target:
                 break
         if stop_zk:
