@@ -100,7 +100,7 @@ def sandbox_status(settings: Settings) -> Result:
     home = settings.state_dir / "sandbox"
     cluster = LocalCluster.from_state(home)
     if cluster is None:
-        raise SandboxError(f"no sandbox running under {home}; start one with `zk2kafka sandbox up`")
+        raise _none_running(home)
     state = cluster.status()
     lines = [f"Kafka {state['kafka_version']} (ZooKeeper {cluster.release.zookeeper}): "
              f"{MODES[cluster.mode]}"
@@ -145,11 +145,7 @@ def sandbox_kraft_migrate(settings: Settings, keep_zookeeper: bool = False,
     home = settings.state_dir / "sandbox"
     cluster = LocalCluster.from_state(home)
     if cluster is None:
-        raise SandboxError(f"no sandbox running under {home}: `sandbox kraft-migrate` migrates "
-                           "the sandbox of the --state-dir `zk2kafka sandbox up` was given "
-                           "(./zk2kafka-state by default), also where ZK2KAFKA_STATE_DIR names "
-                           "another; give it that --state-dir, or start one with "
-                           "`zk2kafka sandbox up`")
+        raise _none_running(home)
     if cluster.mode == KRAFT:
         if to != "finalized":
             raise SandboxError(f"the sandbox under {home} is finalized already, past phase {to}")
@@ -211,6 +207,15 @@ def sandbox_tool(settings: Settings, tool: str, args: list[str]) -> Result:
     return Result(done.stdout.rstrip("\n"), {"tool": tool, "args": args,
                                               "exit_code": done.returncode,
                                               "stdout": done.stdout}, done.returncode)
+
+
+def _none_running(home) -> SandboxError:
+    """No sandbox under the state dir: most often another state dir than `sandbox up`'s (a
+    change's own, exported as ZK2KAFKA_STATE_DIR)."""
+    return SandboxError(f"no sandbox running under {home}: a sandbox is that of the --state-dir "
+                        "its `zk2kafka sandbox up` was given (./zk2kafka-state by default), also "
+                        "where ZK2KAFKA_STATE_DIR names another; give that --state-dir, or start "
+                        "one with `zk2kafka sandbox up`")
 
 
 def _connected(settings: Settings, action: str, kafka: bool = True) -> Settings:

@@ -110,8 +110,7 @@ class Migration:
         self.controller_dir.mkdir(parents=True, exist_ok=True)
         write_properties(self.config, controller)
         fmt = JavaServer("kraft-controller-format", self.controller_dir, self.jars,
-                         "kafka.tools.StorageTool",
-                         ["format", "-t", cluster_id, "-c", str(self.config)])
+                         "kafka.tools.StorageTool", format_args(cluster_id, self.config))
         with self._step("format the KRaft controller's log dir", fmt):
             fmt.start(attached=False)
             if fmt.process.wait(timeout=self.timeout) != 0:
@@ -222,6 +221,12 @@ class Migration:
         finally:
             client.stop()
             client.close()
+
+
+def format_args(cluster_id: str, config: Path) -> list[str]:
+    """kafka-storage's arguments that format a log dir for `cluster_id`: one `--cluster-id=` word,
+    as an id Kafka drew may start with "-" (1 in 64), which `-t ID` would read as an option."""
+    return ["format", f"--cluster-id={cluster_id}", "-c", str(config)]
 
 
 def _finalized(controller: JavaServer) -> bool:

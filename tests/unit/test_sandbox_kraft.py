@@ -102,3 +102,11 @@ def test_the_cli_takes_the_phase_to_stop_at():
     assert parser.parse_args(["sandbox", "kraft-migrate"]).kraft_phase == "finalized"
     with pytest.raises(SystemExit):
         parser.parse_args(["sandbox", "kraft-migrate", "--to", "zookeeper"])
+
+
+def test_a_cluster_id_that_starts_with_a_dash_is_no_option_to_kafka_storage(tmp_path):
+    from migrate.sandbox.kraft_migration import format_args
+
+    # ZooKeeper's /cluster/id is Kafka's random draw: 1 in 64 starts with "-".
+    assert format_args("-AbCdEfGhIjKlMnOpQrStUw", tmp_path / "c.properties") == [
+        "format", "--cluster-id=-AbCdEfGhIjKlMnOpQrStUw", "-c", str(tmp_path / "c.properties")]
