@@ -28,12 +28,12 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# The migration steps built so far, run in order against the seeded sandbox.
-DEMO_STEPS ?= scan diff "migrate --execute" verify status
-
-# A fresh sandbox, seeded, then every step in DEMO_STEPS; the sandbox goes down at the end, also on Ctrl-C.
-# The last line names the diff's HTML report.
-# Exit 3 (blockers found) is expected of a step: the seed plants odd cases on purpose.
+# The README's road on a fresh sandbox, seeded: `scan`, the `diff` (a dry run: the plan and its
+# report), that reviewed plan executed with `migrate --execute --plan <the diff's plan id>`,
+# `verify --run <that run>` and `status <that run>`; then what it showed, from the diff's
+# summary.json: the groups moved, and those the seed's planted blockers held back, and why. The
+# sandbox goes down at the end, also on Ctrl-C. Exit 3 (blockers) is expected of the diff and the
+# migrate: the seed plants odd cases on purpose; verify --run must pass.
 demo: install
 	@set -e; \
 	rm -rf $(DEMO_STATE); \
@@ -41,13 +41,29 @@ demo: install
 	eval "$$($(ZK2KAFKA) sandbox up --kafka-version $(KAFKA_VERSION) --state-dir $(DEMO_STATE))"; \
 	$(ZK2KAFKA) sandbox status --state-dir $(DEMO_STATE); \
 	$(ZK2KAFKA) sandbox seed --state-dir $(DEMO_STATE); \
-	for step in $(DEMO_STEPS); do \
-	  echo "== zk2kafka $$step"; \
-	  $(ZK2KAFKA) $$step --state-dir $(DEMO_STATE) && rc=0 || rc=$$?; \
-	  [ $$rc -eq 0 ] || [ $$rc -eq 3 ] || exit $$rc; \
-	done; \
-	echo "demo state and reports: $(DEMO_STATE)"; \
+	z() { echo; echo "== zk2kafka $$*"; $(ZK2KAFKA) "$$@" --state-dir $(DEMO_STATE) && rc=0 || rc=$$?; \
+	      [ $$rc -eq 0 ] || [ $$rc -eq 3 ] || exit $$rc; }; \
+	z scan; \
+	z diff; \
 	summary=$$(grep -l '"command": "diff"' $(DEMO_STATE)/reports/*/summary.json | tail -n 1); \
+	plan=$$(jq -r .plan_id "$$summary"); \
+	echo "(the plan to review, then execute: $$plan, also plan_id in $$summary)"; \
+	z migrate --execute --plan "$$plan"; \
+	run=$$($(ZK2KAFKA) status --json --state-dir $(DEMO_STATE) \
+	       | jq -r '[.runs[] | select(.kind == "migrate")][-1].run'); \
+	z verify --run "$$run"; \
+	[ $$rc -eq 0 ] || { echo "demo: verify --run $$run found an offset that does not hold (exit $$rc)"; exit $$rc; }; \
+	z status "$$run"; \
+	echo; echo "== what the demo showed"; \
+	echo "the reviewed plan $$plan, executed as run $$run,"; \
+	echo "moved the offsets of these groups into Kafka (how many in each), and verify --run found"; \
+	echo "every one still there:"; \
+	jq -r '"  " + ([.per_group[] | select(.planned > 0) | "\(.group) (\(.planned))"] | join(", "))' "$$summary"; \
+	echo "left as they were in both stores, the rows the seed plants blockers in on purpose (a group"; \
+	echo "named above too had its other offsets moved):"; \
+	jq -r '.per_group[] | select(.blockers > 0) | "  \(.group): \(.blockers) row(s); first: \(.first_blocker)"' "$$summary"; \
+	jq -r '"nothing to move (the report says why): " + ([.per_group[] | select(.planned == 0 and .blockers == 0) | "\(.group) (\(.counts | keys | join(", ")))"] | join(", "))' "$$summary"; \
+	echo "demo state and reports: $(DEMO_STATE)"; \
 	echo "the diff's report, for a browser: file://$$(cd "$$(dirname "$$summary")" && pwd)/report.html"
 
 # ruff first: a lint finding fails in seconds, before the suite's real services start.

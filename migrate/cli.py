@@ -20,7 +20,7 @@ from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, M
                             UnknownOption)
 from migrate.log import configure_logging, redact
 from migrate.options import OPTIONS, Option
-from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, RELEASES
+from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, PHASES, RELEASES
 from migrate.settings import load_settings
 
 log = logging.getLogger("migrate")
@@ -179,7 +179,8 @@ SANDBOX_ACTIONS: dict[str, str] = {
     "seed": "create topics with messages and legacy ZooKeeper offsets (the demo's groups, "
             "and --groups N more)",
     "kraft-migrate": "migrate the 3.9.2 sandbox to KRaft in place with Kafka's own KIP-866 "
-                     "migration, finalize it and stop ZooKeeper; print export lines",
+                     "migration, phase by phase up to --to (finalized: then ZooKeeper stopped "
+                     "unless kept); print export lines",
     "stop-old-consumers": "stop the sandbox's old consumers of the --group groups: their "
                           "registrations under ids/ and owners/ go, as when they stop",
     "kafka-consumer-groups": "run the sandbox release's own kafka-consumer-groups "
@@ -217,8 +218,17 @@ def _add_sandbox_arguments(p: argparse.ArgumentParser) -> dict[str, argparse.Arg
             own.add_argument("--partitions", dest="seed_partitions", metavar="P", type=_count,
                              default=4, help="partitions of the topic `bulk` (default 4)")
         elif name == "kraft-migrate":
+            own.add_argument("--to", dest="kraft_phase", choices=tuple(PHASES),
+                             default="finalized",
+                             help="stop after this phase, to check between phases; a later call "
+                                  "goes on from there. migration: the controller has migrated "
+                                  "the metadata, the broker runs in migration mode (ZooKeeper "
+                                  "still its truth); kraft: the broker restarted as a KRaft "
+                                  "broker, not finalized; finalized: the controller restarted "
+                                  "without the migration flag, no way back (default)")
             own.add_argument("--keep-zookeeper", action="store_true",
-                             help="leave ZooKeeper running after the migration")
+                             help="leave ZooKeeper running once finalized (it is stopped then "
+                                  "by default; before, it always runs)")
         elif name.startswith("kafka-"):
             default = "--jmx-url" if name == "kafka-jmx" else "--bootstrap-server"
             own.add_argument("tool_args", metavar="-- ARGS", nargs=argparse.REMAINDER,

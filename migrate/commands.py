@@ -122,7 +122,7 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
         if action == "seed":
             return sandbox_seed(settings, args["seed_groups"], args["seed_partitions"])
         if action == "kraft-migrate":
-            return sandbox_kraft_migrate(settings, args["keep_zookeeper"])
+            return sandbox_kraft_migrate(settings, args["keep_zookeeper"], args["kraft_phase"])
         if action.startswith("kafka-"):
             return sandbox_tool(settings, action, args["tool_args"])
         actions = {"down": sandbox_down, "status": sandbox_status,

@@ -358,8 +358,12 @@ class ReviewedPlan:
                      for k in ("groups", "exclude_groups", "topics")
                      if current[k] and list(current[k]) != inputs.get(k)]
         if selection:
+            # A selection comes from flags or the --config file, which ZK2KAFKA_CONFIG may name
+            # unseen: a change's exclusions kept there are the usual cause.
             reasons.append("another selection (" + "; ".join(selection)
-                           + "); leave the selection out to take the plan's")
+                           + "): the selection now is that of the flags and of the --config file "
+                           "(ZK2KAFKA_CONFIG may name one); leave it out to take the plan's, or "
+                           "make and review a `zk2kafka diff` with it")
         age = (now or time.time()) - self.created
         if age > max_age:
             execute = " --execute" if current.get("execute") else ""

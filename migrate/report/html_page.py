@@ -103,8 +103,8 @@ def render_html(view: ReportView) -> str:
                         ph.statuses(g["counts"])) for g in view.groups],
                       numeric={1, 2, 3, 5, 6}))
     out.append("<h2>Policies</h2><ul>"
-               + "".join(f"<li><code>{e(k)}</code>: {e(str(v))}</li>"
-                         for k, v in sm["policies"].items())
+               + "".join(f"<li><code>{e(k)}</code>: {e(v)}</li>"
+                         for k, v in ph.policies(sm["policies"]))
                + "</ul>")
     out.append("<p class=facts>Every row is in <code>rows.csv</code> and <code>plan.parquet</code>"
                " beside this page; <code>summary.json</code> holds these figures for gating.</p>"

@@ -68,7 +68,7 @@ def render_markdown(view: ReportView) -> str:
               "|---|--:|--:|--:|---|--:|--:|---|"]
     lines += [_group_row(g) for g in view.groups]
     lines += ["", "## Policies", ""]
-    lines += [f"- `{k}`: {_md(str(v))}" for k, v in sm["policies"].items()]
+    lines += [f"- `{k}`: {_md(v)}" for k, v in ph.policies(sm["policies"])]
     lines += ["", "## Files", "", *FILES, ""]
     return "\n".join(lines)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
+from migrate.options import flag
 
 MEANING = {
     s.MIGRATE: "Kafka has no committed offset; ZooKeeper's is valid: commit it",
@@ -203,3 +204,14 @@ def shown(count: int, total: int) -> str:
 
 def statuses(counts: dict[str, int]) -> str:
     return ", ".join(f"{name} {n:,}" for name, n in counts.items())
+
+
+def policies(given: dict[str, Any]) -> list[tuple[str, str]]:
+    """The plan's policies in the words of their flags, as an operator types them:
+    (`--on-conflict`, `skip`), (`--allow-live-zk-consumers`, `no`)."""
+    def word(value: Any) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return "none" if value is None else str(value)
+
+    return [(flag(name), word(value)) for name, value in given.items()]

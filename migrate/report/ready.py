@@ -62,7 +62,7 @@ def text(data: Data) -> str:
                     more = f" (+{len(v[p]) - DETAILS} more)" if len(v[p]) > DETAILS else ""
                     lines.append(f"  {v['group']}: {WHAT[p]}: {'; '.join(v[p][:DETAILS])}{more}")
         found = [p for p in PROBLEMS if any(v[p] for v in bad)]
-        move = _move([v["group"] for v in bad if v["not_in_kafka"]])
+        move = _move([v["group"] for v in bad if v["not_in_kafka"]], data["report"])
         lines += ["", *(f"{WHAT[p]}: {move if p == 'not_in_kafka' else DO[p]}" for p in found)]
     gone = [v for v in verdicts.values() if v["topic_gone"]]
     if gone:
@@ -77,13 +77,14 @@ _REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
 MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff of every group
 
 
-def _move(groups: list[str]) -> str:
+def _move(groups: list[str], report: str) -> str:
     """What moving the groups not in Kafka takes, as commands to paste: the diff and the reviewed
     plan of just those groups, or a rolling switch of them."""
+    from migrate.report.text import reviewed_plan
+
     sel = _selection(groups)
-    return (f"move it: with its consumers stopped, a reviewed plan (`zk2kafka diff{sel}`; review "
-            f"it, then `zk2kafka migrate --execute --plan <its run>{sel}`); or a rolling switch "
-            f"with `zk2kafka sync --execute{sel}`")
+    return (f"move it: with its consumers stopped, a reviewed plan ({reviewed_plan(sel, report)}); "
+            f"or a rolling switch with `zk2kafka sync --execute{sel}`")
 
 
 def _selection(groups: list[str]) -> str:

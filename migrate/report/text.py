@@ -114,7 +114,7 @@ def run(data: Data) -> str:
         # a fresh diff is what helps.
         lines = [line for line in lines if not line.startswith("incomplete:")]
     lines += _applied(data.get("already_applied", {}))
-    lines += _moved(moved, data["plan_id"])
+    lines += _moved(moved, data["plan_id"], data["report"])
     return "\n".join([*lines, run_line.replace(" report=", f" plan={data['plan_id']} report=", 1)])
 
 
@@ -133,7 +133,7 @@ def reviewed_dry_run(data: Data) -> str:
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
                      f"(see {Path(data['report']) / 'report.md'})")
-    lines += _moved(list(moved), data["plan_id"])
+    lines += _moved(list(moved), data["plan_id"], data["report"])
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={data['run']} plan={data['plan_id']} report={data['report']}")
     return "\n".join(lines)
@@ -180,19 +180,30 @@ def resume_dry_run(data: Data) -> str:
 _REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
 
 
-def _moved(moved: list[str], plan_id: str) -> list[str]:
+def _moved(moved: list[str], plan_id: str, report: str) -> list[str]:
     """What to do about groups that moved since the review: a fresh diff of just those, reviewed,
     then its plan."""
     if not moved:
         return []
     # --group is a full-match regex: only its metacharacters are escaped, so the usual names read
     # as they are.
-    fresh = " ".join("--group " + shlex.quote(_REGEX_META.sub(r"\\\1", g)) for g in moved)
+    fresh = "".join(" --group " + shlex.quote(_REGEX_META.sub(r"\\\1", g)) for g in moved)
     return [f"moved since the review of {plan_id}: {len(moved):,} group(s), not written: "
             f"{_some(moved)}",
-            f"  a fresh diff of just those (with the same connection options): "
-            f"`zk2kafka diff {fresh}`; review it, "
-            f"then `zk2kafka migrate --execute --plan <its run> {fresh}`"]
+            f"  a fresh diff of just those (with the same connection options), "
+            f"{reviewed_plan(fresh, report)}"]
+
+
+def reviewed_plan(selection: str, report: str) -> str:
+    """The diff of `selection` (` --group G ...`, or empty for the whole selection), its report to
+    review and its plan to execute, as three command lines that paste into one shell as printed:
+    the diff keeps its plan id in $PLAN. `report`: a report folder of the same state dir, whose
+    parent holds the diff's."""
+    reports = shlex.quote(str(Path(report).parent))
+    return (f"its plan id kept in $PLAN: "
+            f"`PLAN=$(zk2kafka diff{selection} --json | jq -r .plan_id)`; "
+            f"review its report (`less {reports}/\"${{PLAN%@*}}\"/report.md`), then "
+            f"`zk2kafka migrate --execute --plan \"$PLAN\"{selection}`")
 
 
 def verify(data: Data) -> str:

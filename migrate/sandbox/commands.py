@@ -8,7 +8,7 @@ import logging
 from dataclasses import asdict
 
 from migrate.errors import EXIT_OK, ConfigError, SandboxError
-from migrate.sandbox.releases import MIGRATED_FILE, MODES
+from migrate.sandbox.releases import MIGRATED_FILE, MODES, phase_of
 from migrate.result import Result
 from migrate.settings import Settings
 
@@ -33,6 +33,11 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
     running = LocalCluster.from_state(home)
     if (home / MIGRATED_FILE).exists():
         return _up_migrated(settings, running, kraft, kafka_version)
+    if running is None and (home / "kraft-controller").exists():
+        # Stopped between KIP-866's phases: its broker's config is no ZooKeeper-mode one any more.
+        raise SandboxError(f"{home} holds a cluster stopped half-way through `sandbox "
+                           "kraft-migrate`, which the sandbox does not restart; remove it, or "
+                           "use another --state-dir")
     if running is not None and all(s.alive() for s in running.servers):
         if kafka_version is not None and running.release != wanted:
             raise SandboxError(f"a Kafka {running.release.version} sandbox is already running "
@@ -95,7 +100,7 @@ def sandbox_status(settings: Settings) -> Result:
     home = settings.state_dir / "sandbox"
     cluster = LocalCluster.from_state(home)
     if cluster is None:
-        raise SandboxError(f"no sandbox running under {home}; start one with `zk2kafka sandbox up`")
+        raise _none_running(home)
     state = cluster.status()
     lines = [f"Kafka {state['kafka_version']} (ZooKeeper {cluster.release.zookeeper}): "
              f"{MODES[cluster.mode]}"
@@ -104,6 +109,7 @@ def sandbox_status(settings: Settings) -> Result:
         up = "up" if s["alive"] else "DOWN"
         lines.append(f"{s['name']:<16} pid {s['pid']:<8} {up:<5} log {s['log']}")
     healthy = all(s["alive"] for s in state["servers"])
+    state["phase"] = phase_of(cluster.mode)
     return Result("\n".join([cluster.endpoints.exports(), *(f"# {line}" for line in lines)]),
                   state, EXIT_OK if healthy else 1)
 
@@ -126,29 +132,35 @@ def sandbox_seed(settings: Settings, groups: int = 0, partitions: int = 4) -> Re
     return Result(text, asdict(result))
 
 
-def sandbox_kraft_migrate(settings: Settings, keep_zookeeper: bool = False) -> Result:
-    """KIP-866 on the running 3.9.2 sandbox: to KRaft mode, finalized, ZooKeeper stopped unless
-    kept. Returns the export lines of the cluster as it is afterwards."""
+def sandbox_kraft_migrate(settings: Settings, keep_zookeeper: bool = False,
+                          to: str = "finalized") -> Result:
+    """KIP-866 on the running 3.9.2 sandbox, from the phase it is in up to `to` (migration, kraft
+    or finalized); once finalized, ZooKeeper stopped unless kept. Returns the export lines of the
+    cluster as it is afterwards."""
     from migrate.sandbox.artifacts import ensure_bundle
     from migrate.sandbox.cluster import LocalCluster
     from migrate.sandbox.kraft_migration import migrate_to_kraft, stop_zookeeper
-    from migrate.sandbox.releases import KRAFT
+    from migrate.sandbox.releases import KRAFT, PHASES
 
     home = settings.state_dir / "sandbox"
     cluster = LocalCluster.from_state(home)
     if cluster is None:
-        raise SandboxError(f"no sandbox running under {home}; start one with `zk2kafka sandbox up`")
+        raise _none_running(home)
     if cluster.mode == KRAFT:
+        if to != "finalized":
+            raise SandboxError(f"the sandbox under {home} is finalized already, past phase {to}")
         # Migrated with --keep-zookeeper: without it now, ZooKeeper is decommissioned.
         stopped = not keep_zookeeper and stop_zookeeper(cluster)
         log.info("the sandbox under %s is already in KRaft mode%s", home,
                  "; ZooKeeper stopped" if stopped else "")
     else:
         migrate_to_kraft(cluster, ensure_bundle(cluster.release.bundle, settings.cache_dir),
-                         keep_zookeeper)
-        log.info("the sandbox under %s is in KRaft mode: migrated in place and finalized%s",
-                 home, "" if keep_zookeeper else "; ZooKeeper stopped")
-    return Result(cluster.endpoints.exports(), {**asdict(cluster.endpoints), "mode": cluster.mode})
+                         keep_zookeeper, to)
+        kept = "" if PHASES[to] != KRAFT or keep_zookeeper else "; ZooKeeper stopped"
+        log.info("the sandbox under %s is in %s%s", home, MODES[cluster.mode], kept)
+    return Result(cluster.endpoints.exports() + f"\n# {MODES[cluster.mode]}",
+                  {**asdict(cluster.endpoints), "mode": cluster.mode,
+                   "phase": phase_of(cluster.mode)})
 
 
 def sandbox_stop_old_consumers(settings: Settings) -> Result:
@@ -195,6 +207,15 @@ def sandbox_tool(settings: Settings, tool: str, args: list[str]) -> Result:
     return Result(done.stdout.rstrip("\n"), {"tool": tool, "args": args,
                                               "exit_code": done.returncode,
                                               "stdout": done.stdout}, done.returncode)
+
+
+def _none_running(home) -> SandboxError:
+    """No sandbox under the state dir: most often another state dir than `sandbox up`'s (a
+    change's own, exported as ZK2KAFKA_STATE_DIR)."""
+    return SandboxError(f"no sandbox running under {home}: a sandbox is that of the --state-dir "
+                        "its `zk2kafka sandbox up` was given (./zk2kafka-state by default), also "
+                        "where ZK2KAFKA_STATE_DIR names another; give that --state-dir, or start "
+                        "one with `zk2kafka sandbox up`")
 
 
 def _connected(settings: Settings, action: str, kafka: bool = True) -> Settings:

@@ -9,13 +9,29 @@ from migrate.errors import ConfigError, SandboxError
 
 # Which release wrote the data under a sandbox's home; kept after `down`.
 VERSION_FILE = "kafka-version"
-# The modes a sandbox is in (`sandbox kraft-migrate` moves it from the first to the last); a home
+# The modes a sandbox is in: `sandbox kraft-migrate` moves it from the first to the last, phase by
+# phase (`--to`, PHASES); MIGRATING while a step is under way, and after one failed. A home
 # migrated to KRaft keeps MIGRATED_FILE after `down`, so that `up` does not start ZooKeeper mode
 # over it.
-ZOOKEEPER, MIGRATION, KRAFT = "zookeeper", "migration", "kraft"
+ZOOKEEPER, MIGRATING, MIGRATION, KRAFT_BROKERS, KRAFT = (
+    "zookeeper", "migrating", "migration", "kraft-brokers", "kraft")
 MODES = {ZOOKEEPER: "ZooKeeper mode",
-         MIGRATION: "migration mode (KIP-866 under way: a KRaft controller copies ZooKeeper)",
+         MIGRATING: "half-way through a KIP-866 step (under way, or it failed)",
+         MIGRATION: "migration mode (KIP-866, phase migration): the KRaft controller has migrated "
+                    "the metadata; the broker runs in migration mode and ZooKeeper is still the "
+                    "brokers' truth (dual-write); not yet KRaft brokers",
+         KRAFT_BROKERS: "KRaft brokers, not finalized (KIP-866, phase kraft): the broker runs as "
+                        "a KRaft broker, the controller still writes ZooKeeper (dual-write); "
+                        "Kafka's guide can still revert to ZooKeeper mode",
          KRAFT: "KRaft mode, migrated in place from ZooKeeper (KIP-866) and finalized"}
+# `kraft-migrate --to PHASE`, in the order they come: the mode each leaves the sandbox in.
+PHASES = {"migration": MIGRATION, "kraft": KRAFT_BROKERS, "finalized": KRAFT}
+
+
+def phase_of(mode: str) -> str | None:
+    """The `kraft-migrate --to` phase that leaves a sandbox in `mode`; None for ZooKeeper mode
+    and for a step under way or failed."""
+    return next((name for name, reached in PHASES.items() if reached == mode), None)
 MIGRATED_FILE = "migrated-to-kraft"
 
 

@@ -27,6 +27,7 @@ being called ready.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -46,7 +47,7 @@ from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key, label
 from migrate.stores import OUTAGES
 from migrate.sync.decide import decide
 from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
-from migrate.sync.readiness import Readiness, note_moves
+from migrate.sync.readiness import Readiness, journaled_zk_writes, note_moves
 from migrate.sync.state import GroupState, Sweep, SyncStatus, freeze_survivors, settle_heap
 from migrate.sync.watch import GroupWatches, ZkOffset
 from migrate.zk.quiet import QUIET_FOR
@@ -103,7 +104,8 @@ class Follower:
         # it cannot mirror); the rest it shows every status interval.
         self.changes = 0
         self._written = 0
-        self.readiness = Readiness(quiet_for, self._changed)
+        self.readiness = Readiness(quiet_for, self._changed,
+                                   functools.partial(journaled_zk_writes, journal))
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._kafka_reads = ThreadPoolExecutor(2, thread_name_prefix="zk2kafka-sync-kafka")

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from migrate.journal.journal import Journal
 from migrate.kafka.writer import Key
 from migrate.sync.state import SHOWN, GroupState
 from migrate.sync.watch import ZkOffset
@@ -23,13 +24,17 @@ from migrate.zk.quiet import Moved, Stamp, moved_within, shown, when
 
 log = logging.getLogger("migrate.sync.follower")
 
+# (group, {znode path: its version now}) -> {path: the zk2kafka run that left it at that version}
+OwnWrites = Callable[[str, dict[str, "int | None"]], dict[str, str]]
+
 
 class Readiness:
     """Judges groups ready or not, logs each change once and calls `changed()` for it (the
     status file shows it at once). `quiet_for`: seconds a group's offsets must be still."""
 
-    def __init__(self, quiet_for: float, changed: Callable[[], None]):
-        self.quiet_for, self.changed = quiet_for, changed
+    def __init__(self, quiet_for: float, changed: Callable[[], None],
+                 own_writes: OwnWrites = lambda group, versions: {}):
+        self.quiet_for, self.changed, self.own_writes = quiet_for, changed, own_writes
         self._due: dict[str, float] = {}   # group -> when its window ends (time.time())
         # The same as (when, group), earliest first, with entries _due no longer holds: asked
         # after every pass, due() must not walk every group waiting (all of them, in a fleet of
@@ -84,13 +89,27 @@ class Readiness:
             if not group.said_moving:
                 group.said_moving = True
                 self.changed()
-                log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, but not ready:"
-                            " its offsets moved within the last %s: %s; something that does not"
-                            " register in ids/ may still commit (an OffsetCommit v0 client, a"
-                            " custom committer); ready once they are still for %s (not before %s)",
-                            name, _span(self.quiet_for), shown(self.moved(group)),
-                            _span(self.quiet_for),
-                            when(self._due[name]))
+                moved = self.moved(group)
+                # A znode at the version a zk2kafka migrate run left (its journal) was written by
+                # zk2kafka itself, not by a writer that does not register.
+                versions = {zk.path: zk.version for zk in group.offsets.values()}
+                own = self.own_writes(name, {m.path: versions.get(m.path) for m in moved})
+                others = [m for m in moved if m.path not in own]
+                if others:
+                    log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, but not"
+                                " ready: its offsets moved within the last %s: %s; something that"
+                                " does not register in ids/ may still commit (an OffsetCommit v0"
+                                " client, a custom committer); ready once they are still for %s"
+                                " (not before %s)",
+                                name, _span(self.quiet_for), shown(others),
+                                _span(self.quiet_for), when(self._due[name]))
+                else:
+                    log.warning("sync: group %s: no old consumer left in ZooKeeper ids/; its"
+                                " offsets were last written by zk2kafka itself (migrate run %s, by"
+                                " the journal): %s; ready once they are still for %s since (not"
+                                " before %s), long enough for a writer that does not register to"
+                                " show", name, ", ".join(sorted(set(own.values()))), shown(moved),
+                                _span(self.quiet_for), when(self._due[name]))
             return
         if group.offsets:
             group.ready, group.said_moving = True, False
@@ -140,3 +159,20 @@ def _span(seconds: float) -> str:
     if seconds >= 60 and seconds % 60 == 0:
         return f"{seconds / 60:g}m"
     return f"{seconds:g}s"
+
+
+def journaled_zk_writes(journal: Journal | None, group: str,
+                        versions: dict[str, int | None]) -> dict[str, str]:
+    """Those znodes of `group` (path -> its version now) that are at the version a zk2kafka
+    migrate run of `journal` left them at when it wrote them: path -> that run."""
+    if journal is None or not versions:
+        return {}
+    found = {}
+    for run in journal.runs():
+        if run.kind != "migrate":
+            continue
+        for part in journal.partitions_of(run.run_id, [group]).get(group, []):
+            now = versions.get(part.zk_path)
+            if now is not None and part.after_zk_version == now:
+                found[part.zk_path] = run.run_id
+    return found

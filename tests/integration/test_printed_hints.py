@@ -2,8 +2,9 @@
 
 The shell is an operator's: the connection and the state dir exported, the console script on PATH. Real runs on
 real ZooKeeper and Kafka print the advice (Ctrl-C mid-write, groups moved since the review, a plan too old, the
-retention warning); each command line between backticks is then run in that shell as printed (a placeholder such
-as `<its run>` filled in). A fast test checks that every such command line the code can print is covered here.
+retention warning); each command line between backticks is then run in that shell exactly as printed (a diff
+and the plan it made are pasted together, as the diff keeps its plan id in a shell variable for the next line).
+A fast test checks that every such command line the code can print is covered here.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kazoo.client import KazooClient
 
 from migrate import cli
 
-from support.hints import HINT, hints, operator_shell, paste
+from support.hints import HINT, hints, operator_shell, paste, paste_lines, reviewed_plan
 from support.runs import INTERRUPTIBLE_WRITER
 from support.seeding import kafka_offsets, make_topic
 
@@ -35,12 +36,11 @@ COVERED = {
     "zk2kafka status": "test_interrupted_then_resumed_as_printed",
     "zk2kafka status …": "test_interrupted_then_resumed_as_printed",
     "zk2kafka diff": "test_interrupted_then_resumed_as_printed",
-    "zk2kafka diff …": "test_moved_groups_old_plans_and_retention_as_printed",
-    "zk2kafka migrate --execute --plan <its run> …": "test_moved_groups_old_plans_and_retention_as_printed",
+    # the diff, its report and its plan, pasted together (moved groups, and groups ready-for-kraft finds)
+    "PLAN=$(zk2kafka diff… --json | jq -r .plan_id)": "test_moved_groups_old_plans_and_retention_as_printed",
+    'zk2kafka migrate --execute --plan "$PLAN"…': "test_ready_for_kraft_advice_as_printed",
     "zk2kafka migrate… --plan … --max-plan-age …": "test_moved_groups_old_plans_and_retention_as_printed",
     "zk2kafka sync --execute --renew-every ……": "test_moved_groups_old_plans_and_retention_as_printed",
-    "zk2kafka diff…": "test_ready_for_kraft_advice_as_printed",
-    "zk2kafka migrate --execute --plan <its run>…": "test_ready_for_kraft_advice_as_printed",
     "zk2kafka sync --execute…": "test_ready_for_kraft_advice_as_printed",
 }
 # The sandbox's own commands (its tests run them), and docstrings naming it.
@@ -187,15 +187,15 @@ def test_moved_groups_old_plans_and_retention_as_printed(cluster, zk, zk_chroot,
     done = paste(shell, anyway)
     assert done.returncode == 1, done.stdout + done.stderr   # g1 moved: not written
     assert f"failed: {groups[1]}" not in done.stdout or "moved since the review" in done.stdout
-    fresh_diff, then_plan = hints(done.stdout)[-2:]
-    assert fresh_diff == f"zk2kafka diff --group {groups[1]}"
-    assert then_plan == f"zk2kafka migrate --execute --plan <its run> --group {groups[1]}"
+    fresh_diff, review, then_plan = reviewed_plan(done.stdout)
+    assert fresh_diff == f"PLAN=$(zk2kafka diff --group {groups[1]} --json | jq -r .plan_id)"
+    assert review == f'less {state / "reports"}/"${{PLAN%@*}}"/report.md'
+    assert then_plan == f'zk2kafka migrate --execute --plan "$PLAN" --group {groups[1]}'
 
-    diffed = paste(shell, fresh_diff)
-    assert diffed.returncode == 0, diffed.stdout + diffed.stderr
-    fresh_run = re.search(r"^run=(\S+) ", diffed.stdout, re.MULTILINE)[1]
-    written = paste(shell, then_plan.replace("<its run>", fresh_run))
+    written = paste_lines(shell, fresh_diff, review, then_plan)
     assert written.returncode == 0, written.stdout + written.stderr
+    assert re.search(r"^# zk2kafka diff: run ", written.stdout, re.MULTILINE), written.stdout   # the report read
+    assert re.search(r"^migrate \S+: 1 offsets written this time", written.stdout, re.MULTILINE), written.stdout
     held = kafka_offsets(kafka_admin, groups)
     assert [held[g][(topic, 0)][0] for g in groups] == [10, 12, 10]
 
@@ -211,15 +211,16 @@ def test_ready_for_kraft_advice_as_printed(cluster, zk, zk_chroot, kafka_admin, 
     # Groups not in Kafka: the diff and the reviewed plan of just those groups, as printed.
     checked = paste(shell, ready)
     assert checked.returncode == 3, checked.stdout + checked.stderr
-    diff, execute, switch = hints(checked.stdout)
+    diff, review, execute = reviewed_plan(checked.stdout)
+    switch = hints(checked.stdout)[-1]
     selection = f"--group {planned[0]} --group {planned[1]}"
-    assert (diff, execute, switch) == (f"zk2kafka diff {selection}",
-                                       f"zk2kafka migrate --execute --plan <its run> {selection}",
+    assert (diff, execute, switch) == (f"PLAN=$(zk2kafka diff {selection} --json | jq -r .plan_id)",
+                                       f'zk2kafka migrate --execute --plan "$PLAN" {selection}',
                                        f"zk2kafka sync --execute {selection}")
-    diffed = paste(shell, diff)
-    assert diffed.returncode == 0, diffed.stdout + diffed.stderr
-    written = paste(shell, execute.replace("<its run>", re.search(r"^run=(\S+) ", diffed.stdout, re.MULTILINE)[1]))
+    written = paste_lines(shell, diff, review, execute)
     assert written.returncode == 0, written.stdout + written.stderr
+    assert re.search(r"^# zk2kafka diff: run ", written.stdout, re.MULTILINE), written.stdout   # the report read
+    assert re.search(r"^migrate \S+: 2 offsets written this time", written.stdout, re.MULTILINE), written.stdout
     assert paste(shell, ready).returncode == 0
 
     # A group left behind since: the rolling switch of just that group, as printed, until Kafka holds it.

@@ -61,6 +61,7 @@ PLACEHELD_WRITERS = {
     "mm2-target-alias": "MirrorMaker 2's alias of the new cluster",
     "abandoned-groups-regex": "groups left behind on purpose, as one regular expression",
     "broker-jmx": "host:port of a broker's JMX",
+    "sandbox-state-dir": "the sandbox's own state dir (the sandbox only)",
 }
 SANDBOX_GROUPS = "(billing|archiver|reporting)"   # clean, plain, and one with an old consumer to stop
 SANDBOX_ABANDONED = "(analytics|secured)"         # the seed's groups with values no migration can move
@@ -342,10 +343,11 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
                   "zk-user": SECURED_ACL_USER[0], "zk-password": SECURED_ACL_USER[1],
                   "groups-regex": SANDBOX_GROUPS, "abandoned-groups-regex": SANDBOX_ABANDONED,
                   # the aliases of the MirrorMaker 2 a page starts (migrate/sandbox/mirrormaker.py)
-                  "mm2-source-alias": "old", "mm2-target-alias": "new", "broker-jmx": broker_jmx}
+                  "mm2-source-alias": "old", "mm2-target-alias": "new", "broker-jmx": broker_jmx,
+                  "sandbox-state-dir": str(state)}
         if "ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER" in exports:
             values["kraft-bootstrap"] = exports["ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"]
-        run_env = {**env, **exports, "ZK2KAFKA_STATE_DIR": str(ops_state), "SANDBOX_STATE_DIR": str(state),
+        run_env = {**env, **exports, "ZK2KAFKA_STATE_DIR": str(ops_state),
                    "PATH": os.pathsep.join([str(Path(zk2kafka_bin()).parent), env.get("PATH", "")]),
                    "RUNBOOK_PYTHON": sys.executable, "RUNBOOK_HELPERS": operator_actions.__file__,
                    "RUNBOOK_V0_CLIENT": offset_commit_v0.__file__}

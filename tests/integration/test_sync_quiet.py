@@ -115,3 +115,33 @@ def test_sync_names_a_group_another_state_dir_migrated_as_another_zk2kafka_run(c
     assert "new consumer" not in why
     assert group not in result["groups_ready"], "called both ready and stopped"
     assert kafka_offsets(kafka_admin, [group])[group] == {(topic, 0): (100, f"zk2kafka migrate {first}")}
+
+
+def test_zk2kafkas_own_migrate_write_is_not_taken_for_an_unregistered_writer(cluster, zk, zk_chroot, kafka_admin,
+                                                                             prefix, tmp_path):
+    topic, group = f"{prefix}orders", f"{prefix}billing"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 200)
+    put(zk, f"/consumers/{group}/offsets/{topic}/0", b"100")
+    state, log = tmp_path / "state", tmp_path / "sync.log"
+    # The dual commit writes the znode too (with the offset it holds): its mtime is the migration's own write.
+    migrated = subprocess.run(
+        [sys.executable, "-m", "migrate", "migrate", "--execute", "--zookeeper", zk_chroot, "--bootstrap-server",
+         cluster.bootstrap_server, "--group", group, "--state-dir", str(state), "--json", "-q"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert migrated.returncode == 0, migrated.stderr
+    run = json.loads(migrated.stdout)["run"]
+    znode = f"/consumers/{group}/offsets/{topic}/0"
+    written = zk.exists(znode).mtime / 1000
+    assert time.time() - written < 30, "the migration wrote the znode just now"
+
+    # A window far longer than the time the sync takes to start: it reads the group inside it.
+    sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, state, log, "--quiet-for", "2m")   # its journal
+    said = f"group {group}: no old consumer left in ZooKeeper ids/"
+    try:
+        wait_for("sync's word on the group", lambda: said in log.read_text())
+    finally:
+        stop(sync)
+    text = log.read_text()
+    assert (f"{said}; its offsets were last written by zk2kafka itself (migrate run {run}, by the journal): "
+            f"{znode} at ") in text, text[-2000:]
+    assert "may still commit" not in text

@@ -55,6 +55,9 @@ def test_other_stores_policies_selection_or_age_are_refused(tmp_path):
     elsewhere = plan.refusals({**CURRENT, "zk_root": "/other", "on_conflict": "kafka", "groups": ["x"]}, 3 * 86400)
     assert [r.split(" (")[0] for r in elsewhere] == ["made against other stores", "made with other policies",
                                                      "another selection"]
+    # A selection from a config file an exported ZK2KAFKA_CONFIG names is not on the command line: said where.
+    assert "'x' now): the selection now is that of the flags and of the --config file " \
+           "(ZK2KAFKA_CONFIG may name one); leave it out" in elsewhere[2]
 
 
 def test_a_review_reads_each_groups_state_and_each_planned_partitions_log_once(tmp_path):

@@ -114,3 +114,33 @@ def test_the_latest_move_is_the_latest_of_what_moved_within_the_window():
         latest = readiness._moving(group)
         assert (latest is None) == (not moved)
         assert latest is None or abs(still_at(moved, 60.0) - (latest + 60.0)) < 1e-9
+
+
+def test_zk2kafkas_own_migrate_write_is_no_unregistered_writer(tmp_path, caplog):
+    from migrate.journal import journal as j
+    from migrate.sync.readiness import journaled_zk_writes
+
+    path = "/consumers/g/offsets/t/0"
+    with j.Journal.open(tmp_path) as journal:
+        journal.create_run("20261126T010203Z-ab12", "migrate", "h", {},
+                           {"g": [j.Planned("t", 0, 5, path, 2, "standard", None)]})
+        journal.set_groups("20261126T010203Z-ab12", {"g": j.Transition(j.VERIFIED, zk_after={path: 3})})
+        assert journaled_zk_writes(journal, "g", {path: 3}) == {path: "20261126T010203Z-ab12"}
+        assert journaled_zk_writes(journal, "g", {path: 4}) == {}   # written again since: not by that run
+        assert journaled_zk_writes(journal, "other", {path: 3}) == {}
+        assert journaled_zk_writes(None, "g", {path: 3}) == {}
+
+        # The znode is at the version the run left (3): sync waits out the window, naming the run, no other writer.
+        own = Readiness(60.0, lambda: None, lambda group, versions: journaled_zk_writes(journal, group, versions))
+        with caplog.at_level(logging.WARNING):
+            own.judge("g", _group(time.time() - 5), unconfirmed=False)
+            moved = _group(time.time() - 5)
+            moved.offsets[("t", 0)] = moved.offsets[("t", 0)]._replace(version=4)   # someone wrote it since
+            own.judge("g", moved, unconfirmed=False)
+    said = [r.message for r in caplog.records]
+    assert any(m.startswith("sync: group g: no old consumer left in ZooKeeper ids/; its offsets were last written "
+                            "by zk2kafka itself (migrate run 20261126T010203Z-ab12, by the journal): "
+                            f"{path} at ") for m in said), said
+    assert sum("zk2kafka itself" in m for m in said) == 1
+    assert sum(m.startswith(f"sync: group g: no old consumer left in ZooKeeper ids/, but not ready: its offsets "
+                            f"moved within the last 1m: {path} at ") and "may still commit" in m for m in said) == 1

@@ -92,8 +92,9 @@ def test_the_text_tables_the_groups_rarest_finding_first_and_says_what_to_do():
                                                    ["reporting", "-", "1", "-", "-", "-"],
                                                    ["a-plain", "1", "-", "-", "-", "-"]]
     assert "written during the watch: a client that does not register still commits" in out
-    assert "a reviewed plan (`zk2kafka diff --group z-v0 --group a-plain`; review it" in out
-    assert "then `zk2kafka migrate --execute --plan <its run> --group z-v0 --group a-plain`" in out
+    assert "a reviewed plan (its plan id kept in $PLAN: `PLAN=$(zk2kafka diff --group z-v0 --group a-plain " \
+           "--json | jq -r .plan_id)`; review its report (`less /s/reports/\"${PLAN%@*}\"/report.md`), " \
+           "then `zk2kafka migrate --execute --plan \"$PLAN\" --group z-v0 --group a-plain`)" in out
     assert "a rolling switch with `zk2kafka sync --execute --group z-v0 --group a-plain`" in out
     assert out.endswith("run=R report=/s/reports/R")
 

@@ -214,3 +214,20 @@ def test_every_page_says_what_happens_to_zookeeper_and_names_the_uncovered_parti
     parsed = list(csv.reader(files["rows"].open(newline="")))[1:]
     assert ["g1", "orders", "0", "80", "30", "0", "100", "CONFLICT", "30", "backward", "30"] in parsed
     assert ["g1", "orders", "1", "30", "80", "0", "100", "CONFLICT", "", "blocked", "80"] in parsed
+
+
+def test_both_pages_show_the_policies_in_the_words_of_the_flags(tmp_path):
+    sm = {**summary(ROWS), "policies": {"on_conflict": "skip", "out_of_range": "clamp", "offset_semantics": "next",
+                                        "allow_live_zk_consumers": False, "rewrite_zk_offsets": True}}
+    files = write_reports(tmp_path, sm, table(ROWS))
+    html, markdown = files["html"].read_text(), files["markdown"].read_text()
+    policies = html[html.index("<h2>Policies</h2>"):]
+    for shown in ("<code>--on-conflict</code>: skip", "<code>--out-of-range</code>: clamp",
+                  "<code>--offset-semantics</code>: next", "<code>--allow-live-zk-consumers</code>: no",
+                  "<code>--rewrite-zk-offsets</code>: yes"):
+        assert shown in policies
+    assert markdown.split("## Policies\n\n", 1)[1].split("\n\n", 1)[0].splitlines() == [
+        "- `--on-conflict`: skip", "- `--out-of-range`: clamp", "- `--offset-semantics`: next",
+        "- `--allow-live-zk-consumers`: no", "- `--rewrite-zk-offsets`: yes"]
+    for python in ("on_conflict", "allow_live_zk_consumers", "False", "True"):
+        assert python not in policies and python not in markdown.split("## Policies", 1)[1]
