@@ -265,7 +265,8 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
 # d; a bare number is seconds. Signs are read so that -5s is refused as a duration, not a flag.
 _DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-DURATION_FORMS = "a duration of 1ms or more, like 500ms, 1.5s, 30s, 5m, 6h or 1d (a bare number is seconds)"
+DURATION_FORMS = ("a duration of 1ms or more, like 500ms, 1.5s, 30s, 5m, 6h or 1d "
+                  "(a bare number is seconds)")
 
 
 def parse_duration(text: str, where: str = "duration") -> float:

@@ -87,7 +87,8 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
             raise NothingFound("ready-for-kraft", source, selection_text(settings),
                                exit_code=EXIT_BLOCKERS)
         _, chroot = bare(settings.connection)
-        searched = search(settings.connection, chroot + reader.root, settings.ensemble_max_znodes,
+        checked_root = chroot + reader.root   # on the bare ensemble, as --leave-behind reads it
+        searched = search(settings.connection, checked_root, settings.ensemble_max_znodes,
                           settings.ensemble_max_time)
         log.info("ready-for-kraft %s: searched the ensemble %s from / in %.1fs: %d znodes listed, "
                  "%d other offsets tree(s)%s", run, searched.hosts, searched.seconds,
@@ -124,7 +125,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
     finally:
         if journal is not None:
             journal.close()
-    kept = [v.group for v in verdicts if not v.ready and left.group(v.group, reader.root)]
+    kept = [v.group for v in verdicts if not v.ready and left.group(v.group, checked_root)]
     data = {"run": run, "command": "ready-for-kraft", "source": source,
             "selection": selection_text(settings), "bootstrap_server": settings.bootstrap_server,
             "watched": {"from": iso(started), "to": iso(ended), "quiet_for": settings.quiet_for,
@@ -134,7 +135,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
             "groups": len(verdicts), "offsets": sum(v.offsets for v in verdicts),
             "under_root": len(set(under_root) | set(groups)),
             "selected_by": _provenance(settings, SELECTION),
-            "not_checked": not_checked(outside, reader.root, left),
+            "not_checked": not_checked(outside, checked_root, left),
             "left_behind": {"patterns": _provenance(settings, ("leave_behind",)),
                             "groups": kept},
             "not_ready": [v.group for v in verdicts if not v.ready and v.group not in kept],
