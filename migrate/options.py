@@ -7,6 +7,7 @@ flag, its variable and its TOML key can never drift apart.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,15 @@ def shown(name: str, value: Any) -> str:
     """A value of option `name` in a message (Option.shown)."""
     opt = OPTIONS_BY_NAME.get(name)
     return opt.shown(value) if opt else repr(value)
+
+
+_REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
+
+
+def exactly(name: str) -> str:
+    """The --group (or --topic) pattern matching just `name`: a full-match regex, so only its
+    metacharacters are escaped (`a.b` as `a\\.b`, `g-1` as it is)."""
+    return _REGEX_META.sub(r"\\\1", name)
 
 
 def exact_duration(seconds: float) -> str:

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from migrate.options import exactly
 from migrate.ready.rules import KafkaGroup, judge
 from migrate.zk.ensemble import Search, Tree
 
@@ -82,7 +83,7 @@ def move_command(hosts: str, tree: str, groups: list[str]) -> str:
     """The diff of the groups of an offsets tree outside the checked root, as a command to paste:
     the bare ensemble and the tree as --zk-root (flags win over ZK2KAFKA_ZOOKEEPER)."""
     named = "" if len(groups) > MOST_NAMED else "".join(
-        " --group " + shlex.quote(re.escape(g)) for g in groups)
+        " --group " + shlex.quote(exactly(g)) for g in groups)
     return (f"zk2kafka diff --zookeeper {shlex.quote(hosts)} --zk-root {shlex.quote(tree)}"
             f"{named}")
 

@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from migrate.options import exact_duration
+from migrate.options import exact_duration, exactly
 from migrate.ready.rules import HEADINGS, PROBLEMS
 
 Data = dict[str, Any]
@@ -200,7 +200,6 @@ def _taken_over(verdicts) -> list[str]:
     return lines
 
 
-_REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
 MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff of every group
 
 
@@ -218,7 +217,7 @@ def _selection(groups: list[str]) -> str:
     metacharacters are escaped); empty past MOST_IN_A_HINT groups, for the whole selection."""
     if not groups or len(groups) > MOST_IN_A_HINT:
         return ""
-    return "".join(" --group " + shlex.quote(_REGEX_META.sub(r"\\\1", g)) for g in groups)
+    return "".join(" --group " + shlex.quote(exactly(g)) for g in groups)
 
 
 def _cell(verdict: dict, problem: str) -> str:

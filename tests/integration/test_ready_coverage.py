@@ -133,7 +133,8 @@ def test_a_selection_alone_never_clears_the_cluster_and_the_verdict_says_where_i
     selected = paste(shell, f"zk2kafka ready-for-kraft --quiet-for 1.5s --group {retired}")
     assert selected.returncode == 3, selected.stdout + selected.stderr
     lines = selected.stdout.splitlines()
-    assert lines[0].startswith("ready-for-kraft: NOT READY: ") and "were not checked (outside the selection)" in lines[0]
+    assert lines[0].startswith("ready-for-kraft: NOT READY: ")
+    assert "were not checked (outside the selection)" in lines[0]
     assert re.fullmatch(rf"checked: 1 of \d+ group\(s\) under {re.escape(cluster.zookeeper)}/consumers; "
                         rf"selection: --group {retired} \(flag\)", lines[1]), lines[1]
     assert f"not checked (outside the selection): {late} (2 offsets)" in selected.stdout
