@@ -31,7 +31,7 @@ DO = {"registered": "stop the old consumers (their registration in ids/ and owne
       "differs": "ZooKeeper moved after zk2kafka wrote Kafka: something still commits there; "
                  "find it, stop it, then move the group again",
       "unreadable": "fix or read the znode (--zk-auth), or decide to leave the group behind "
-                    "(--exclude-group)"}
+                    "and name it so (--leave-behind and the group's name)"}
 
 
 OWN_DIFFERS = ("zk2kafka itself committed to Kafka another value than ZooKeeper's, and ZooKeeper "
