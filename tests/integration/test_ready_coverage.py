@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 from kafka.structs import OffsetAndMetadata
 from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
+
+from migrate.sandbox.security import SUPER_USER
 
 from support.hints import hints, operator_shell, paste
 from support.seeding import TopicPartition, make_topic, put
@@ -31,9 +34,10 @@ READY = "zk2kafka ready-for-kraft --quiet-for 1s"
 
 @pytest.fixture
 def ensemble(cluster):
-    """A kazoo client on the bare ensemble (no chroot) and a list of the paths the test creates there; each is removed
-    afterwards, and the ensemble's /consumers too when the test made it."""
-    client = KazooClient(hosts=cluster.zk_server)
+    """A kazoo client on the bare ensemble (no chroot), as the sandbox's super user so that nodes behind ACLs are
+    removed too, and a list of the paths the test creates there; each is removed afterwards, and the ensemble's
+    /consumers too when the test made it."""
+    client = KazooClient(hosts=cluster.zk_server, auth_data=[("digest", ":".join(SUPER_USER))])
     client.start(timeout=15)
     had_root = client.exists("/consumers")
     made: list[str] = []
@@ -117,6 +121,37 @@ def test_offsets_elsewhere_in_the_ensemble_block_and_are_named_with_the_diff_tha
         {"option": "--leave-behind", "pattern": f"{other_app}/.*", "from": "flag"}]
     assert {f["path"] for f in summary["ensemble"]["elsewhere"] if f["left_behind"]} == {
         f"/consumers/{rootless}", f"{other_app}/consumers/{app}", f"{other_app}/consumers/{prefix}gone"}
+
+
+def test_a_search_cut_short_or_a_path_it_may_not_list_is_not_ready_unless_left_behind(
+        cluster, broker_zk, ensemble, kafka_admin, prefix, tmp_path):
+    client, made = ensemble
+    topic, group = f"{prefix}orders", f"{prefix}moved"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 50)
+    put(broker_zk, f"/consumers/{group}/offsets/{topic}/0", b"10")
+    commit(kafka_admin, group, topic, {0: 10})
+    shell = operator_shell(cluster, cluster.zookeeper, tmp_path / "state")
+
+    cut = paste(shell, f"{READY} --ensemble-max-znodes 1 --json")   # / only, not /kafka below it
+    assert cut.returncode == 3, cut.stdout + cut.stderr
+    data = json.loads(cut.stdout)
+    assert not data["ensemble"]["complete"] and data["blocking"] == [
+        "the search of the ensemble stopped after 1 znodes (--ensemble-max-znodes)"]
+    assert paste(shell, f"{READY} --json").returncode == 0, "the whole ensemble searched, nothing left behind"
+
+    # A znode only another user may list: what lies below it is not known, so it is said and blocks.
+    locked = f"/{prefix}locked"
+    made.append(locked)
+    client.create(locked, b"", acl=[make_digest_acl("someone-else", "secret", all=True)])
+    hidden = paste(shell, READY)
+    assert hidden.returncode == 3, hidden.stdout + hidden.stderr
+    assert hidden.stdout.splitlines()[0].startswith(
+        "ready-for-kraft: NOT READY: 1 path(s) of the ensemble could not be listed")
+    assert f"could not list (offsets may lie below): {locked}: NoAuthError" in hidden.stdout
+    kept = paste(shell, f"{READY} --leave-behind {locked} --json")
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    assert json.loads(kept.stdout)["ensemble"]["unreadable"] == [{"path": locked, "why": "NoAuthError",
+                                                                  "left_behind": True}]
 
 
 def test_a_selection_alone_never_clears_the_cluster_and_the_verdict_says_where_it_came_from(
