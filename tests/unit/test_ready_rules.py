@@ -221,3 +221,12 @@ def test_a_difference_zk2kafka_made_itself_is_not_called_another_writer():
     assert f"  clamped: zk2kafka's own: {own['clamped'][0]}" in out
     assert "differs from Kafka: zk2kafka itself committed to Kafka another value than ZooKeeper's" in out
     assert "something still commits there" in text(_data(found, False))
+
+
+def test_the_search_sets_the_connections_chroot_aside():
+    from migrate.connection import Connection
+    from migrate.zk.ensemble import bare
+
+    plain, chroot = bare(Connection(zookeeper="zk1:2181,zk2:2181/kafka/prod"))
+    assert (plain.zookeeper, chroot) == ("zk1:2181,zk2:2181", "/kafka/prod")
+    assert bare(Connection(zookeeper="zk1:2181"))[1] == "" and bare(Connection(zookeeper="zk1:2181/"))[1] == ""
