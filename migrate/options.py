@@ -266,8 +266,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("leave_behind", "regexes", (),
            "ready-for-kraft: leave in ZooKeeper on purpose the groups whose whole name matches "
            "PATTERN, or, for a PATTERN starting with /, the offsets trees, groups or znodes whose "
-           "whole path matches it (repeatable; recorded in the verdict); nothing else not cleared "
-           "gives exit 0",
+           "whole path on the ensemble without chroot matches it (e.g. /other-app/consumers; "
+           "repeatable; recorded in the verdict); nothing else not cleared gives exit 0",
            commands=("ready-for-kraft",), metavar="PATTERN"),
     Option("ensemble_max_znodes", "int", 100_000,
            "ready-for-kraft: most znodes the search of the whole ensemble for other offsets "
