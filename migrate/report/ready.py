@@ -240,13 +240,14 @@ def write_report(folder: Path, data: Data) -> Path:
 
 def markdown(data: Data) -> str:
     """report.md: the verdict, the evidence and every group's findings."""
-    verdict = "ready" if data["ready"] else f"NOT READY ({len(data['not_ready']):,} group(s))"
+    verdict = "ready" if data["ready"] else "NOT READY: " + "; ".join(
+        data.get("blocking") or [f"{len(data['not_ready']):,} group(s)"])
     lines = [f"# zk2kafka ready-for-kraft: run {data['run']}", "",
              f"**{verdict}.** {data['groups']:,} group(s), {data['offsets']:,} ZooKeeper "
              f"offsets under `{data['source']}` ({data['selection']}), compared with Kafka at "
              f"`{data['bootstrap_server']}`; ZooKeeper watched for writes from "
              f"{data['watched']['from']} to {data['watched']['to']}.", "",
-             *(f"- {line}" for line in _covered(data)),
+             *(f"- {_md(line)}" for line in _covered(data)),
              *([f"- warning: {data['short_watch']}"] if data.get("short_watch") else []), "",
              "Evidence kept in the state dir, for after ZooKeeper is gone:", "",
              f"- the final ZooKeeper read: `{data['evidence']['zookeeper']}`",
@@ -268,7 +269,27 @@ def markdown(data: Data) -> str:
             lines.append(f"- `{_md(v['group'])}`, {what}: " + "; ".join(map(_md, items)))
     if not any(v[p] or v["topic_gone"] for v in data["verdicts"] for p in PROBLEMS):
         lines.append("None.")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _md_outside(data)) + "\n"
+
+
+def _md_outside(data: Data) -> list[str]:
+    """report.md's every group the selection left out and every group found elsewhere."""
+    lines = []
+    if data.get("not_checked"):
+        lines += ["", "## Not checked (outside the selection)", ""]
+        lines += [f"- `{_md(g['group'])}`: {g['offsets']} offsets"
+                  + (" (left behind on purpose)" if g["left_behind"] else "")
+                  for g in data["not_checked"]]
+    found = (data.get("ensemble") or {}).get("elsewhere", [])
+    if found:
+        lines += ["", "## Elsewhere in the ensemble", ""]
+        for f in found:
+            state = ("blocks" if f["blocking"] else "left behind on purpose" if f["left_behind"]
+                     else f"listed: {_why_not_blocking(f)}")
+            items = [f"{WHAT[p]}: " + "; ".join(v) for p, v in f["findings"].items()]
+            items += [f"topic gone: {'; '.join(f['topic_gone'])}"] if f["topic_gone"] else []
+            lines.append(f"- `{_md(f['path'])}` ({state}): " + "; ".join(map(_md, items)))
+    return lines
 
 
 def _md(text: str) -> str:

@@ -8,7 +8,7 @@ import shlex
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, move_command, summary
 from migrate.ready.rules import KafkaGroup, judge
 from migrate.ready.watch import short_watch
-from migrate.report.ready import text
+from migrate.report.ready import markdown, text
 from migrate.zk.ensemble import Search, Tree
 from migrate.zk.quiet import Moved
 
@@ -230,3 +230,19 @@ def test_the_search_sets_the_connections_chroot_aside():
     plain, chroot = bare(Connection(zookeeper="zk1:2181,zk2:2181/kafka/prod"))
     assert (plain.zookeeper, chroot) == ("zk1:2181,zk2:2181", "/kafka/prod")
     assert bare(Connection(zookeeper="zk1:2181"))[1] == "" and bare(Connection(zookeeper="zk1:2181/"))[1] == ""
+
+
+def test_the_report_lists_what_the_selection_left_out_and_what_lies_elsewhere():
+    search = Search("zk:2181", "/kafka/consumers", trees=[_tree("/consumers", [row("rootless", 0, offset=20)])])
+    found = judge([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (10, "")})}, PARTITIONS, [], {}, wrote)
+    none = LeftBehind(())
+    data = _data(found, False, selection="--group g", bootstrap_server="k:9092",
+                 evidence={"zookeeper": "z", "kafka": "k"},
+                 not_checked=[{"group": "late", "offsets": 2, "left_behind": False}],
+                 ensemble=summary(search, elsewhere(search, {}, PARTITIONS, wrote, None, none), none))
+    data["watched"].update({"from": "a", "to": "b"})
+    report = markdown(data)
+    assert report.splitlines()[2].startswith("**NOT READY: 1 group(s) under the root with offsets were not checked "
+                                             "(outside the selection); 1 group(s) elsewhere in the ensemble")
+    assert "- `late`: 2 offsets" in report
+    assert "- `/consumers/rootless` (blocks): not in Kafka: orders-0 (ZooKeeper 20)" in report
