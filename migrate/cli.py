@@ -16,12 +16,12 @@ import traceback
 from collections.abc import Sequence
 
 from migrate import __version__, commands
-from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, MigrateError,
-                            UnknownOption)
+from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
+                            MigrateError, UnknownOption)
 from migrate.log import configure_logging, redact
 from migrate.options import OPTIONS, Option
 from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, PHASES, RELEASES
-from migrate.settings import load_settings
+from migrate.settings import DURATION_FORMS, load_settings, parse_duration
 
 log = logging.getLogger("migrate")
 
@@ -61,6 +61,7 @@ class Parser(argparse.ArgumentParser):
         self.commands: dict[str, argparse.ArgumentParser] = {}
 
     def parse_args(self, args=None, namespace=None):
+        args = _signed_durations(sys.argv[1:] if args is None else list(args))
         parsed, unknown = self.parse_known_args(args, namespace)
         if unknown:
             # The command's parser says it, with its usage: the flag belongs to that command line.
@@ -70,6 +71,32 @@ class Parser(argparse.ArgumentParser):
             parser = self.commands.get(command, self)
             parser.error(unrecognized(unknown, parser))
         return parsed
+
+
+DURATION_FLAGS = frozenset(o.cli_flag for o in OPTIONS if o.kind == "duration")
+
+
+def _signed_durations(args: list[str]) -> list[str]:
+    """`--quiet-for -5s` as `--quiet-for=-5s`: argparse takes a value starting with `-` for a
+    flag ("expected one argument"); joined, the duration's own error says what is wrong."""
+    out: list[str] = []
+    for arg in args:
+        if (out and out[-1] in DURATION_FLAGS and arg[:1] == "-" and len(arg) > 1
+                and (arg[1].isdigit() or arg[1] == ".")):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+def _duration(text: str) -> str:
+    """A duration flag's value, checked as every source's is (argparse makes the error a usage
+    error, exit 2); settings reads it again."""
+    try:
+        parse_duration(text, "")
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"expected {DURATION_FORMS}, got {text!r}") from None
+    return text
 
 
 def unrecognized(unknown: list[str], parser: argparse.ArgumentParser) -> str:
@@ -106,6 +133,8 @@ def _add_option(parser: argparse.ArgumentParser, opt: Option) -> None:
         parser.add_argument(opt.cli_flag, action="append", metavar=opt.metavar, **common)
     elif opt.kind == "choice":
         parser.add_argument(opt.cli_flag, choices=opt.choices, **common)
+    elif opt.kind == "duration":
+        parser.add_argument(opt.cli_flag, metavar=opt.metavar, type=_duration, **common)
     else:
         parser.add_argument(opt.cli_flag, metavar=opt.metavar or opt.name.upper(), **common)
 

@@ -86,12 +86,16 @@ def sync(settings: Settings) -> Result:
 
 
 def ready_for_kraft(settings: Settings) -> Result:
-    """Read-only: exit 0 only when every ZooKeeper offset is in Kafka (or its group taken over),
-    no old consumer is registered and nothing wrote an offset znode for --quiet-for; else 3."""
+    """Read-only: exit 0 only when every ZooKeeper offset of the ensemble for this cluster is in
+    Kafka (or its group taken over, or left behind on purpose with --leave-behind), no old
+    consumer is registered and nothing wrote an offset znode for --quiet-for; else 3."""
     from migrate.ready.check import ready_for_kraft as check
     from migrate.report import ready
+    from migrate.state import StateDir
 
     data = check(settings)
+    data["report"] = str(ready.write_report(StateDir(settings.state_dir).reports(data["run"]),
+                                            data))
     return Result(ready.text(data), data, EXIT_OK if data["ready"] else EXIT_BLOCKERS)
 
 

@@ -7,6 +7,7 @@ flag, its variable and its TOML key can never drift apart.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,25 @@ def shown(name: str, value: Any) -> str:
     """A value of option `name` in a message (Option.shown)."""
     opt = OPTIONS_BY_NAME.get(name)
     return opt.shown(value) if opt else repr(value)
+
+
+_REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
+
+
+def exactly(name: str) -> str:
+    """The --group (or --topic) pattern matching just `name`: a full-match regex, so only its
+    metacharacters are escaped (`a.b` as `a\\.b`, `g-1` as it is)."""
+    return _REGEX_META.sub(r"\\\1", name)
+
+
+def exact_duration(seconds: float) -> str:
+    """A duration as it was given, to the millisecond: 1ms, 1.5s, 90s, 2m; never rounded to a
+    value the option was not given."""
+    millis = round(seconds * 1000)
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if millis >= size and millis % size == 0:
+            return f"{millis // size}{unit}"
+    return f"{millis / 1000:g}s" if millis >= 1000 else f"{millis}ms"
 
 
 def duration_text(seconds: float) -> str:
@@ -249,8 +269,25 @@ OPTIONS: tuple[Option, ...] = (
     Option("quiet_for", "duration", 120.0,
            "sync: call a group ready only once none of its offset znodes changed for this long; "
            "ready-for-kraft: watch ZooKeeper this long for writes (e.g. 2m; at least the old "
-           "consumers' auto.commit.interval.ms, 60s by default, with room to spare)",
+           "consumers' auto.commit.interval.ms, 60s by default, with room to spare: below 60s "
+           "the verdict warns that such a client may not have written within it)",
            commands=("sync", "ready-for-kraft"), metavar="DURATION"),
+    # ready-for-kraft's search of the whole ensemble (migrate/zk/ensemble.py) and what the
+    # operator leaves in ZooKeeper on purpose.
+    Option("leave_behind", "regexes", (),
+           "ready-for-kraft: leave in ZooKeeper on purpose the groups whose whole name matches "
+           "PATTERN, or, for a PATTERN starting with /, the offsets trees, groups or znodes whose "
+           "whole path on the ensemble without chroot matches it (e.g. /other-app/consumers; "
+           "repeatable; recorded in the verdict); nothing else not cleared gives exit 0",
+           commands=("ready-for-kraft",), metavar="PATTERN"),
+    Option("ensemble_max_znodes", "int", 100_000,
+           "ready-for-kraft: most znodes the search of the whole ensemble for other offsets "
+           "trees lists; a search cut short is not ready",
+           commands=("ready-for-kraft",), metavar="N"),
+    Option("ensemble_max_time", "duration", 60.0,
+           "ready-for-kraft: longest the search of the whole ensemble for other offsets trees "
+           "takes; a search cut short is not ready",
+           commands=("ready-for-kraft",), metavar="DURATION"),
     Option("allow_live_zk_consumers", "bool", False,
            "migrate groups whose old consumers are still registered in ZooKeeper",
            commands=PLAN_COMMANDS, recorded=True),

@@ -87,9 +87,14 @@ class Settings:
     no_group_metrics: bool = False
     # Parsed from --command-config; secrets inside stay out of repr.
     kafka_client: ClientConfig | None = field(default=None, compare=False)
+    leave_behind: tuple[str, ...] = ()   # ready-for-kraft: groups or paths left on purpose
+    ensemble_max_znodes: int = 100_000
+    ensemble_max_time: float = 60.0
     # The options the operator set (by flag, environment or --config file), not defaulted: a
     # resume takes the others from its run's journal.
     given: frozenset[str] = field(default=frozenset(), compare=False)
+    # Where each given option came from: "flag", "environment ZK2KAFKA_X", "config file PATH".
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def require(self, name: str) -> Any:
         """The value of option `name`; raises ConfigError naming its flag and variable if unset."""
@@ -136,11 +141,14 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
     from_file = _read_toml(Path(config_path)) if config_path else {}
 
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for opt in OPTIONS:
         layers = (("flag", flags), ("environment", from_env), (str(config_path), from_file))
         for source, layer in layers:
             if opt.name in layer and layer[opt.name] is not None:
                 values[opt.name] = _coerce(opt, layer[opt.name], source)
+                sources[opt.name] = {"flag": "flag", "environment": f"environment {opt.env_var}"
+                                     }.get(source, f"config file {source}")
                 break
     if "verbosity" in flags:  # -v/-q: flags only
         values["verbosity"] = int(flags["verbosity"])
@@ -150,7 +158,7 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
         # Translated offsets are the target's: written into the source's ZooKeeper they would move
         # its old consumers to offsets of another cluster.
         values["no_zk_write"] = True
-    settings = Settings(**values, given=frozenset(values) - {"verbosity"})
+    settings = Settings(**values, given=frozenset(values) - {"verbosity"}, sources=sources)
     _check(settings)
     if settings.command_config is not None:
         client = load_client_config(settings.command_config)
@@ -255,20 +263,25 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
     return text
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+# Every duration option's one grammar: a number (fractions too: 1.5s) and a unit, ms, s, m, h or
+# d; a bare number is seconds. Signs are read so that -5s is refused as a duration, not a flag.
+_DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION_FORMS = ("a duration of 1ms or more, like 500ms, 1.5s, 30s, 5m, 6h or 1d "
+                  "(a bare number is seconds)")
 
 
 def parse_duration(text: str, where: str = "duration") -> float:
-    """Seconds from `500ms`, `30s`, `5m`, `6h`, `1d` or a bare number of seconds.
+    """Seconds from `500ms`, `1.5s`, `30s`, `5m`, `6h`, `1d` or a bare number of seconds; from
+    1ms (what a log shows) to what a wait can take.
 
-    Raises ConfigError.
+    Raises ConfigError, the same for every duration option and every way of giving it.
     """
     m = _DURATION.match(text)
     seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"] if m else 0.0
     # Past threading.TIMEOUT_MAX (~292 years) a wait or timer raises OverflowError; 1e400 is inf.
-    if not 0 < seconds <= threading.TIMEOUT_MAX:
-        raise ConfigError(f"{where}: expected a duration like 30s, 5m, 6h or 1d, got {text!r}")
+    if not 0.001 <= seconds <= threading.TIMEOUT_MAX:
+        raise ConfigError(f"{where}: expected {DURATION_FORMS}, got {text!r}")
     return seconds
 
 

@@ -2,9 +2,12 @@
 in ZooKeeper still to be moved? Reads both stores and writes neither.
 
 It reads every offset under the root (with the configured layout; the standard one covers
-`offsets/` and Kafka 1.1.0's `offset/`), watches the tree for `--quiet-for`, reads it again, then
-snapshots Kafka for those groups and judges each group (rules.py). The run's evidence stays in
-the state dir, so that the proof of what was moved outlives ZooKeeper: the final ZooKeeper read
+`offsets/` and Kafka 1.1.0's `offset/`), searches the rest of the ensemble for other offsets
+trees (migrate/zk/ensemble.py), watches the selected groups for `--quiet-for`, reads them again,
+then snapshots Kafka for those groups and the ones found elsewhere, judges each group (rules.py)
+and what the verdict covers (coverage.py: groups the selection left out, trees elsewhere, what
+--leave-behind names). The command layer renders it. The run's evidence stays in the state
+dir, so that the proof of what was moved outlives ZooKeeper: the final ZooKeeper read
 (snapshots/zk-<run>.parquet), the Kafka snapshot it was compared with
 (snapshots/kafka-<run>.parquet), and the verdict (reports/<run>/summary.json, report.md).
 """
@@ -20,23 +23,32 @@ import pyarrow.parquet as pq
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from migrate.errors import EXIT_BLOCKERS, NothingFound
+from dataclasses import replace
+
+from kafka.errors import KafkaError
+
+from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
+from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION, KafkaSnapshot
 from migrate.pipeline import selection_text
+from migrate.options import exact_duration, flag
+from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
+from migrate.ready.own import own_differences
 from migrate.ready.rules import KafkaGroup, judge
-from migrate.ready.watch import WriteWatch
-from migrate.report.ready import write_report
+from migrate.ready.watch import COMMIT_INTERVAL, WriteWatch, short_watch
 from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.client import close, connect
+from migrate.zk.ensemble import bare, search
 from migrate.zk.quiet import Stamp, moved_within, seconds
-from migrate.zk.reader import SCHEMA, ZkOffsetReader
+from migrate.zk.reader import SCHEMA, Selection, ZkOffsetReader
 from migrate.zk.scan import ReaderOptions, make_reader
 
 log = logging.getLogger(__name__)
+SELECTION = ("groups", "exclude_groups", "topics")
 
 
 def ready_for_kraft(settings: Settings) -> dict[str, Any]:
@@ -57,20 +69,38 @@ def ready_for_kraft(settings: Settings) -> dict[str, Any]:
 
 
 def _check(settings: Settings, admin, run: str, state: StateDir, source: str) -> dict[str, Any]:
+    left = LeftBehind(settings.leave_behind)
+    if settings.quiet_for < COMMIT_INTERVAL:
+        log.warning("ready-for-kraft: %s", short_watch(settings.quiet_for))
     client = connect(settings.connection)
     try:
-        reader = make_reader(client, ReaderOptions.of(settings))
-        first = _read(reader, reader.groups())
+        options = ReaderOptions.of(settings)
+        reader = make_reader(client, options)
+        # Every group under the root is read: those the selection leaves out are named, not
+        # passed over in silence.
+        everything = make_reader(client, replace(options, selection=Selection()))
+        under_root = everything.groups()
+        rows = _read(everything, under_root)
+        first = [r for r in rows if _selected(options.selection, r)]
+        outside = [r for r in rows if not _selected(options.selection, r)]
         if not first:
             raise NothingFound("ready-for-kraft", source, selection_text(settings),
                                exit_code=EXIT_BLOCKERS)
+        _, chroot = bare(settings.connection)
+        checked_root = chroot + reader.root   # on the bare ensemble, as --leave-behind reads it
+        searched = search(settings.connection, checked_root, settings.ensemble_max_znodes,
+                          settings.ensemble_max_time)
+        log.info("ready-for-kraft %s: searched the ensemble %s from / in %.1fs: %d znodes listed, "
+                 "%d other offsets tree(s)%s", run, searched.hosts, searched.seconds,
+                 searched.listed, len(searched.trees),
+                 f"; {searched.cut_short}" if searched.cut_short else "")
         watch = WriteWatch(client, group_of=lambda path: _group_of(reader.root, path))
         started = time.time()
         armed = watch.arm([r["path"] for r in first if r["mzxid"] is not None],
                           _directories(reader, first))
         log.info("ready-for-kraft %s: watching %d znodes of %d groups under %s for writes for "
-                 "%.0fs (--quiet-for)", run, armed, len({r["group"] for r in first}), source,
-                 settings.quiet_for)
+                 "%s (--quiet-for)", run, armed, len({r["group"] for r in first}), source,
+                 exact_duration(settings.quiet_for))
         watch.wait(settings.quiet_for)
         ended = time.time()
         groups = reader.groups()   # a group created during the watch is judged too
@@ -81,24 +111,62 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
     moved = _moved(first, final, watch.seen, since=min(started, ended - settings.quiet_for))
     zk_snapshot = state.zk_snapshot(run)
     pq.write_table(pa.Table.from_pylist(final, schema=SCHEMA), zk_snapshot)
-    kafka, partitions, kafka_snapshot = _kafka(admin, state, run, groups, final)
+    found_rows = [r for tree in searched.trees for r in tree.rows]
+    kafka, partitions, kafka_snapshot = _kafka(
+        admin, state, run, sorted(set(groups) | {r["group"] for r in found_rows}),
+        final + found_rows)
     journal = (Journal.open(settings.state_dir)
                if (settings.state_dir / "journal.sqlite").exists() else None)
     try:
-        verdicts = judge(final, kafka, partitions, moved, liveness, _zk2kafka_wrote(journal))
+        wrote = _zk2kafka_wrote(journal)
+        verdicts = judge(final, kafka, partitions, moved, liveness, wrote)
+        found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left)
+        own = own_differences(journal, verdicts, final, kafka)
     finally:
         if journal is not None:
             journal.close()
+    kept = [v.group for v in verdicts if not v.ready and left.group(v.group, checked_root)]
     data = {"run": run, "command": "ready-for-kraft", "source": source,
             "selection": selection_text(settings), "bootstrap_server": settings.bootstrap_server,
-            "watched": {"from": iso(started), "to": iso(ended), "quiet_for": settings.quiet_for},
+            "watched": {"from": iso(started), "to": iso(ended), "quiet_for": settings.quiet_for,
+                        "shown": exact_duration(settings.quiet_for)},
+            "short_watch": (short_watch(settings.quiet_for)
+                            if settings.quiet_for < COMMIT_INTERVAL else None),
             "groups": len(verdicts), "offsets": sum(v.offsets for v in verdicts),
-            "ready": all(v.ready for v in verdicts) and bool(verdicts),
-            "not_ready": [v.group for v in verdicts if not v.ready],
+            "under_root": len(set(under_root) | set(groups)),
+            "selected_by": _provenance(settings, SELECTION),
+            "not_checked": not_checked(outside, checked_root, left),
+            "left_behind": {"patterns": _provenance(settings, ("leave_behind",)),
+                            "groups": kept},
+            "not_ready": [v.group for v in verdicts if not v.ready and v.group not in kept],
+            "own_differences": own,
             "verdicts": [v.to_json() for v in verdicts],
+            "ensemble": summary(searched, found, left),
             "evidence": {"zookeeper": str(zk_snapshot), "kafka": str(kafka_snapshot)}}
-    data["report"] = str(write_report(state.reports(run), data))
+    data["blocking"] = blocking(data)
+    data["ready"] = not data["blocking"] and bool(verdicts)
     return data
+
+
+def _selected(selection: Selection, row: dict) -> bool:
+    return selection.group(row["group"]) and selection.topic(row["topic"])
+
+
+def _provenance(settings: Settings, names: tuple[str, ...]) -> list[dict[str, str]]:
+    """Each pattern of options `names` with its flag and where it came from: flag, environment,
+    config file."""
+    return [{"option": flag(name), "pattern": pattern,
+             "from": settings.sources.get(name, "flag")}
+            for name in names for pattern in getattr(settings, name)]
+
+
+def _cluster_id(admin) -> str | None:
+    """This cluster's id, to tell its chroot from another cluster's; None when it cannot be
+    read (then no chroot is taken for another cluster's)."""
+    try:
+        return describe_cluster(admin, BrokerFeatures.of(admin)).cluster_id
+    except (KafkaError, MigrateError, KeyError):
+        return None
 
 
 def _read(reader: ZkOffsetReader, groups: list[str]) -> list[dict]:

@@ -20,10 +20,20 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, WatchedEvent
 
+from migrate.options import exact_duration
 from migrate.zk.quiet import when
 
 log = logging.getLogger(__name__)
 ANSWER_TIMEOUT = 30   # seconds to wait for ZooKeeper's answer to a batch of watch requests
+COMMIT_INTERVAL = 60.0   # seconds: the old consumer's default auto.commit.interval.ms
+
+
+def short_watch(quiet_for: float) -> str:
+    """What a watch shorter than the old consumer's default commit interval cannot tell."""
+    return (f"--quiet-for {exact_duration(quiet_for)} is shorter than 60s, the old consumer's "
+            f"default auto.commit.interval.ms: a client committing at that interval may not have "
+            f"written within the watch, and would not be seen (2m covers one interval with room "
+            f"to spare)")
 
 
 class WriteWatch:

@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from migrate.options import exact_duration, exactly
 from migrate.ready.rules import HEADINGS, PROBLEMS
 
 Data = dict[str, Any]
@@ -30,24 +31,38 @@ DO = {"registered": "stop the old consumers (their registration in ids/ and owne
       "differs": "ZooKeeper moved after zk2kafka wrote Kafka: something still commits there; "
                  "find it, stop it, then move the group again",
       "unreadable": "fix or read the znode (--zk-auth), or decide to leave the group behind "
-                    "(--exclude-group)"}
+                    "and name it so (--leave-behind and the group's name)"}
+
+
+OWN_DIFFERS = ("zk2kafka itself committed to Kafka another value than ZooKeeper's, and ZooKeeper "
+               "has not moved since (the journal names the run and its policy): nothing else "
+               "commits there. If Kafka's value is the one the new consumers should take, leave "
+               "ZooKeeper's behind on purpose with --leave-behind and the group's name")
 
 
 def text(data: Data) -> str:
-    """The verdict: ready, or a table of the groups that are not and what each needs."""
-    watched = _span(data["watched"]["quiet_for"])
+    """The verdict: ready, or why not (the first line), what it covered, then a table of the
+    groups that are not ready and what each needs."""
+    watched = data["watched"].get("shown") or _span(data["watched"]["quiet_for"])
     verdicts = {v["group"]: v for v in data["verdicts"]}
     bad = sorted((verdicts[g] for g in data["not_ready"]),
                  key=lambda v: (tuple(not v[p] for p in FIRST), v["group"]))
     if data["ready"]:
         lines = [f"ready-for-kraft: ready: every ZooKeeper offset of the {data['groups']:,} "
-                 f"group(s) under {data['source']} ({data['offsets']:,} offsets) is in Kafka or "
-                 f"its group was taken over there; no old consumer registered; nothing written "
-                 f"for {watched}"]
+                 f"group(s) checked under {data['source']} ({data['offsets']:,} offsets) is in "
+                 f"Kafka or its group was taken over there; no old consumer registered; nothing "
+                 f"written for {watched}; nothing else of this cluster's found in the ensemble"
+                 + ("; what is not cleared is left behind on purpose (below)"
+                    if _kept(data) else "")]
     else:
-        lines = [f"ready-for-kraft: NOT READY: {len(bad):,} of {data['groups']:,} group(s) "
-                 f"under {data['source']} would leave offsets behind in ZooKeeper "
-                 f"(watched {watched} for writes; exit 3)", ""]
+        lines = ["ready-for-kraft: NOT READY: " + "; ".join(data.get("blocking") or [
+            f"{len(bad):,} of {data['groups']:,} group(s) under {data['source']} would leave "
+            f"offsets behind in ZooKeeper"]) + f" (watched {watched} for writes; exit 3)"]
+    lines += _covered(data)
+    if data.get("short_watch"):
+        lines.append(f"warning: {data['short_watch']}")
+    if bad:
+        lines.append("")
         width = max([len(v["group"]) for v in bad[:SHOWN]] + [5])
         lines.append(f"{'GROUP':<{width}}  " + "  ".join(HEADINGS[p] for p in PROBLEMS))
         for v in bad[:SHOWN]:
@@ -56,14 +71,20 @@ def text(data: Data) -> str:
         if len(bad) > SHOWN:
             lines.append(f"... and {len(bad) - SHOWN:,} more (see report.md)")
         lines.append("")
+        own = data.get("own_differences", {})
         for v in bad[:DETAILED]:
             for p in PROBLEMS:
                 if v[p]:
                     more = f" (+{len(v[p]) - DETAILS} more)" if len(v[p]) > DETAILS else ""
                     lines.append(f"  {v['group']}: {WHAT[p]}: {'; '.join(v[p][:DETAILS])}{more}")
+            if own.get(v["group"]):
+                mine = "; ".join(own[v["group"]][:DETAILS])
+                lines.append(f"  {v['group']}: zk2kafka's own: {mine}")
         found = [p for p in PROBLEMS if any(v[p] for v in bad)]
         move = _move([v["group"] for v in bad if v["not_in_kafka"]], data["report"])
-        lines += ["", *(f"{WHAT[p]}: {move if p == 'not_in_kafka' else DO[p]}" for p in found)]
+        lines += ["", *(f"{WHAT[p]}: {_do(p, bad, own, move)}" for p in found)]
+    lines += _outside(data)
+    lines += _taken_over(verdicts.values())
     gone = [v for v in verdicts.values() if v["topic_gone"]]
     if gone:
         lines.append("left behind with their topic gone from Kafka (blocks nothing): "
@@ -73,7 +94,112 @@ def text(data: Data) -> str:
     return "\n".join(lines)
 
 
-_REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
+def _do(problem: str, bad: list[dict], own: dict[str, list[str]], move: str) -> str:
+    """What a problem asks of the operator; a difference zk2kafka made itself said as such."""
+    if problem == "not_in_kafka":
+        return move
+    if problem == "differs":
+        mine = [v for v in bad
+                if v["differs"] and len(own.get(v["group"], [])) >= len(v["differs"])]
+        if len(mine) == sum(1 for v in bad if v["differs"]):
+            return OWN_DIFFERS
+        if mine:
+            return f"{DO['differs']}; for {', '.join(v['group'] for v in mine)}: {OWN_DIFFERS}"
+    return DO[problem]
+
+
+def _covered(data: Data) -> list[str]:
+    """What the verdict covered: the groups checked of those under the root with the selection
+    and where it came from, what is left behind on purpose, and the search of the ensemble."""
+    selection = ", ".join(f"{s['option']} {shlex.quote(s['pattern'])} ({s['from']})"
+                          for s in data.get("selected_by", [])) or "every group and topic"
+    lines = [f"checked: {data['groups']:,} of {data.get('under_root', data['groups']):,} "
+             f"group(s) under {data['source']}; selection: {selection}"]
+    left = data.get("left_behind", {})
+    if left.get("patterns"):
+        named = ", ".join(f"{s['option']} {shlex.quote(s['pattern'])} ({s['from']})"
+                          for s in left["patterns"])
+        kept = _kept(data)
+        lines.append(f"left behind on purpose ({named}): "
+                     + (", ".join(kept[:SHOWN]) + (f" (+{len(kept) - SHOWN} more)"
+                                                   if len(kept) > SHOWN else "")
+                        if kept else "nothing matched"))
+    e = data.get("ensemble")
+    if e:
+        lines.append(f"ensemble: searched {e['hosts']} from / in {e['seconds']:.1f}s "
+                     f"({e['listed']:,} znodes listed, {e['read']:,} offsets read elsewhere; "
+                     f"broker metadata and {e['checked_root']} not walked): "
+                     f"{len(e['trees']):,} other offsets tree(s) with offsets"
+                     + (f"; {e['cut_short']}: raise it to search the rest" if e["cut_short"]
+                        else ""))
+    return lines
+
+
+def _kept(data: Data) -> list[str]:
+    """What --leave-behind matched: groups, and paths elsewhere in the ensemble."""
+    e = data.get("ensemble") or {"elsewhere": [], "unreadable": []}
+    return [*data.get("left_behind", {}).get("groups", []),
+            *(g["group"] for g in data.get("not_checked", []) if g["left_behind"]),
+            *(f["path"] for f in e["elsewhere"] if f["left_behind"]),
+            *(u["path"] for u in e["unreadable"] if u["left_behind"])]
+
+
+def _outside(data: Data) -> list[str]:
+    """The groups the selection left out and what the ensemble holds elsewhere, each with what
+    to do."""
+    lines = []
+    unchecked = [g for g in data.get("not_checked", []) if not g["left_behind"]]
+    if unchecked:
+        lines += ["", "not checked (outside the selection): "
+                  + ", ".join(f"{g['group']} ({g['offsets']} offsets)" for g in unchecked[:SHOWN])
+                  + (f" (+{len(unchecked) - SHOWN} more)" if len(unchecked) > SHOWN else ""),
+                  "  a selection alone never clears the cluster: check them (run without the "
+                  "selection), or name them as left behind on purpose with --leave-behind"]
+    e = data.get("ensemble")
+    if not e:
+        return lines
+    found = [f for f in e["elsewhere"] if f["blocking"]]
+    if found:
+        lines += ["", "elsewhere in the ensemble, for this cluster's topics:"]
+        for f in found[:SHOWN]:
+            for problem, items in f["findings"].items():
+                more = f" (+{len(items) - DETAILS} more)" if len(items) > DETAILS else ""
+                lines.append(f"  {f['path']}: {WHAT[problem]}: {'; '.join(items[:DETAILS])}{more}")
+        lines.append("  move them, their consumers stopped: review the diff of each tree, then "
+                     "execute the plan it prints (migrate --execute --plan) with the same "
+                     "--zookeeper and --zk-root; or leave a tree behind on purpose with "
+                     "--leave-behind and its path")
+        lines += [f"  `{command}`" for command in e["move"]]
+    listed = [f for f in e["elsewhere"] if not f["blocking"] and not f["left_behind"]]
+    if listed:
+        lines.append("listed, not blocking: " + "; ".join(
+            f"{f['path']} ({_why_not_blocking(f)})" for f in listed[:SHOWN]))
+    unreadable = [u for u in e["unreadable"] if not u["left_behind"]]
+    if unreadable:
+        lines.append("could not list (offsets may lie below): "
+                     + "; ".join(f"{u['path']}: {u['why']}" for u in unreadable[:SHOWN])
+                     + " (pass --zk-auth with credentials that may list them, or name them as "
+                       "left behind on purpose with --leave-behind)")
+    return lines
+
+
+def _why_not_blocking(found: dict) -> str:
+    if found["other_cluster"]:
+        return f"another Kafka cluster's chroot, cluster id {found['other_cluster']}"
+    return f"topics this cluster lacks: {', '.join(found['topic_gone'][:DETAILS])}"
+
+
+def _taken_over(verdicts) -> list[str]:
+    """The groups judged taken over in Kafka, with the values that made it so."""
+    lines = []
+    for v in verdicts:
+        items = v.get("taken_over_offsets", [])
+        if items:
+            more = f" (+{len(items) - DETAILS} more)" if len(items) > DETAILS else ""
+            lines.append(f"taken over in Kafka: {v['group']}: {'; '.join(items[:DETAILS])}{more}")
+    return lines
+
+
 MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff of every group
 
 
@@ -92,7 +218,7 @@ def _selection(groups: list[str]) -> str:
     metacharacters are escaped); empty past MOST_IN_A_HINT groups, for the whole selection."""
     if not groups or len(groups) > MOST_IN_A_HINT:
         return ""
-    return "".join(" --group " + shlex.quote(_REGEX_META.sub(r"\\\1", g)) for g in groups)
+    return "".join(" --group " + shlex.quote(exactly(g)) for g in groups)
 
 
 def _cell(verdict: dict, problem: str) -> str:
@@ -115,12 +241,15 @@ def write_report(folder: Path, data: Data) -> Path:
 
 def markdown(data: Data) -> str:
     """report.md: the verdict, the evidence and every group's findings."""
-    verdict = "ready" if data["ready"] else f"NOT READY ({len(data['not_ready']):,} group(s))"
+    verdict = "ready" if data["ready"] else "NOT READY: " + "; ".join(
+        data.get("blocking") or [f"{len(data['not_ready']):,} group(s)"])
     lines = [f"# zk2kafka ready-for-kraft: run {data['run']}", "",
              f"**{verdict}.** {data['groups']:,} group(s), {data['offsets']:,} ZooKeeper "
              f"offsets under `{data['source']}` ({data['selection']}), compared with Kafka at "
              f"`{data['bootstrap_server']}`; ZooKeeper watched for writes from "
              f"{data['watched']['from']} to {data['watched']['to']}.", "",
+             *(f"- {_md(line)}" for line in _covered(data)),
+             *([f"- warning: {data['short_watch']}"] if data.get("short_watch") else []), "",
              "Evidence kept in the state dir, for after ZooKeeper is gone:", "",
              f"- the final ZooKeeper read: `{data['evidence']['zookeeper']}`",
              f"- the Kafka offsets it was compared with: `{data['evidence']['kafka']}`",
@@ -141,7 +270,27 @@ def markdown(data: Data) -> str:
             lines.append(f"- `{_md(v['group'])}`, {what}: " + "; ".join(map(_md, items)))
     if not any(v[p] or v["topic_gone"] for v in data["verdicts"] for p in PROBLEMS):
         lines.append("None.")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _md_outside(data)) + "\n"
+
+
+def _md_outside(data: Data) -> list[str]:
+    """report.md's every group the selection left out and every group found elsewhere."""
+    lines = []
+    if data.get("not_checked"):
+        lines += ["", "## Not checked (outside the selection)", ""]
+        lines += [f"- `{_md(g['group'])}`: {g['offsets']} offsets"
+                  + (" (left behind on purpose)" if g["left_behind"] else "")
+                  for g in data["not_checked"]]
+    found = (data.get("ensemble") or {}).get("elsewhere", [])
+    if found:
+        lines += ["", "## Elsewhere in the ensemble", ""]
+        for f in found:
+            state = ("blocks" if f["blocking"] else "left behind on purpose" if f["left_behind"]
+                     else f"listed: {_why_not_blocking(f)}")
+            items = [f"{WHAT[p]}: " + "; ".join(v) for p, v in f["findings"].items()]
+            items += [f"topic gone: {'; '.join(f['topic_gone'])}"] if f["topic_gone"] else []
+            lines.append(f"- `{_md(f['path'])}` ({state}): " + "; ".join(map(_md, items)))
+    return lines
 
 
 def _md(text: str) -> str:
@@ -150,4 +299,4 @@ def _md(text: str) -> str:
 
 
 def _span(seconds: float) -> str:
-    return f"{seconds / 60:g}m" if seconds >= 60 and seconds % 60 == 0 else f"{seconds:g}s"
+    return exact_duration(seconds)

@@ -9,6 +9,7 @@ import pytest
 
 from migrate import cli, commands
 from migrate.errors import ConfigError, NothingFound
+from migrate.options import OPTIONS
 
 DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "ready-for-kraft", "rollback", "status", "sandbox"}
 
@@ -37,7 +38,25 @@ def test_sync_needs_both_stores_and_takes_durations(capsys, tmp_path):
     assert "--zookeeper is required" in capsys.readouterr().err
     assert cli.main(["sync", "--zookeeper", "127.0.0.1:1", "--bootstrap-server", "127.0.0.1:1",
                      "--renew-every", "soon", "--state-dir", str(tmp_path)]) == 2
-    assert "expected a duration like 30s, 5m, 6h or 1d, got 'soon'" in capsys.readouterr().err
+    assert ("zk2kafka sync: error: argument --renew-every: expected a duration of 1ms or more, like 500ms, 1.5s, "
+            "30s, 5m, 6h or 1d (a bare number is seconds), got 'soon'") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", sorted(cli.DURATION_FLAGS))
+@pytest.mark.parametrize("value", ["-5s", "0", "0s", "-0.5", "-.5m", "soon", "5y", "1e400", "1.5.s"])
+def test_every_duration_flag_refuses_a_bad_duration_with_one_clear_usage_error(capsys, tmp_path, flag, value):
+    # -5s is a duration refused, not argparse's "expected one argument" (a value taken for a flag).
+    command = next(o.commands[0] for o in OPTIONS if o.cli_flag == flag)
+    assert cli.main([command, flag, value, "--state-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: argument {flag}: expected a duration of 1ms or more, like 500ms, 1.5s" in err
+    assert f"got {value!r}" in err and "expected one argument" not in err
+
+
+def test_a_flag_after_a_duration_flag_is_still_a_flag(capsys, tmp_path):
+    # Only a value that reads as a signed number is joined to the duration flag before it.
+    assert cli.main(["ready-for-kraft", "--quiet-for", "--json", "--state-dir", str(tmp_path)]) == 2
+    assert "argument --quiet-for: expected one argument" in capsys.readouterr().err
 
 
 def test_missing_required_option_names_flag_and_variable(capsys, tmp_path):

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from migrate.journal.authorship import named_run
+import shlex
+
+from migrate.ready.coverage import LeftBehind, blocking, elsewhere, move_command, summary
 from migrate.ready.rules import KafkaGroup, judge
-from migrate.report.ready import text
+from migrate.ready.watch import short_watch
+from migrate.report.ready import markdown, text
+from migrate.zk.ensemble import Search, Tree
 from migrate.zk.quiet import Moved
 
 T = "orders"
@@ -74,18 +79,28 @@ def test_kafka_refusing_to_show_a_group_is_not_checked_so_not_ready():
     assert not v["secret"].ready and "would not show" in v["secret"].unreadable[0]
 
 
-def _data(found, ready):
-    return {"run": "R", "report": "/s/reports/R", "source": "zk:2181/kafka/consumers", "groups": len(found),
-            "offsets": sum(v.offsets for v in found), "ready": ready, "watched": {"quiet_for": 120.0},
-            "not_ready": [v.group for v in found if not v.ready], "verdicts": [v.to_json() for v in found]}
+def _data(found, ready, **more):
+    data = {"run": "R", "report": "/s/reports/R", "source": "zk:2181/kafka/consumers", "groups": len(found),
+            "offsets": sum(v.offsets for v in found), "ready": ready, "watched": {"quiet_for": 120.0, "shown": "2m"},
+            "not_ready": [v.group for v in found if not v.ready], "verdicts": [v.to_json() for v in found],
+            "under_root": len(found), "selected_by": [], "not_checked": [], "short_watch": None,
+            "left_behind": {"patterns": [], "groups": []}, "own_differences": {},
+            "ensemble": summary(Search("zk:2181", "/kafka/consumers", listed=40, seconds=0.25), [], LeftBehind(()))}
+    data.update(more)
+    data["blocking"] = blocking(data)
+    return data
 
 
 def test_the_text_tables_the_groups_rarest_finding_first_and_says_what_to_do():
     found = judge([row("a-plain", 0), row("z-v0", 0)], {}, PARTITIONS,
                   [Moved("/consumers/z-v0/offsets/orders/0", 1_800_000_000.0)], {"reporting": (1, 2)}, wrote)
     out = text(_data(found, False))
-    assert out.splitlines()[0] == ("ready-for-kraft: NOT READY: 3 of 3 group(s) under zk:2181/kafka/consumers "
-                                   "would leave offsets behind in ZooKeeper (watched 2m for writes; exit 3)")
+    assert out.splitlines()[:3] == [
+        "ready-for-kraft: NOT READY: 3 of 3 group(s) checked under zk:2181/kafka/consumers would leave offsets "
+        "behind in ZooKeeper (watched 2m for writes; exit 3)",
+        "checked: 3 of 3 group(s) under zk:2181/kafka/consumers; selection: every group and topic",
+        "ensemble: searched zk:2181 from / in 0.2s (40 znodes listed, 0 offsets read elsewhere; broker metadata and "
+        "/kafka/consumers not walked): 0 other offsets tree(s) with offsets"]
     table = out.split("\n\n")[1].splitlines()
     assert table[0].split() == ["GROUP", "NOT-IN-KAFKA", "OLD-CONSUMER", "WRITTEN", "DIFFERS", "UNREADABLE"]
     assert [line.split() for line in table[1:]] == [["z-v0", "1", "-", "1", "-", "-"],
@@ -102,3 +117,133 @@ def test_the_text_tables_the_groups_rarest_finding_first_and_says_what_to_do():
 def test_ready_says_what_was_checked():
     found = judge([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (10, "")})}, PARTITIONS, [], {}, wrote)
     assert text(_data(found, True)).startswith("ready-for-kraft: ready: every ZooKeeper offset of the 1 group(s)")
+
+
+def test_a_selection_never_clears_the_cluster_and_is_named_with_where_it_came_from():
+    found = judge([row("retired", 0)], {"retired": KafkaGroup("Empty", {(T, 0): (10, "")})}, PARTITIONS, [], {}, wrote)
+    selected = [{"option": "--group", "pattern": "retired", "from": "flag"},
+                {"option": "--exclude-group", "pattern": "scratch-.*", "from": "config file /etc/zk2kafka.toml"}]
+    left = LeftBehind(())
+    data = _data(found, False, under_root=7, selected_by=selected,
+                 not_checked=[{"group": f"g{i}", "offsets": 2, "left_behind": left.group(f"g{i}", "/kafka/consumers")}
+                              for i in range(6)])
+    lines = text(data).splitlines()
+    assert lines[0] == ("ready-for-kraft: NOT READY: 6 group(s) under the root with offsets were not checked "
+                        "(outside the selection) (watched 2m for writes; exit 3)")
+    assert lines[1] == ("checked: 1 of 7 group(s) under zk:2181/kafka/consumers; selection: --group retired (flag), "
+                        "--exclude-group 'scratch-.*' (config file /etc/zk2kafka.toml)")
+    assert "not checked (outside the selection): g0 (2 offsets), g1 (2 offsets)" in text(data)
+
+
+def test_left_behind_on_purpose_by_group_name_or_by_path_on_the_bare_ensemble():
+    left = LeftBehind(["retired-.*", "/other-app/.*", "/kafka/consumers/legacy"])
+    assert left.group("retired-1", "/kafka/consumers") and not left.group("retired", "/kafka/consumers")
+    assert left.group("anything", "/other-app/consumers") and left.group("legacy", "/kafka/consumers")
+    assert not left.group("legacy", "/consumers"), "a path is matched whole, on the bare ensemble"
+    assert left.path("/other-app/secret") and not left.path("/secret")
+
+
+def _tree(path, rows, brokers_of=None):
+    return Tree(path, path.rsplit("/", 1)[0], brokers_of,
+                [{**r, "path": path + r["path"].removeprefix("/consumers"), "zk_consumers": None,
+                  "zk_owned_partitions": None} for r in rows])
+
+
+def test_offsets_elsewhere_block_for_this_clusters_topics_and_are_listed_for_another_clusters_or_gone_topics():
+    search = Search("zk:2181", "/kafka/consumers", trees=[
+        _tree("/consumers", [row("rootless", 0, offset=20), row("moved", 1)]),
+        _tree("/other-app/consumers", [{**row("gone", 0), "topic": "no-such-topic"}]),
+        _tree("/theirs/consumers", [row("theirs", 0)], brokers_of="another-cluster"),
+        _tree("/same/consumers", [row("same", 0)], brokers_of="this-cluster")])
+    kafka = {"moved": KafkaGroup("Empty", {(T, 1): (10, "")})}
+    found = {f["path"]: f for f in elsewhere(search, kafka, PARTITIONS, wrote, "this-cluster", LeftBehind(()))}
+    assert set(found) == {"/consumers/rootless", "/other-app/consumers/gone", "/theirs/consumers/theirs",
+                          "/same/consumers/same"}, "a group whose offsets Kafka holds is clear"
+    assert found["/consumers/rootless"]["blocking"] and found["/consumers/rootless"]["findings"] == {
+        "not_in_kafka": ["orders-0 (ZooKeeper 20)"]}
+    assert not found["/other-app/consumers/gone"]["blocking"]
+    assert not found["/theirs/consumers/theirs"]["blocking"]
+    assert found["/theirs/consumers/theirs"]["other_cluster"] == "another-cluster"
+    assert found["/same/consumers/same"]["blocking"], "brokers of this very cluster: its offsets all the same"
+    data = summary(search, list(found.values()), LeftBehind(()))
+    assert data["move"] == ["zk2kafka diff --zookeeper zk:2181 --zk-root /consumers --group rootless",
+                            "zk2kafka diff --zookeeper zk:2181 --zk-root /same/consumers --group same"]
+
+
+def test_the_diff_that_moves_a_tree_elsewhere_quotes_what_the_shell_would_read():
+    command = move_command("zk1:2181,zk2:2181", "/my app/consumers", ["a.b", "it's"])
+    assert shlex.split(command) == ["zk2kafka", "diff", "--zookeeper", "zk1:2181,zk2:2181", "--zk-root",
+                                    "/my app/consumers", "--group", r"a\.b", "--group", "it's"]
+    assert " --group " not in move_command("zk:2181", "/consumers", [f"g{i}" for i in range(11)])
+
+
+def test_an_incomplete_search_or_a_path_it_could_not_list_blocks_unless_left_behind():
+    found = judge([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (10, "")})}, PARTITIONS, [], {}, wrote)
+    search = Search("zk:2181", "/kafka/consumers", listed=10, unreadable=["/secret: NoAuthError"],
+                    cut_short="stopped after 10 znodes (--ensemble-max-znodes)")
+    data = _data(found, False, ensemble=summary(search, [], LeftBehind(())))
+    assert data["blocking"] == ["1 path(s) of the ensemble could not be listed",
+                                "the search of the ensemble stopped after 10 znodes (--ensemble-max-znodes)"]
+    assert "could not list (offsets may lie below): /secret: NoAuthError" in text(data)
+    left = _data(found, True, ensemble=summary(Search("zk:2181", "/kafka/consumers", unreadable=[
+        "/secret: NoAuthError"]), [], LeftBehind(["/secret"])),
+        left_behind={"patterns": [{"option": "--leave-behind", "pattern": "/secret", "from": "flag"}], "groups": []})
+    assert left["blocking"] == []
+    assert "left behind on purpose (--leave-behind /secret (flag)): /secret" in text(left)
+
+
+def test_a_short_watch_is_said_in_the_first_lines():
+    found = judge([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (10, "")})}, PARTITIONS, [], {}, wrote)
+    lines = text(_data(found, True, watched={"quiet_for": 1.5, "shown": "1.5s"},
+                       short_watch=short_watch(1.5))).splitlines()
+    assert "nothing written for 1.5s" in lines[0]
+    assert lines[3] == ("warning: --quiet-for 1.5s is shorter than 60s, the old consumer's default "
+                        "auto.commit.interval.ms: a client committing at that interval may not have written within "
+                        "the watch, and would not be seen (2m covers one interval with room to spare)")
+
+
+def test_groups_taken_over_are_listed_with_their_values_ready_or_not():
+    found = judge([row("new", 0), row("old", 0)], {"new": KafkaGroup("Stable", {(T, 0): (50, "")})}, PARTITIONS,
+                  [], {}, wrote)
+    taken = ["orders-0: ZooKeeper 10, Kafka 50 (a value zk2kafka did not write)"]
+    verdicts = [{**v.to_json(), "taken_over_offsets": taken if v.group == "new" else []} for v in found]
+    for ready in (True, False):
+        data = {**_data(found, ready), "verdicts": verdicts}
+        assert f"taken over in Kafka: new: {taken[0]}" in text(data)
+
+
+def test_a_difference_zk2kafka_made_itself_is_not_called_another_writer():
+    kafka = {"clamped": KafkaGroup("Empty", {(T, 0): (50, "zk2kafka migrate R")})}
+    found = judge([row("clamped", 0, offset=999)], kafka, PARTITIONS, [], {}, wrote)
+    own = {"clamped": ["orders-0: run R committed Kafka 50 while ZooKeeper held 999, unchanged since "
+                       "(--out-of-range clamp --no-zk-write)"]}
+    out = text(_data(found, False, own_differences=own))
+    assert "something still commits there" not in out
+    assert f"  clamped: zk2kafka's own: {own['clamped'][0]}" in out
+    assert "differs from Kafka: zk2kafka itself committed to Kafka another value than ZooKeeper's" in out
+    assert "something still commits there" in text(_data(found, False))
+
+
+def test_the_search_sets_the_connections_chroot_aside():
+    from migrate.connection import Connection
+    from migrate.zk.ensemble import bare
+
+    plain, chroot = bare(Connection(zookeeper="zk1:2181,zk2:2181/kafka/prod"))
+    assert (plain.zookeeper, chroot) == ("zk1:2181,zk2:2181", "/kafka/prod")
+    assert bare(Connection(zookeeper="zk1:2181"))[1] == "" and bare(Connection(zookeeper="zk1:2181/"))[1] == ""
+
+
+def test_the_report_lists_what_the_selection_left_out_and_what_lies_elsewhere():
+    search = Search("zk:2181", "/kafka/consumers", trees=[_tree("/consumers", [row("rootless", 0, offset=20)])])
+    found = judge([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (10, "")})}, PARTITIONS, [], {}, wrote)
+    none = LeftBehind(())
+    data = _data(found, False, selection="--group g", bootstrap_server="k:9092",
+                 evidence={"zookeeper": "z", "kafka": "k"},
+                 not_checked=[{"group": "late", "offsets": 2, "left_behind": False}],
+                 ensemble=summary(search, elsewhere(search, {}, PARTITIONS, wrote, None, none), none))
+    data["watched"].update({"from": "a", "to": "b"})
+    report = markdown(data)
+    assert report.splitlines()[2].startswith("**NOT READY: 1 group(s) under the root with offsets were not checked "
+                                             "(outside the selection); 1 group(s) elsewhere in the ensemble")
+    assert "- `late`: 2 offsets" in report
+    assert "- `/consumers/rootless` (blocks): not in Kafka: orders-0 (ZooKeeper 20)" in report

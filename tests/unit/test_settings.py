@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from migrate import cli
 from migrate.errors import ConfigError, UnknownOption
-from migrate.options import OPTIONS, OPTIONS_BY_NAME
+from migrate.options import OPTIONS, OPTIONS_BY_NAME, exact_duration
 from migrate.settings import Settings, load_settings
 
 
@@ -279,3 +279,47 @@ def test_hostile_values_found_by_hypothesis_are_config_errors(toml: bytes, messa
     finally:
         path.unlink()
     assert "\n" not in str(info.value)
+
+
+DURATION_OPTIONS = [o for o in OPTIONS if o.kind == "duration"]
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("1ms", 0.001), ("500ms", 0.5), ("1.5s", 1.5), (".5m", 30.0), ("2m", 120.0), ("6h", 21600.0), ("1d", 86400.0),
+    ("10", 10.0), ("0.25", 0.25), (" 30 s ", 30.0), ("+5s", 5.0), ("3.", 3.0)])
+def test_one_duration_grammar_for_every_duration_option_and_every_source(text, seconds, tmp_path):
+    for opt in DURATION_OPTIONS:
+        config = tmp_path / "zk2kafka.toml"
+        config.write_text(f'{opt.cli_flag.lstrip("-")} = "{text}"\n')
+        for flags, environ in (({opt.name: text}, {}), ({}, {opt.env_var: text}), ({"config": str(config)}, {})):
+            assert getattr(load_settings(flags, environ=environ), opt.name) == pytest.approx(seconds), (opt.name, flags)
+
+
+@pytest.mark.parametrize("text", ["0", "0s", "0ms", "-5s", "-1", "-0.5m", "soon", "5y", "1.5.s", "s", "", "1e400",
+                                  "9" * 400, "0.0001ms"])
+def test_zero_negative_and_malformed_durations_are_one_error_naming_the_source(text):
+    for opt in DURATION_OPTIONS:
+        with pytest.raises(ConfigError) as flag_error:
+            load_settings({opt.name: text}, environ={})
+        assert str(flag_error.value) == (f"{opt.cli_flag} (from flag): expected a duration of 1ms or more, like 500ms, "
+                                         f"1.5s, 30s, 5m, 6h or 1d (a bare number is seconds), got {text!r}")
+        if text:
+            with pytest.raises(ConfigError, match=r"\(from environment\): expected a duration of 1ms or more"):
+                load_settings({}, environ={opt.env_var: text})
+
+
+@pytest.mark.parametrize("seconds, shown", [(0.001, "1ms"), (0.5, "500ms"), (1.5, "1.5s"), (5.0, "5s"), (90.0, "90s"),
+                                            (120.0, "2m"), (5400.0, "90m"), (86400.0, "1d"), (0.0015, "2ms")])
+def test_a_duration_is_shown_as_given_not_rounded_to_another(seconds, shown):
+    assert exact_duration(seconds) == shown
+
+
+def test_the_selection_keeps_where_each_pattern_came_from(tmp_path):
+    config = tmp_path / "zk2kafka.toml"
+    config.write_text('exclude-group = ["scratch-.*"]\ntopic = "orders"\n')
+    settings = load_settings({"groups": ["retired"], "config": str(config)},
+                             environ={"ZK2KAFKA_QUIET_FOR": "90s"})
+    assert settings.sources["groups"] == "flag"
+    assert settings.sources["exclude_groups"] == settings.sources["topics"] == f"config file {config}"
+    assert settings.sources["quiet_for"] == "environment ZK2KAFKA_QUIET_FOR"
+    assert "leave_behind" not in settings.sources
