@@ -5,13 +5,15 @@ On the session's KRaft 4.1.2 broker: ZooKeeper holds group G's offsets for `orde
 `invoices`; Kafka 4.1.2's own console consumer joins G with the new protocol, subscribed to `orders`
 only, and commits nothing. ready-for-kraft sees G live with its member and assignment, names the
 `orders` offsets as taken over, and blocks on `invoices-0` (nothing in Kafka, no member assigned it);
-the diff shows G live with its member; `migrate --execute` writes nothing to G and says why; a commit
+the diff shows G live with its member; `migrate --execute` writes nothing to G and says why; `sync`
+leaves G alone without calling it ready, saying its other partitions are not covered; a commit
 from outside the group is refused as "the group is live". The same rule holds for a classic group on the
 ZooKeeper-mode 3.9 broker, its assignment read from DescribeGroups.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -23,7 +25,8 @@ from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from support.cli import zk2kafka
 from support.kip848 import new_protocol_consumer
 from support.seeding import kafka_offsets, make_topic, put
-from support.wait import wait_for
+from support.sync_process import start_sync, stop_sync
+from support.wait import free_port, wait_for
 
 ZK_OFFSETS = {("orders", 0): 3, ("orders", 1): 4, ("invoices", 0): 5}
 
@@ -95,6 +98,22 @@ def test_a_kip848_group_is_live_everywhere_and_takes_over_only_its_partitions(cl
 
         written = zk2kafka("migrate", "--execute", *args(zk_chroot, bootstrap, tmp_path / "state", group), "-q")
         assert group in written.out + written.err and "Stable with 1 member(s)" in written.out + written.err
+        assert kafka_offsets(kraft_admin, [group]) == {group: {}}
+
+        # sync leaves the group alone, never calls it ready, and says its other partitions are not covered.
+        log = tmp_path / "sync.log"
+        with log.open("w") as err:
+            sync = start_sync(zk_chroot, bootstrap, prefix, tmp_path / "sync-state", f"127.0.0.1:{free_port()}", err,
+                              "--json")
+            try:
+                status = wait_for("sync's status file", lambda: next((tmp_path / "sync-state").glob(
+                    "reports/*/sync-status.json"), None), timeout=60)
+                wait_for("sync to stop the live group",
+                         lambda: group in json.loads(status.read_text())["groups_stopped"], timeout=60)
+            finally:
+                result = json.loads(stop_sync(sync, log))
+        assert group not in result["groups_ready"]
+        assert "Stable" in result["groups_stopped"][group] and "not covered" in result["groups_stopped"][group]
         assert kafka_offsets(kraft_admin, [group]) == {group: {}}
 
         # A commit from outside the group (generation -1) is refused: that says the group is live.
