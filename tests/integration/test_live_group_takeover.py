@@ -5,7 +5,8 @@ On the session's KRaft 4.1.2 broker: ZooKeeper holds group G's offsets for `orde
 `invoices`; Kafka 4.1.2's own console consumer joins G with the new protocol, subscribed to `orders`
 only, and commits nothing. ready-for-kraft sees G live with its member and assignment, names the
 `orders` offsets as taken over, and blocks on `invoices-0` (nothing in Kafka, no member assigned it);
-the diff shows G live with its member; `migrate --execute` writes nothing to G and says why; `sync`
+the diff shows G live with its member; `migrate --execute` writes nothing to G and says why, and a plan
+reviewed before G's consumer joined is refused before any write (the group is not as the diff saw it); `sync`
 leaves G alone without calling it ready, saying its other partitions are not covered; a commit
 from outside the group is refused as "the group is live". The same rule holds for a classic group on the
 ZooKeeper-mode 3.9 broker, its assignment read from DescribeGroups.
@@ -74,6 +75,10 @@ def test_a_kip848_group_is_live_everywhere_and_takes_over_only_its_partitions(cl
     bootstrap, group = cluster.kraft_bootstrap_server, f"{prefix}g"
     topics(kraft_admin, bootstrap, prefix)
     seed(zk, group, prefix)
+    # A plan made while Kafka had no such group: every offset to commit.
+    planned = zk2kafka("diff", *args(zk_chroot, bootstrap, tmp_path / "state", group), "-q")
+    assert planned.code == 0, planned.out + planned.err
+    plan_run = planned.out.strip().splitlines()[-1].split()[0].removeprefix("run=")
     out = tmp_path / "consumed.txt"
     consumer = new_protocol_consumer(bootstrap, f"{prefix}orders", group, out, tmp_path)
     try:
@@ -98,6 +103,11 @@ def test_a_kip848_group_is_live_everywhere_and_takes_over_only_its_partitions(cl
 
         written = zk2kafka("migrate", "--execute", *args(zk_chroot, bootstrap, tmp_path / "state", group), "-q")
         assert group in written.out + written.err and "Stable with 1 member(s)" in written.out + written.err
+        assert kafka_offsets(kraft_admin, [group]) == {group: {}}
+        # The reviewed plan is refused before any write: the group is no longer as the diff saw it.
+        reviewed = zk2kafka("migrate", "--execute", "--plan", plan_run,
+                            *args(zk_chroot, bootstrap, tmp_path / "state", group), "-q")
+        assert reviewed.code != 0 and "Stable, 1 member(s)" in reviewed.out + reviewed.err, reviewed.out + reviewed.err
         assert kafka_offsets(kraft_admin, [group]) == {group: {}}
 
         # sync leaves the group alone, never calls it ready, and says its other partitions are not covered.
