@@ -58,8 +58,9 @@ class _Out:
         return b"".join(self.parts)
 
 
-class _In:
-    """Reads a flexible message field by field; a short buffer raises struct.error."""
+class WireReader:
+    """Reads a Kafka message field by field (flexible or not); a short buffer raises struct.error.
+    Also what group_clock reads `__consumer_offsets` records with."""
 
     def __init__(self, data: bytes):
         self.data, self.at = data, 0
@@ -87,9 +88,10 @@ class _In:
         self.at += n
         return self.data[self.at - n:self.at]
 
-    def string(self) -> str | None:
-        n = self.varint()
-        return None if n == 0 else self.take(n - 1).decode()
+    def string(self, compact: bool = True) -> str | None:
+        """A compact string (varint length + 1), else a classic one (int16 length); -1: null."""
+        n = self.varint() - 1 if compact else self.fixed("h")
+        return None if n < 0 else self.take(n).decode()
 
     def count(self) -> int:
         """A compact array's length (a null array reads as empty)."""
@@ -140,7 +142,7 @@ def encode_request(group_ids: list[str], correlation_id: int, client_id: str) ->
 
 def decode_response(data: bytes) -> list[DescribedGroup]:
     """The groups of a ConsumerGroupDescribe v0 answer body (after the response header)."""
-    src = _In(data)
+    src = WireReader(data)
     src.fixed("i")   # ThrottleTimeMs
     groups = []
     for _ in range(src.count()):
@@ -157,7 +159,7 @@ def decode_response(data: bytes) -> list[DescribedGroup]:
     return groups
 
 
-def _member(src: _In) -> DescribedMember:
+def _member(src: WireReader) -> DescribedMember:
     member_id = src.string() or ""
     src.string()                     # InstanceId
     src.string()                     # RackId
@@ -172,7 +174,7 @@ def _member(src: _In) -> DescribedMember:
     return DescribedMember(member_id, client_id, client_host, assigned)
 
 
-def _assignment(src: _In) -> list[Key]:
+def _assignment(src: WireReader) -> list[Key]:
     keys = []
     for _ in range(src.count()):
         src.take(16)                 # TopicId
@@ -190,11 +192,11 @@ def classic_assignment(data: bytes) -> list[Key]:
     Non-flexible: int16-length strings, int32-length arrays."""
     if not data:
         return []
-    src = _In(data)
+    src = WireReader(data)
     src.fixed("h")
     keys = []
     for _ in range(max(0, src.fixed("i"))):
-        topic = src.take(src.fixed("h")).decode()
+        topic = src.string(compact=False) or ""
         keys.extend((topic, src.fixed("i")) for _ in range(max(0, src.fixed("i"))))
     return keys
 
@@ -253,9 +255,9 @@ class DescribeResponse:
 
     @staticmethod
     def parse_header(buffer) -> _ResponseHeader:
-        head = _In(buffer.read(4))
+        head = WireReader(buffer.read(4))
         header = _ResponseHeader(head.fixed("i"))
-        tags = _In(buffer.read())
+        tags = WireReader(buffer.read())
         tags.tags()   # response header v1: tagged fields after the correlation id
         buffer.seek(buffer.tell() - (len(tags.data) - tags.at))
         return header

@@ -104,3 +104,39 @@ def test_a_classic_assignment_names_its_partitions_whatever_its_version():
     assert cg.classic_assignment(raw) == [("orders", 0), ("orders", 1), ("refunds", 2)]
     assert cg.classic_assignment(b"") == []
     assert _assignment(raw) == _assignment(bytearray(raw)) == cg.classic_assignment(raw)
+
+
+def test_kafka_pythons_decoded_assignment_is_read_as_the_raw_bytes_are():
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
+    raw = struct.pack(">hi", 0, 1) + struct.pack(">h", 1) + b"a" + struct.pack(">iii", 2, 0, 3) + struct.pack(">i", -1)
+    assert _assignment(ConsumerProtocolAssignment.decode(raw)) == _assignment(raw) == [("a", 0), ("a", 3)]
+
+
+def test_each_group_is_described_by_the_protocol_that_knows_it(monkeypatch):
+    from migrate.kafka import members
+    from migrate.kafka.compat import BrokerFeatures
+
+    assignment = struct.pack(">hi", 0, 1) + struct.pack(">h", 1) + b"a" + struct.pack(">iii", 1, 2, -1)
+    classic = {"old": {"group_state": "Stable", "protocol_type": "consumer",
+                       "members": [{"member_id": "m", "member_assignment": assignment}]},
+               "untyped": {"group_state": "Dead", "protocol_type": "", "members": []}}
+    asked = []
+
+    def consumer_answer(admin, groups, request_of):
+        asked.append(sorted(groups))
+        body = struct.pack(">i", 0) + array([group(g, "Reconciling", [member("m", {"b": [0]}, {})]) for g in groups])
+        return [cg.DescribeResponse(cg.decode_response(body + NO_TAGS))]
+
+    monkeypatch.setattr(members, "describe_groups", lambda admin, features, groups, call: {
+        g: classic[g] for g in groups})
+    monkeypatch.setattr(members.lib, "send_to_coordinators", consumer_answer)
+    kafka4 = BrokerFeatures((4, 1), {cg.API_KEY: (0, 1)})
+    found = members.describe(None, kafka4, ["old", "new", "untyped"], {"new": "consumer", "old": "classic"})
+    assert found["old"] == members.Members("Stable", 1, frozenset({("a", 2)}))
+    assert found["new"] == members.Members("Reconciling", 1, frozenset({("b", 0)}), "consumer")
+    # listed without a type (ListGroups before v5) and empty to DescribeGroups: asked again, and live
+    assert found["untyped"].live and asked == [["new", "untyped"]]
+    # a broker without ConsumerGroupDescribe is never sent one
+    found = members.describe(None, BrokerFeatures((3, 9), {}), ["untyped"])
+    assert found["untyped"] == members.Members("Dead", 0) and asked == [["new", "untyped"]]
