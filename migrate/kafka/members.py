@@ -103,7 +103,7 @@ def _assignment(value) -> list[Key]:
 def consumer_describe(admin: KafkaAdminClient, features: BrokerFeatures, groups: Sequence[str],
                       call: Call = _direct) -> dict[str, Members | None]:
     """ConsumerGroupDescribe of `groups`: Members, or None for a group that is not a `consumer`
-    group (GROUP_ID_NOT_FOUND). Another error is raised as Kafka's (retriable ones retried by
+    group (NOT_A_CONSUMER_GROUP). Another error is raised as Kafka's (retriable ones retried by
     `call`, after forgetting the coordinators that may have moved)."""
     def ask() -> dict[str, Members | None]:
         try:
@@ -118,8 +118,13 @@ def consumer_describe(admin: KafkaAdminClient, features: BrokerFeatures, groups:
                          lambda: call("describe consumer groups", ask))
 
 
+# Not a `consumer` group: none of that name, or a broker that lists the API but runs without the
+# new group coordinator (Kafka 3.7-3.9 in ZooKeeper mode answers each group UNSUPPORTED_VERSION).
+NOT_A_CONSUMER_GROUP = (Errors.GroupIdNotFoundError.errno, Errors.UnsupportedVersionError.errno)
+
+
 def _described(g: consumer_groups.DescribedGroup) -> Members | None:
-    if g.error_code == Errors.GroupIdNotFoundError.errno:
+    if g.error_code in NOT_A_CONSUMER_GROUP:
         return None
     if g.error_code:
         raise Errors.for_code(g.error_code)(f"ConsumerGroupDescribe of group {g.group_id}: "

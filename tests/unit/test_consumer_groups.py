@@ -137,6 +137,11 @@ def test_each_group_is_described_by_the_protocol_that_knows_it(monkeypatch):
     assert found["new"] == members.Members("Reconciling", 1, frozenset({("b", 0)}), "consumer")
     # listed without a type (ListGroups before v5) and empty to DescribeGroups: asked again, and live
     assert found["untyped"].live and asked == [["new", "untyped"]]
+    # a ZooKeeper-mode 3.9 broker lists the API and answers each group UNSUPPORTED_VERSION: not a consumer group
+    monkeypatch.setattr(members.lib, "send_to_coordinators", lambda admin, groups, request_of: [
+        cg.DescribeResponse(cg.decode_response(struct.pack(">i", 0) + array([group(g, "", [], error=35)
+                                                                            for g in groups]) + NO_TAGS))])
+    assert members.describe(None, kafka4, ["untyped"])["untyped"] == members.Members("Dead", 0)
     # a broker without ConsumerGroupDescribe is never sent one
     found = members.describe(None, BrokerFeatures((3, 9), {}), ["untyped"])
     assert found["untyped"] == members.Members("Dead", 0) and asked == [["new", "untyped"]]
