@@ -24,7 +24,7 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from migrate.diff import schema as s
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from support.cli import zk2kafka
-from support.kip848 import new_protocol_consumer
+from support.kip848 import has_read, new_protocol_consumer
 from support.seeding import kafka_offsets, make_topic, put
 from support.sync_process import start_sync, stop_sync
 from support.wait import free_port, wait_for
@@ -84,8 +84,7 @@ def test_a_kip848_group_is_live_everywhere_and_takes_over_only_its_partitions(cl
     try:
         # Assigned both partitions once it printed a message of each.
         wait_for("the KIP-848 consumer to read both partitions",
-                 lambda: consumer.poll() is None and {"Partition:0", "Partition:1"} <= set(
-                     line.split("\t")[0] for line in out.read_text().splitlines()), timeout=120)
+                 lambda: has_read(consumer, out, tmp_path, group, {0, 1}), timeout=120)
         listed = {g["group_id"]: g for g in kraft_admin.list_groups()}
         assert listed[group].get("group_type") == "consumer"   # what the test is about: the new protocol
 

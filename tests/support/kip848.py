@@ -25,3 +25,13 @@ def new_protocol_consumer(bootstrap: str, topic: str, group: str, out: Path, wor
          "--consumer-property", "enable.auto.commit=false",   # it commits nothing: what Kafka holds is ours
          "--property", "print.partition=true"],
         stdout=out.open("w"), stderr=(work / f"{group}.err").open("w"))
+
+
+def has_read(consumer: subprocess.Popen, out: Path, work: Path, group: str, partitions: set[int]) -> bool:
+    """Whether the consumer printed a message of each of `partitions` (so was assigned them); a consumer
+    that exited fails the test with its stderr."""
+    if consumer.poll() is not None:
+        raise AssertionError(f"the KIP-848 console consumer exited {consumer.returncode}: "
+                             f"{(work / f'{group}.err').read_text()[-2000:]}")
+    seen = {line.split("\t")[0] for line in out.read_text().splitlines()}
+    return {f"Partition:{p}" for p in partitions} <= seen
