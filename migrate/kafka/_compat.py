@@ -46,6 +46,8 @@ check_names("kafka-python", TESTED, {
         _sets(KafkaConnectionManager, "broker_version_data"),
     "ClusterMetadata._coordinators": _sets(ClusterMetadata, "_coordinators"),
     "KafkaAdminClient._parse_group_offsets": hasattr(KafkaAdminClient, "_parse_group_offsets"),
+    "KafkaAdminClient._find_coordinator_ids": hasattr(KafkaAdminClient, "_find_coordinator_ids"),
+    "KafkaConnectionManager.send": hasattr(KafkaConnectionManager, "send"),
 })
 
 
@@ -144,3 +146,16 @@ def forget_coordinators(admin: KafkaAdminClient, groups: Iterable[str]) -> None:
     coordinators = admin._manager.cluster._coordinators
     for group in groups:
         coordinators.pop((CoordinatorType.GROUP, group), None)
+
+
+def send_to_coordinators(admin: KafkaAdminClient, groups: Iterable[str], request_of) -> list:
+    """`request_of(groups)` sent to each coordinator of `groups` with its own groups, on the admin
+    client's connections; the answers. For a request kafka-python has no call of its own
+    (ConsumerGroupDescribe, see consumer_groups.py)."""
+    async def send_all():
+        by_node: dict[int, list[str]] = {}
+        for group, node in (await admin._find_coordinator_ids(list(groups))).items():
+            by_node.setdefault(node, []).append(group)
+        return [await admin._manager.send(request_of(names), node_id=node)
+                for node, names in sorted(by_node.items())]
+    return run(admin, send_all)

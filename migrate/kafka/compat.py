@@ -10,6 +10,7 @@ kafka-python assumes:
 | brokers, cluster id    | DescribeCluster v1+ (3.7+) | Metadata (every release)                 |
 | offsets.retention.min. | DescribeConfigs (0.11+)    | unknown; the release default is reported |
 | group states           | ListGroups v4+ (2.6+)      | DescribeGroups of every listed group     |
+| KIP-848 group members  | ConsumerGroupDescribe 4.0+ | not asked: no such groups (members.py)   |
 | many groups' offsets   | one OffsetFetch v8+ (3.0+) | one OffsetFetch per group, pipelined     |
 | delete one offset      | OffsetDelete (2.4+)        | refused with a clear reason              |
 

@@ -23,6 +23,8 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
+from migrate.kafka.consumer_groups import WireReader
+
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -63,61 +65,23 @@ def parse_key(key: bytes | None) -> str | None:
     return key[4:4 + n].decode("utf-8")
 
 
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data, self.at = data, 0
-
-    def int16(self) -> int:
-        (v,) = struct.unpack_from(">h", self.data, self.at)
-        self.at += 2
-        return v
-
-    def int32(self) -> int:
-        (v,) = struct.unpack_from(">i", self.data, self.at)
-        self.at += 4
-        return v
-
-    def int64(self) -> int:
-        (v,) = struct.unpack_from(">q", self.data, self.at)
-        self.at += 8
-        return v
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            byte = self.data[self.at]
-            self.at += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-
-    def string(self, compact: bool) -> str | None:
-        n = self.uvarint() - 1 if compact else self.int16()
-        if n < 0:
-            return None
-        text = self.data[self.at:self.at + n].decode("utf-8")
-        self.at += n
-        return text
-
-
 def parse_state_timestamp(value: bytes) -> GroupMetadata | None:
     """Protocol type, current_state_timestamp (or None) and member count of a GroupMetadataValue.
 
     v0-v1 (before 2.1) carry no timestamp; v2-v3 do; v4 (flexible, compact strings) too.
     Returns None for a version this does not know.
     """
-    r = _Reader(value)
-    version = r.int16()
+    r = WireReader(value)
+    version = r.fixed("h")
     if version < 0 or version > 4:
         return None
     compact = version >= 4
     protocol_type = r.string(compact) or ""
-    r.int32()                 # generation
+    r.fixed("i")              # generation
     r.string(compact)         # protocol
     r.string(compact)         # leader
-    stamp = r.int64() if version >= 2 else None
-    members = (r.uvarint() - 1) if compact else r.int32()
+    stamp = r.fixed("q") if version >= 2 else None
+    members = (r.varint() - 1) if compact else r.fixed("i")
     return GroupMetadata(protocol_type, None if stamp is None or stamp < 0 else stamp,
                          max(members, 0))
 

@@ -2,7 +2,9 @@
 a deadline.
 
 Non-retriable errors (authorization, UNKNOWN_MEMBER_ID, ...) pass straight through
-to the caller, which turns them into a reported status or a clear error.
+to the caller, which turns them into a reported status or a clear error. UNKNOWN_MEMBER_ID and its
+KIP-848 kin (STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH) on a generation -1 commit mean the group has
+live members (writer.LIVE_GROUP_ERRORS): never retried, whatever a client library flags.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from kafka.errors import KafkaError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED/STALE_MEMBER_EPOCH
+_LIVE_GROUP_CODES = frozenset({25, 22, 27, 110, 113})
 
 
 def is_retriable(exc: BaseException) -> bool:
@@ -25,7 +29,8 @@ def is_retriable(exc: BaseException) -> bool:
 
     Those are a coordinator that moved or is loading, timeouts and network errors.
     """
-    return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
+    return (isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
+            and getattr(exc, "errno", None) not in _LIVE_GROUP_CODES)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,11 @@
 
 It reads only.
 
-One Parquet file, three kinds of rows (column `kind`):
+One Parquet file, four kinds of rows (column `kind`):
 - `group`: every selected group, with its Kafka state, protocol type and member
-  count (state null when Kafka has no such group);
+  count (state null when Kafka has no such group), for either rebalance protocol (members.py:
+  a KIP-848 group's from ConsumerGroupDescribe);
+- `assigned`: each partition assigned to a member of a live group (topic, partition);
 - `offset`: every committed offset of those groups (OffsetFetch, one request per
   coordinator for many groups);
 - `partition`: every partition of the topics involved, with its log-start and
@@ -32,7 +34,7 @@ from kafka.errors import KafkaError
 
 from migrate.batches import chunks
 from migrate.errors import KafkaUnavailable
-from migrate.kafka import compat, group_clock
+from migrate.kafka import compat, group_clock, members
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.log_bounds import log_bounds
 from migrate.kafka.retry import RetryPolicy
@@ -40,7 +42,7 @@ from migrate.kafka.retry import RetryPolicy
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-GROUP, OFFSET, PARTITION = "group", "offset", "partition"
+GROUP, OFFSET, PARTITION, ASSIGNED = "group", "offset", "partition", "assigned"
 KAFKA_SCHEMA = pa.schema([
     ("kind", pa.string()), ("group", pa.string()),
     ("topic", pa.string()), ("partition", pa.int32()),
@@ -50,7 +52,7 @@ KAFKA_SCHEMA = pa.schema([
     ("error", pa.string()),  # why a group or partition could not be read fully
 ])
 # Groups in these states have no members; any other state means live consumers.
-IDLE_STATES = frozenset({"Empty", "Dead"})
+IDLE_STATES = members.IDLE_STATES
 GROUP_CHUNK = 1000      # groups per OffsetFetch / DescribeGroups round
 PARTITION_CHUNK = 20000  # partitions per ListOffsets round
 
@@ -109,14 +111,14 @@ class KafkaSnapshot:
                                  lambda: compat.list_groups(self.admin, self.features))
         listed = {g["group_id"]: dict(g) for g in every_group if g["group_id"] in wanted}
         if compat.states_in_list(self.features):
-            members = self._members([g for g, info in listed.items()
-                                     if info.get("group_state") not in IDLE_STATES])
+            live = self._members(sorted(g for g, info in listed.items()
+                                        if info.get("group_state") not in IDLE_STATES), listed)
         else:
             # ListGroups before v4 (Kafka 2.6) has no state: DescribeGroups tells it for every
             # listed group.
-            members = self._members(sorted(listed), listed)
-        active = sum(1 for g, n in members.items()
-                     if n or listed[g].get("group_state") not in IDLE_STATES)
+            live = self._members(sorted(listed), listed)
+        active = sum(1 for g, m in live.items()
+                     if m.count or listed[g].get("group_state") not in IDLE_STATES)
         retention = self._retention_and_cluster()
         empty_since, empty_unknown = self._empty_since(listed)
         meta = {"zk2kafka.snapshot": "kafka", "cluster_id": retention.cluster_id or "",
@@ -145,12 +147,14 @@ class KafkaSnapshot:
 
             rows = []
             for group in groups:
-                info = listed.get(group)
+                info, found = listed.get(group), live.get(group)
                 rows.append({"kind": GROUP, "group": group,
                              "group_state": info.get("group_state") if info else None,
                              "protocol_type": info.get("protocol_type") if info else None,
-                             "members": members.get(group, 0) if info else 0,
+                             "members": found.count if info and found else 0,
                              "error": offset_errors.get(group)})
+                rows += [{"kind": ASSIGNED, "group": group, "topic": topic, "partition": p}
+                         for topic, p in sorted(found.assigned if info and found else ())]
             partitions, missing = self._partitions(sorted(all_topics))
             out.write_table(pa.Table.from_pylist(rows + partitions, schema=schema))
         info = SnapshotInfo(
@@ -175,23 +179,22 @@ class KafkaSnapshot:
         except KafkaError as exc:
             raise KafkaUnavailable(f"{what}: {exc}") from exc
 
-    def _members(self, groups: list[str], states: dict[str, dict] | None = None) -> dict[str, int]:
-        """Member count of each group in `groups` (DescribeGroups, batched per coordinator).
+    def _members(self, groups: list[str], listed: dict[str, dict]) -> dict[str, members.Members]:
+        """Members of each group in `groups` and the partitions assigned to them (DescribeGroups,
+        or ConsumerGroupDescribe for a KIP-848 group; batched per coordinator).
 
-        With `states`, also fill each group's `group_state` (and protocol_type when ListGroups
-        gave none) from the answer.
+        Where ListGroups gave no state (before v4) or the classic one of a KIP-848 group, each
+        group's `group_state` in `listed` is set from the answer.
         """
-        out: dict[str, int] = {}
+        out: dict[str, members.Members] = {}
+        types = {g: info.get("group_type") for g, info in listed.items()}
         for chunk in chunks(groups, GROUP_CHUNK):
-            described = self._call("describe groups", lambda c=chunk: compat.describe_groups(
-                self.admin, self.features, c))
-            out.update({g: len(d.get("members") or []) for g, d in described.items()})
-            if states is not None:
-                for g, d in described.items():
-                    if g in states:
-                        states[g]["group_state"] = d.get("group_state")
-                        states[g]["protocol_type"] = (states[g].get("protocol_type")
-                                                      or d.get("protocol_type"))
+            out.update(self._call("describe groups", lambda c=chunk: members.describe(
+                self.admin, self.features, c, types)))
+        for g, found in out.items():
+            if g in listed and (listed[g].get("group_state") is None
+                                or found.protocol == members.CONSUMER_TYPE):
+                listed[g]["group_state"] = found.state
         return out
 
     def _committed(self, groups: list[str]) -> tuple[dict, dict[str, str]]:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
+import kafka.errors as Errors
 from kafka.errors import KafkaError, NoError
 from kafka.structs import OffsetAndMetadata
 
@@ -26,6 +27,13 @@ from migrate.kafka.retry import RetryPolicy, is_retriable
 
 log = logging.getLogger(__name__)
 Key = tuple[str, int]  # (topic, partition)
+# What Kafka answers a commit from outside a group (generation -1, no member id) while the group
+# has members: the classic protocol's UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION /
+# REBALANCE_IN_PROGRESS, a KIP-848 group's STALE_MEMBER_EPOCH / FENCED_MEMBER_EPOCH. Each says
+# "the group is live", not a passing fault: no retry is sent.
+LIVE_GROUP_ERRORS = (Errors.UnknownMemberIdError, Errors.IllegalGenerationError,
+                     Errors.RebalanceInProgressError, Errors.StaleMemberEpochError,
+                     Errors.FencedMemberEpochError)
 
 
 def label(key: Key) -> str:
@@ -42,12 +50,14 @@ class Committed(NamedTuple):
 
 
 class GroupRejected(MigrateError):
-    """Kafka refused a group's commit for a reason retrying will not fix (e.g. an active group)."""
+    """Kafka refused a group's commit for a reason retrying will not fix; `live` when the reason
+    is that the group has members in Kafka."""
 
-    def __init__(self, group: str, reason: str):
+    def __init__(self, group: str, reason: str, live: bool = False):
         super().__init__(f"group {group}: {reason}")
         self.group = group
         self.reason = reason
+        self.live = live
 
 
 class KafkaOffsetWriter:
@@ -168,6 +178,10 @@ class KafkaOffsetWriter:
         except KafkaError as exc:
             if is_retriable(exc):
                 raise  # deadline passed: the caller leaves the group pending, a resume finishes it
+            if isinstance(exc, LIVE_GROUP_ERRORS):
+                raise GroupRejected(group, f"{what}: the group is live in Kafka (it has members, "
+                                           f"who commit their own offsets): "
+                                           f"{type(exc).__name__}", live=True) from exc
             raise GroupRejected(group, f"{what}: {type(exc).__name__}: {exc}") from exc
 
     def _forget(self, groups: Sequence[str]) -> None:

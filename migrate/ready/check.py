@@ -32,7 +32,7 @@ from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
-from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION, KafkaSnapshot
+from migrate.kafka.snapshot import ASSIGNED, GROUP, OFFSET, PARTITION, KafkaSnapshot
 from migrate.pipeline import selection_text
 from migrate.options import exact_duration, flag
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
@@ -228,8 +228,9 @@ def _children(request) -> list[str]:
 
 
 def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]):
-    """Kafka's side of `groups` (snapshotted into the state dir): per group, its every partition,
-    and the snapshot's path."""
+    """Kafka's side of `groups` (snapshotted into the state dir): per group (its state, members,
+    the partitions assigned to them, its offsets), its every partition, and the snapshot's
+    path."""
     path = state.kafka_snapshot(run)
     KafkaSnapshot(admin).write(path, groups, {r["topic"] for r in rows if r["topic"] is not None})
     kafka: dict[str, KafkaGroup] = {}
@@ -238,6 +239,10 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
         if row["kind"] == GROUP:
             held = kafka.setdefault(row["group"], KafkaGroup())
             held.state, held.refused = row["group_state"], row["error"]
+            held.members = row["members"] or 0
+        elif row["kind"] == ASSIGNED:
+            kafka.setdefault(row["group"], KafkaGroup()).assigned.add((row["topic"],
+                                                                       row["partition"]))
         elif row["kind"] == OFFSET:
             kafka.setdefault(row["group"], KafkaGroup()).offsets[row["topic"], row["partition"]] = (
                 row["committed_offset"], row["metadata"])

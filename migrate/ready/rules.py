@@ -2,12 +2,15 @@
 behind. Pure: the stores were read before (check.py).
 
 KIP-866 copies topics, configs, ACLs and the like from ZooKeeper, and nothing under /consumers.
-A group is ready when each of its ZooKeeper offsets is in Kafka with the same value, or the group
-was taken over by a new consumer in Kafka by the rules sync applies (live Kafka members, or a value
-in Kafka that zk2kafka did not write); when no old consumer is registered (ids/) or owns a
-partition (owners/); and when none of its offset znodes moved during the watch (the quiet rule,
-migrate/zk/quiet.py). An offset whose topic or partition Kafka no longer has is left behind, but
-names nothing to keep: it is listed, and blocks nothing.
+A group is ready when each of its ZooKeeper offsets is in Kafka with the same value, or its
+partition was taken over by a new consumer in Kafka: assigned to a member of the live Kafka group
+(by the classic protocol's member assignments, or a KIP-848 group's ConsumerGroupDescribe), or
+holding a value in Kafka that zk2kafka did not write. A live group takes over only those
+partitions, not every one the old group ever had: any other offset of it must be in Kafka. And
+when no old consumer is registered (ids/) or owns a partition (owners/); and when none of its
+offset znodes moved during the watch (the quiet rule, migrate/zk/quiet.py). An offset whose topic
+or partition Kafka no longer has is left behind, but names nothing to keep: it is listed, and
+blocks nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from migrate.kafka.snapshot import IDLE_STATES
 from migrate.zk import layouts
 from migrate.zk.quiet import Moved, when
 
@@ -29,12 +31,15 @@ HEADINGS = {"not_in_kafka": "NOT-IN-KAFKA", "registered": "OLD-CONSUMER", "writt
 
 @dataclass
 class KafkaGroup:
-    """What Kafka holds for a group: its state (None: Kafka has no such group), its committed
-    offsets with their metadata, and why it would not show them (None: it did)."""
+    """What Kafka holds for a group: its state (None: Kafka has no such group), its members, the
+    partitions assigned to them, its committed offsets with their metadata, and why it would not
+    show them (None: it did)."""
 
     state: str | None = None
     offsets: dict[Key, tuple[int, str | None]] = field(default_factory=dict)
     refused: str | None = None
+    members: int = 0
+    assigned: set[Key] = field(default_factory=set)
 
 
 @dataclass
@@ -44,10 +49,14 @@ class Verdict:
     group: str
     offsets: int = 0              # partitions with an offset in ZooKeeper
     in_kafka: int = 0             # of them, in Kafka with the same value
-    taken_over: int = 0           # of them, in a group a new consumer took over in Kafka
+    taken_over: int = 0           # of them, taken over by a new consumer in Kafka
     consumers: int = 0            # old consumers registered under ids/
     owned: int = 0                # partitions owned under owners/
     kafka_state: str | None = None
+    kafka_members: int = 0        # members of the Kafka group (either rebalance protocol)
+    # "topic-p: ZooKeeper N, Kafka M (assigned to a live member)" or "(committed by a new
+    # consumer)"; M is "none" for a partition assigned but not committed yet
+    taken_over_offsets: list[str] = field(default_factory=list)
     not_in_kafka: list[str] = field(default_factory=list)   # "topic-p (ZooKeeper N)"
     registered: list[str] = field(default_factory=list)     # "N in ids/", "N partitions owned"
     written: list[str] = field(default_factory=list)        # "path at HH:MM:SSZ"
@@ -98,8 +107,7 @@ def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
 
 def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: KafkaGroup,
              partitions: set[Key], zk2kafka_wrote: Callable[..., bool]) -> None:
-    verdict.kafka_state = held.state
-    live = held.state is not None and held.state not in IDLE_STATES
+    verdict.kafka_state, verdict.kafka_members = held.state, held.members
     for key, rows in sorted(found.items(), key=lambda item: (str(item[0][0]), item[0][1] or -1)):
         row = layouts.pick(rows)   # the row that stands for the partition, as diff and sync pick
         name = f"{key[0]}-{key[1]}" if key[1] is not None else row["path"]
@@ -111,17 +119,25 @@ def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: 
         if held.refused is not None:
             verdict.unreadable.append(f"{name}: Kafka would not show the group's offsets: "
                                       f"{held.refused}")
-        elif live:
-            verdict.taken_over += 1   # new consumers are members: the group is theirs
+        elif key in held.offsets and held.offsets[key][0] == zk:
+            verdict.in_kafka += 1
+        elif key in held.assigned:   # a live member consumes it: its position is Kafka's now
+            kafka = held.offsets[key][0] if key in held.offsets else "none"
+            _taken_over(verdict, f"{name}: ZooKeeper {zk}, Kafka {kafka} "
+                                 f"(assigned to a live member)")
         elif key not in held.offsets:
             if key in partitions:
                 verdict.not_in_kafka.append(f"{name} (ZooKeeper {zk})")
             else:
                 verdict.topic_gone.append(f"{name} (ZooKeeper {zk})")
-        elif held.offsets[key][0] == zk:
-            verdict.in_kafka += 1
         elif zk2kafka_wrote(verdict.group, key, *held.offsets[key]):
             offset, metadata = held.offsets[key]
             verdict.differs.append(f"{name}: ZooKeeper {zk}, Kafka {offset} ({metadata})")
-        else:
-            verdict.taken_over += 1   # a value a new consumer committed: sync leaves it to it
+        else:   # a value a new consumer committed: sync leaves it to it
+            _taken_over(verdict, f"{name}: ZooKeeper {zk}, Kafka {held.offsets[key][0]} "
+                                 f"(committed by a new consumer)")
+
+
+def _taken_over(verdict: Verdict, line: str) -> None:
+    verdict.taken_over += 1
+    verdict.taken_over_offsets.append(line)

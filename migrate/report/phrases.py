@@ -18,7 +18,8 @@ MEANING = {
     s.UNKNOWN_PARTITION: "topic or partition does not exist in Kafka: skipped",
     s.MALFORMED: "znode value is not a non-negative 64-bit integer: skipped",
     s.UNREADABLE: "znode could not be read (NoAuth, vanished): skipped",
-    s.GROUP_ACTIVE_KAFKA: "the Kafka group has live members: skipped",
+    s.GROUP_ACTIVE_KAFKA: "the Kafka group has live members: skipped (not covered by them unless "
+                          "assigned to one)",
     s.GROUP_ACTIVE_ZK: "old consumers still registered in ZooKeeper: skipped",
     s.KAFKA_ONLY: "an offset in Kafka and none in ZooKeeper: informational",
     s.UNTRANSLATABLE: "no MirrorMaker 2 offset sync at or below the ZooKeeper offset "

@@ -63,6 +63,7 @@ SPREAD = 0.5   # a re-scan after the first reads its groups over this share of -
 # OffsetFetch, a journal transaction): one pass per change took 2-3 ms of CPU each at 100
 # changes/s.
 GATHER = 0.1
+LEFT_ALONE = "; left alone: its members' partitions are theirs, its other offsets not covered"
 
 
 class Follower:
@@ -173,7 +174,7 @@ class Follower:
         for name in names:
             state = states.get(name)
             if state is not None and state not in IDLE_STATES:
-                self._stop(name, f"Kafka group is {state}: consumers joined in Kafka",
+                self._stop(name, f"Kafka group is {state}: consumers joined in Kafka{LEFT_ALONE}",
                            "kafka_members")
         self.sweep = Sweep(names, started, spread)
 
@@ -314,7 +315,9 @@ class Follower:
         for name, error in results.items():
             if isinstance(error, GroupRejected):
                 self.metrics.commit_errors.labels(type(error).__name__).inc()
-                self._stop(name, f"Kafka refused the commit: {error.reason}", "commit_refused")
+                self._stop(name, f"Kafka refused the commit: {error.reason}"
+                           f"{LEFT_ALONE if error.live else ''}",
+                           "kafka_members" if error.live else "commit_refused")
             elif error is not None:
                 self.status.errors += 1
                 self.metrics.commit_errors.labels(type(error).__name__).inc()

@@ -11,13 +11,15 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from migrate.journal import journal as j
+from migrate.kafka import members
 from migrate.kafka.writer import KafkaOffsetWriter, Key
 
 Committed = Mapping[Key, tuple[int, str]]   # what Kafka holds of a group: {key: (offset, metadata)}
 
 
 class GroupNow(NamedTuple):
-    """A group's Kafka state and member count, as DescribeGroups answers now."""
+    """A group's Kafka state and member count now, for either rebalance protocol (DescribeGroups,
+    or ConsumerGroupDescribe for a KIP-848 group)."""
 
     state: str | None
     members: int
@@ -64,12 +66,11 @@ class KafkaHalf:
         self.writer = writer
 
     def states(self, groups: list[str]) -> dict[str, GroupNow]:
-        """Each group's Kafka state and member count now (DescribeGroups, batched per
-        coordinator)."""
-        described = self.writer.policy.call(
-            "describe groups", lambda: self.writer.admin.describe_groups(groups))
-        return {g: GroupNow(d.get("group_state"), len(d.get("members") or []))
-                for g, d in described.items()}
+        """Each group's Kafka state and member count now (batched per coordinator; a KIP-848
+        group's from ConsumerGroupDescribe, where DescribeGroups answers it as Dead)."""
+        found = members.describe(self.writer.admin, self.writer.features, groups,
+                                 call=self.writer.policy.call)
+        return {g: GroupNow(m.state, m.count) for g, m in found.items()}
 
     def put_back(self, group: str, parts: list[j.Partition]) -> str | None:
         """Put what this run committed of `group` back to the journaled before-values; what

@@ -57,7 +57,7 @@ def test_a_topic_gone_from_kafka_is_listed_and_blocks_nothing():
 
 def test_a_group_taken_over_by_new_consumers_is_ready_by_syncs_rules():
     found = verdicts([row("live", 0), row("theirs", 0)],
-                     {"live": KafkaGroup("Stable", {}),
+                     {"live": KafkaGroup("Stable", {}, assigned={(T, 0)}),
                       "theirs": KafkaGroup("Empty", {(T, 0): (5000, "")})})
     assert found["live"].ready and found["live"].taken_over == 1
     assert found["theirs"].ready and found["theirs"].taken_over == 1
@@ -247,3 +247,27 @@ def test_the_report_lists_what_the_selection_left_out_and_what_lies_elsewhere():
                                              "(outside the selection); 1 group(s) elsewhere in the ensemble")
     assert "- `late`: 2 offsets" in report
     assert "- `/consumers/rootless` (blocks): not in Kafka: orders-0 (ZooKeeper 20)" in report
+
+
+def test_a_live_group_takes_over_only_the_partitions_its_members_are_assigned():
+    # ZooKeeper holds orders and invoices; the new consumers in Kafka subscribe to orders only
+    rows = [row("g", 0, 10), row("g", 1, 11), {**row("g", 0, 7), "topic": "invoices",
+                                               "path": "/consumers/g/offsets/invoices/0"}]
+    kafka = {"g": KafkaGroup("Stable", {(T, 0): (15, "")}, members=2, assigned={(T, 0), (T, 1)})}
+    v = judge(rows, kafka, PARTITIONS | {("invoices", 0)}, [], {}, wrote)[0]
+    assert not v.ready and v.not_in_kafka == ["invoices-0 (ZooKeeper 7)"]
+    assert v.taken_over_offsets == ["orders-0: ZooKeeper 10, Kafka 15 (assigned to a live member)",
+                                    "orders-1: ZooKeeper 11, Kafka none (assigned to a live member)"]
+    assert (v.taken_over, v.kafka_state, v.kafka_members) == (2, "Stable", 2)
+
+
+def test_a_live_groups_unassigned_partition_already_in_kafka_is_ready():
+    kafka = {"g": KafkaGroup("Stable", {(T, 1): (11, "zk2kafka migrate R")}, members=1,
+                             assigned={(T, 0)})}
+    v = verdicts([row("g", 0), row("g", 1, 11)], kafka)["g"]
+    assert v.ready and (v.in_kafka, v.taken_over) == (1, 1)
+
+
+def test_a_value_a_new_consumer_committed_is_named_as_taken_over():
+    v = verdicts([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (5000, "")})})["g"]
+    assert v.ready and v.taken_over_offsets == ["orders-0: ZooKeeper 10, Kafka 5000 (committed by a new consumer)"]
