@@ -1,8 +1,8 @@
 """The image `make image` built (docker/Dockerfile), run by podman or Docker against the session's cluster.
 
-Skipped, with the reason, where neither engine is here or the image was not built; failed instead
-when ZK2KAFKA_REQUIRE_IMAGE=1 (CI), so a CI run never passes without running them. The image is
-ZK2KAFKA_IMAGE (default zk2kafka:local, what `make image` tags).
+Skipped, with the reason, where neither engine is here, the image was not built or it was built from
+other code than the checkout's; failed instead when ZK2KAFKA_REQUIRE_IMAGE=1 (CI), so a CI run never
+passes without running them. The image is ZK2KAFKA_IMAGE (default zk2kafka:local, what `make image` tags).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +98,17 @@ class Image:
         return path
 
 
+# The digest of the package migrate's Python sources as imported: the checkout's here, the image's inside it.
+SOURCES_DIGEST = """
+import hashlib, pathlib, migrate
+root = pathlib.Path(migrate.__file__).parent
+digest = hashlib.sha256()
+for path in sorted(root.rglob("*.py")):
+    digest.update(path.relative_to(root).as_posix().encode() + b"\\0" + path.read_bytes())
+print(digest.hexdigest())
+"""
+
+
 @pytest.fixture(scope="session")
 def image(engine: Engine) -> Image:
     found = engine("image", "inspect", IMAGE)
@@ -105,6 +117,13 @@ def image(engine: Engine) -> Image:
     (config,) = json.loads(found.stdout)
     user = config["Config"].get("User") or ""
     assert user.partition(":")[0] not in ("", "0", "root"), f"the image runs as {user!r}"
+    # An image built from other code than this checkout's would prove nothing about it.
+    here = subprocess.run([sys.executable, "-c", SOURCES_DIGEST], capture_output=True, text=True, cwd=ROOT,
+                          check=True).stdout.strip()
+    inside = engine("run", "--rm", "--entrypoint", "python", IMAGE, "-c", SOURCES_DIGEST, timeout=120)
+    assert inside.returncode == 0, inside.stderr
+    if inside.stdout.strip() != here:
+        unavailable(f"the image {IMAGE} holds other code than this checkout's migrate/ (`make image`)")
     return Image(engine, IMAGE, user)
 
 
