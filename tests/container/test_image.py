@@ -76,10 +76,9 @@ def test_diff_then_the_reviewed_plan_executed_then_verified(image, cluster, zk, 
         assert {g.name: g.state for g in journal.groups(run_id)} == {g: "verified" for g in planted}
 
 
-def sync_service() -> list[str]:
-    """The sync service's command as docker/compose.yaml runs it."""
-    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
-    return [str(arg) for arg in compose["services"]["zk2kafka-sync"]["command"]]
+def sync_service() -> dict:
+    """The sync service as docker/compose.yaml defines it."""
+    return yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]["zk2kafka-sync"]
 
 
 def test_sync_as_the_compose_service_mirrors_serves_health_and_metrics_and_stops_cleanly(
@@ -92,10 +91,14 @@ def test_sync_as_the_compose_service_mirrors_serves_health_and_metrics_and_stops
         put(zk, f"/consumers/{group}/offsets/{topic}/{p}", b"10")
     state = image.state_dir(tmp_path / "state")
     env = {"ZK2KAFKA_ZOOKEEPER": zk_chroot, "ZK2KAFKA_BOOTSTRAP_SERVER": cluster.bootstrap_server}
-    command = sync_service()
+    service = sync_service()
+    command = [str(arg) for arg in service["command"]]
     assert command[:2] == ["sync", "--execute"] and "--metrics-address" in command
     address = f"127.0.0.1:{free_port()}"
+    port = command[command.index("--metrics-address") + 1].rpartition(":")[2]
     command[command.index("--metrics-address") + 1] = address   # the host's network: a free port of its own
+    healthcheck = service["healthcheck"]["test"]
+    assert healthcheck[0] == "CMD" and f"127.0.0.1:{port}/healthz" in " ".join(healthcheck)
     command += ["--group", f"{prefix}.*"]   # this test's groups only (the service follows all)
     name = f"zk2kafka-test-{prefix.rstrip('-')}"
     log = tmp_path / "sync.log"
@@ -115,6 +118,10 @@ def test_sync_as_the_compose_service_mirrors_serves_health_and_metrics_and_stops
             wait_for("the ZooKeeper offsets mirrored into Kafka", lambda: in_kafka() == {0: 10, 1: 10}, timeout=60)
             zk.set(f"/consumers/{group}/offsets/{topic}/1", b"42")   # the old consumer commits
             wait_for("the change mirrored into Kafka", lambda: in_kafka() == {0: 10, 1: 42}, timeout=60)
+            # The service's healthcheck, run in the container as the engine runs it, on this port.
+            checked = image.engine("exec", name, *(a.replace(f"127.0.0.1:{port}", address) for a in healthcheck[1:]),
+                                   timeout=60)
+            assert checked.returncode == 0, checked.stderr
             samples = scrape(address)
             assert value(samples, "zk2kafka_sync_offsets_mirrored_total") == 3
             assert value(samples, "zk2kafka_sync_group_state", group=group, state="mirroring") == 1
