@@ -15,7 +15,7 @@ DEMO_STATE ?= zk2kafka-state/demo
 PYTEST_ARGS ?=
 KAFKA_VERSION ?= 3.9.2
 
-.PHONY: install demo test test-long support-table cli-doc wheel-check lock-jars clean
+.PHONY: install demo test test-long support-table cli-doc wheel-check lock-jars clean image
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -85,6 +85,12 @@ cli-doc: install
 # outside the checkout: --help, sandbox up/status/seed, scan, diff, sandbox down. About two minutes.
 wheel-check:
 	PYTHON=$(PYTHON) .ci/wheel-check
+
+# The container image (docker/Dockerfile) as zk2kafka:local, with Docker where an engine answers, else
+# podman; where python:3.11-slim-bookworm cannot be pulled, a local base made with debootstrap
+# (docker/make-base, kept between runs). tests/container runs it. docker/README.md has the times.
+image:
+	docker/build-image
 
 # Maintainers: re-resolve the pinned sandbox jars with Maven after changing BUNDLE_ROOTS.
 lock-jars: install
