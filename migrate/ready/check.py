@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
-
-from dataclasses import replace
-
-from kafka.errors import KafkaError
 
 from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
@@ -33,8 +31,8 @@ from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.kafka.snapshot import ASSIGNED, GROUP, OFFSET, PARTITION, KafkaSnapshot
-from migrate.pipeline import selection_text
 from migrate.options import exact_duration, flag
+from migrate.pipeline import selection_text
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
 from migrate.ready.own import own_differences
 from migrate.ready.rules import KafkaGroup, judge
