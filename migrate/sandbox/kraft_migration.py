@@ -8,8 +8,9 @@ operations guide gives it ("ZooKeeper to KRaft Migration"), in its three phases:
   metadata from ZooKeeper (`ZkMigrationClient.readAllMetadata`: topics, configs, quotas, SCRAM
   credentials, ACLs, the producer-id block, delegation tokens, nothing under /consumers), done
   when ZooKeeper's /migration znode carries a KRaft metadata offset
-  (`ZkMigrationLeadershipState.initialZkMigrationComplete`: kraft_metadata_offset > 0). ZooKeeper
-  is still the brokers' truth: the controller writes every change to it (dual-write);
+  (`ZkMigrationLeadershipState.initialZkMigrationComplete`: kraft_metadata_offset > 0). The KRaft
+  controller is the metadata's truth now and writes every change back to ZooKeeper (dual-write),
+  so a revert to ZooKeeper mode stays possible;
 - `kraft` (step 6): the broker restarted as a KRaft broker (`process.roles=broker`, `node.id` =
   its broker.id, no ZooKeeper settings); from here a v0 OffsetCommit is refused; the controller
   still writes ZooKeeper, and Kafka's guide can still go back to ZooKeeper mode;

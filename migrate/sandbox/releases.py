@@ -18,8 +18,8 @@ ZOOKEEPER, MIGRATING, MIGRATION, KRAFT_BROKERS, KRAFT = (
 MODES = {ZOOKEEPER: "ZooKeeper mode",
          MIGRATING: "half-way through a KIP-866 step (under way, or it failed)",
          MIGRATION: "migration mode (KIP-866, phase migration): the KRaft controller has migrated "
-                    "the metadata; the broker runs in migration mode and ZooKeeper is still the "
-                    "brokers' truth (dual-write); not yet KRaft brokers",
+                    "the metadata; the broker runs in migration mode and the controller writes "
+                    "every change back to ZooKeeper (dual-write); not yet KRaft brokers",
          KRAFT_BROKERS: "KRaft brokers, not finalized (KIP-866, phase kraft): the broker runs as "
                         "a KRaft broker, the controller still writes ZooKeeper (dual-write); "
                         "Kafka's guide can still revert to ZooKeeper mode",
