@@ -48,8 +48,13 @@ def text(data: Data) -> str:
     bad = sorted((verdicts[g] for g in data["not_ready"]),
                  key=lambda v: (tuple(not v[p] for p in FIRST), v["group"]))
     if data["ready"]:
-        lines = [f"ready-for-kraft: ready: every ZooKeeper offset of the {data['groups']:,} "
-                 f"group(s) checked under {data['source']} ({data['offsets']:,} offsets) is in "
+        # The groups left behind on purpose are not said to be in Kafka: the count is of the rest.
+        kept = set(data.get("left_behind", {}).get("groups", []))
+        cleared = [v for v in verdicts.values() if v["group"] not in kept]
+        of = f" cleared of {data['groups']:,}" if kept else ""
+        lines = [f"ready-for-kraft: ready: every ZooKeeper offset of the {len(cleared):,}{of} "
+                 f"group(s) checked under {data['source']} "
+                 f"({sum(v['offsets'] for v in cleared):,} offsets) is in "
                  f"Kafka or its group was taken over there; no old consumer registered; nothing "
                  f"written for {watched}; nothing else of this cluster's found in the ensemble"
                  + ("; what is not cleared is left behind on purpose (below)"

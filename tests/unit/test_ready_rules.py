@@ -271,3 +271,14 @@ def test_a_live_groups_unassigned_partition_already_in_kafka_is_ready():
 def test_a_value_a_new_consumer_committed_is_named_as_taken_over():
     v = verdicts([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (5000, "")})})["g"]
     assert v.ready and v.taken_over_offsets == ["orders-0: ZooKeeper 10, Kafka 5000 (committed by a new consumer)"]
+
+
+def test_ready_with_groups_left_behind_counts_only_the_groups_it_cleared():
+    found = judge([row("moved", 0), row("moved", 1), row("abandoned", 0)],
+                  {"moved": KafkaGroup("Empty", {(T, 0): (10, ""), (T, 1): (10, "")})}, PARTITIONS, [], {}, wrote)
+    data = _data(found, True, not_ready=[], left_behind={
+        "patterns": [{"option": "--leave-behind", "pattern": "abandoned", "from": "flag"}], "groups": ["abandoned"]})
+    first = text(data).splitlines()[0]
+    assert first.startswith("ready-for-kraft: ready: every ZooKeeper offset of the 1 cleared of 2 group(s) checked "
+                            "under zk:2181/kafka/consumers (2 offsets) is in Kafka"), first
+    assert first.endswith("what is not cleared is left behind on purpose (below)")
