@@ -93,7 +93,7 @@ def test_executes_the_reviewed_plan_and_fails_the_groups_that_moved(reviewed, zk
     assert re.search(rf"failed: {re.escape(g2)}: Kafka offsets changed since the plan: {topic}-1 no offset -> 40",
                      out), out
     assert "moved since the review of " + reviewed["plan_id"] in out
-    assert f"zk2kafka diff --group {g1} --group {g2}`" in out
+    assert f"`PLAN=$(zk2kafka diff --group {g1} --group {g2} --json | jq -r .plan_id)`" in out
     last = out.strip().splitlines()[-1]
     assert f" plan={reviewed['plan_id']} report={reviewed['report']}" in last
 
@@ -160,7 +160,7 @@ def test_a_group_a_new_consumer_joined_since_the_review_is_not_written(reviewed,
         assert code == 1, err
         assert re.search(rf"failed: {re.escape(g3)}: Kafka group state changed since the plan: unknown to Kafka, "
                          r"0 member\(s\) then, Stable, 1 member\(s\) now", out), out
-        assert f"zk2kafka diff --group {g3}`" in out
+        assert f"`PLAN=$(zk2kafka diff --group {g3} --json | jq -r .plan_id)`" in out
         assert kafka_offsets(kafka_admin, [g3]) == {g3: {}}
     finally:
         consumer.close()
