@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
+from migrate.diff.retention import COMMIT_CLOCK, after_commit
 from migrate.report import phrases as ph
 from migrate.report.view import MAX_GROUPS, Bar, ReportView
 
@@ -125,11 +126,26 @@ def _tiles(sm: dict[str, Any]) -> list[str]:
 def _empty_groups(sm: dict[str, Any]) -> list[str]:
     empty = ph.empty_groups(sm)
     if not empty:
-        return []
+        return _left_without_consumer(sm)
     return [f"<h2>{ph.EMPTY_GROUPS_TITLE} ({len(empty):,})</h2>",
-            _table(("group", "protocol", "offsets", "to commit", "expires within", "time left"),
+            _table(("group", "protocol", "offsets", "to commit", "expires within", "time left",
+                    "expires at"),
                    [(g["group"], g["protocol_type"], g["offsets"], g["planned"], ph.within(g),
-                     ph.time_left(g)) for g in empty[:MAX_GROUPS]], numeric={2, 3})]
+                     ph.time_left(g), g.get("expires_at") or "unknown")
+                    for g in empty[:MAX_GROUPS]], numeric={2, 3}),
+            *_left_without_consumer(sm)]
+
+
+def _left_without_consumer(sm: dict[str, Any]) -> list[str]:
+    """The groups the migration would leave in Kafka with no consumer: their offsets expire by
+    commit time."""
+    by_commit = [g for g in sm.get("retention", {}).get("expiring") or []
+                 if g["clock"] == COMMIT_CLOCK]
+    if not by_commit:
+        return []
+    return [f"<p>Left with no consumer, deleted {e(after_commit(by_commit[0]))} unless a "
+            f"consumer joins first ({len(by_commit):,}): "
+            f"{e(', '.join(g['group'] for g in by_commit[:MAX_GROUPS]))}</p>"]
 
 
 def _statuses(sm: dict[str, Any]) -> list[str]:

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from migrate.diff import schema as s
+from migrate.diff.retention import COMMIT_CLOCK, after_commit
 from migrate.report import phrases as ph
 from migrate.report.view import MAX_GROUPS, ReportView
 
@@ -87,13 +88,26 @@ def _no_offset(sm: dict[str, Any]) -> list[str]:
 def _empty_groups(sm: dict[str, Any]) -> list[str]:
     empty = ph.empty_groups(sm)
     if not empty:
-        return []
+        return _left_without_consumer(sm)
     lines = ["", f"## {ph.EMPTY_GROUPS_TITLE} ({len(empty):,})", "",
-             "| group | protocol | offsets | to commit | expires within | time left |",
-             "|---|---|--:|--:|---|---|"]
+             "| group | protocol | offsets | to commit | expires within | time left | expires at |",
+             "|---|---|--:|--:|---|---|---|"]
     return lines + [f"| {_md(g['group'])} | {_md(g['protocol_type'])} | {g['offsets']:,}"
-                    f" | {g['planned']:,} | {_md(ph.within(g))} | {_md(ph.time_left(g))} |"
-                    for g in empty[:MAX_GROUPS]]
+                    f" | {g['planned']:,} | {_md(ph.within(g))} | {_md(ph.time_left(g))}"
+                    f" | {_md(g.get('expires_at') or 'unknown')} |"
+                    for g in empty[:MAX_GROUPS]] + _left_without_consumer(sm)
+
+
+def _left_without_consumer(sm: dict[str, Any]) -> list[str]:
+    """The groups the migration would leave in Kafka with no consumer: their offsets expire by
+    commit time."""
+    by_commit = [g for g in sm.get("retention", {}).get("expiring") or []
+                 if g["clock"] == COMMIT_CLOCK]
+    if not by_commit:
+        return []
+    return ["", f"Left with no consumer, deleted {_md(after_commit(by_commit[0]))} "
+            f"unless a consumer joins first ({len(by_commit):,}): "
+            + ", ".join(_md(g["group"]) for g in by_commit[:MAX_GROUPS])]
 
 
 def _group_row(g: dict[str, Any]) -> str:
