@@ -144,8 +144,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
         return _TimeLeft(round(empty_since[group] / 1000 + window_minutes * 60 - now), None)
 
     def expires_at(group: str) -> str | None:
-        left = time_left(group).seconds
-        return None if left is None else iso(now + left)
+        if group not in empty_since or window_minutes is None:
+            return None
+        return iso(empty_since[group] / 1000 + window_minutes * 60)
     warnings = []
     if created:
         warnings.append(

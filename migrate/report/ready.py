@@ -124,7 +124,7 @@ def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
     if renewable:
         sel = _selection(renewable)
         lines.append(f"  while ZooKeeper still answers, keep those by commit time: "
-                     f"`zk2kafka sync --execute --renew-every {found['renew_every']}{sel}` "
+                     f"`zk2kafka sync --execute{sel} --renew-every {found['renew_every']}` "
                      f"({RENEWS})")
     lines.append(f"  after ZooKeeper is gone: put them back from this run's evidence, "
                  f"{found['evidence']} (runbooks/kraft-in-place.md, \"Offsets Kafka expires\")")
