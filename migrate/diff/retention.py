@@ -70,13 +70,6 @@ def offsets_expire(version: tuple[int, ...] | None, window_minutes: int | None,
     return Expiry(COMMIT_CLOCK, min(deadlines), max(deadlines), None)
 
 
-def when(ms: int | None, now: float) -> str:
-    """An expiry moment as a terminal line and a page say it: its UTC time and the time left."""
-    if ms is None:
-        return "unknown"
-    return f"{_iso(ms)} ({_left(round(ms / 1000 - now))})"
-
-
 class _TimeLeft(NamedTuple):
     """Seconds until an Empty group's offsets expire, or why that cannot be told."""
 
@@ -156,7 +149,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
             f"or keep the offsets alive with {renewing}")
     if empty:
         lefts = [time_left(g["group"]) for g in empty]
-        told = [f"{_name(g['group'])} {_left(left.seconds)}"
+        told = [f"{_name(g['group'])} {left_text(left.seconds)}"
                 for g, left in zip(empty, lefts) if left.seconds is not None]
         untold = [left.unknown for left in lefts if left.seconds is None]
         parts = []
@@ -233,6 +226,11 @@ def _expiring(empty: list[dict], created: list[str], window_minutes: int | None,
     return by_empty + by_commit
 
 
+def left_without_consumer(retention: dict[str, Any]) -> list[dict[str, Any]]:
+    """The expiring groups the migration would leave with no consumer (by commit time)."""
+    return [g for g in retention.get("expiring") or [] if g["clock"] == COMMIT_CLOCK]
+
+
 def after_commit(g: dict[str, Any]) -> str:
     """When a group expiring by commit time loses its offsets, as a page says it."""
     if g["after_commit_minutes"] is None:
@@ -249,7 +247,8 @@ def expiry_lines(retention: dict[str, Any], most: int = SHOWN) -> list[str]:
              f"in the group (clock: {retention['expiry']})"]
     for g in expiring[:most]:
         if g["expires_at"] is not None:
-            at = f"at {g['expires_at']} ({_left(g['time_left_seconds'])}; since it became Empty)"
+            left = left_text(g["time_left_seconds"])
+            at = f"at {g['expires_at']} ({left}; since it became Empty)"
         else:
             at = after_commit(g)
         lines.append(f"  {g['group']}: {at}")
@@ -268,7 +267,8 @@ def selection_flags(selection: Selection) -> str:
                    for pattern in patterns)
 
 
-def _left(seconds: int) -> str:
+def left_text(seconds: int) -> str:
+    """Time left, as a warning and an expiry line say it: 6.9 day(s), 5.0 hour(s), or expired."""
     if seconds <= 0:
         return "expired (due now)"
     if seconds >= 86400:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
-from migrate.diff.retention import COMMIT_CLOCK, after_commit
+from migrate.diff.retention import after_commit, left_without_consumer
 from migrate.report import phrases as ph
 from migrate.report.view import MAX_GROUPS, Bar, ReportView
 
@@ -139,8 +139,7 @@ def _empty_groups(sm: dict[str, Any]) -> list[str]:
 def _left_without_consumer(sm: dict[str, Any]) -> list[str]:
     """The groups the migration would leave in Kafka with no consumer: their offsets expire by
     commit time."""
-    by_commit = [g for g in sm.get("retention", {}).get("expiring") or []
-                 if g["clock"] == COMMIT_CLOCK]
+    by_commit = left_without_consumer(sm.get("retention", {}))
     if not by_commit:
         return []
     return [f"<p>Left with no consumer, deleted {e(after_commit(by_commit[0]))} unless a "

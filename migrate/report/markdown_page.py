@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from migrate.diff import schema as s
-from migrate.diff.retention import COMMIT_CLOCK, after_commit
+from migrate.diff.retention import after_commit, left_without_consumer
 from migrate.report import phrases as ph
 from migrate.report.view import MAX_GROUPS, ReportView
 
@@ -101,8 +101,7 @@ def _empty_groups(sm: dict[str, Any]) -> list[str]:
 def _left_without_consumer(sm: dict[str, Any]) -> list[str]:
     """The groups the migration would leave in Kafka with no consumer: their offsets expire by
     commit time."""
-    by_commit = [g for g in sm.get("retention", {}).get("expiring") or []
-                 if g["clock"] == COMMIT_CLOCK]
+    by_commit = left_without_consumer(sm.get("retention", {}))
     if not by_commit:
         return []
     return ["", f"Left with no consumer, deleted {_md(after_commit(by_commit[0]))} "

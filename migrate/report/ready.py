@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from migrate.diff.retention import left_text
 from migrate.options import exact_duration, exactly
 from migrate.ready.rules import HEADINGS, PROBLEMS
 
@@ -114,7 +115,9 @@ def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
         else:
             last = (f", the last at {g['all_expire_at']}"
                     if g["all_expire_at"] != g["expires_at"] else "")
-            at = f"at {g['expires_at']} ({_left(g['time_left_seconds'])}{last})"
+            seconds = g["time_left_seconds"]
+            left = f"{left_text(seconds)}{' left' if seconds > 0 else ''}"
+            at = f"at {g['expires_at']} ({left}{last})"
         lines.append(f"  {g['group']}: {at}; {CLOCKS[g['clock']]}")
     if len(groups) > most:
         lines.append(f"  ... and {len(groups) - most:,} more (report.md, summary.json expiry)")
@@ -137,14 +140,6 @@ CLOCKS = {"commit": "by commit time: a re-commit renews it",
 RENEWS = ("a re-commit renews offsets that expire by commit time: a group with no protocol "
           "type, and every group before Kafka 2.1; from 2.1 an Empty consumer group's clock "
           "is when it became Empty, which only a consumer joining stops")
-
-
-def _left(seconds: int) -> str:
-    if seconds <= 0:
-        return "due now"
-    if seconds >= 86400:
-        return f"{seconds / 86400:.1f} day(s) left"
-    return f"{seconds / 3600:.1f} hour(s) left"
 
 
 def _do(problem: str, bad: list[dict], own: dict[str, list[str]], move: str) -> str:
