@@ -62,6 +62,7 @@ def text(data: Data) -> str:
     lines += _covered(data)
     if data.get("short_watch"):
         lines.append(f"warning: {data['short_watch']}")
+    lines += expiry(data)   # information after the verdict; what the verdict asks comes last
     if bad:
         lines.append("")
         width = max([len(v["group"]) for v in bad[:SHOWN]] + [5])
@@ -91,7 +92,6 @@ def text(data: Data) -> str:
         lines.append("left behind with their topic gone from Kafka (blocks nothing): "
                      + "; ".join(f"{v['group']} {', '.join(v['topic_gone'][:DETAILS])}"
                                  for v in gone[:DETAILS]))
-    lines += expiry(data)
     lines.append(f"run={data['run']} report={data['report']}")
     return "\n".join(lines)
 
