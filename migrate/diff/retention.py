@@ -27,6 +27,8 @@ EMPTY_TIME_UNKNOWN = ("the broker did not say when the group became Empty (no ad
 # The clock Kafka deletes a group's offsets by.
 EMPTY_CLOCK = "became Empty"   # all at once, retention after the group became Empty (2.1+)
 COMMIT_CLOCK = "commit"        # each offset retention after its own commit
+COMMIT_TIME_UNREAD = ("by its last commit, which the diff does not read "
+                      "(ready-for-kraft tells when)")
 # How many expiring groups a terminal line names before it counts the rest.
 SHOWN = 5
 
@@ -127,6 +129,11 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                                                                    and not g["protocol_type"])
                                     or (by_commit_time and consumer_group_empty(g)))]
     empty = [g for g in per_group if empty_clock and consumer_group_empty(g)]
+    # In Kafka with no member and nothing to commit: they expire by the commit that put them
+    # there, a time only __consumer_offsets holds (ready-for-kraft reads it; the diff does not).
+    named = set(created) | {g["group"] for g in empty}
+    committed_before = [g["group"] for g in per_group
+                        if g["group_state"] in IDLE_STATES and g["group"] not in named]
     empty_since, now = empty_since or {}, time.time() if now is None else now
 
     def time_left(group: str) -> _TimeLeft:
@@ -205,15 +212,16 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
              "expires_at": expires_at(g["group"])} for g in empty],
         # Every group whose offsets Kafka will delete with no consumer in it, and when: the
         # Empty consumer groups by the time they became Empty, the groups the migration would
-        # leave without a consumer `window` after its commit.
-        "expiring": _expiring(empty, created, window_minutes, expires_at, time_left),
+        # leave without a consumer `window` after its commit, the others by their last commit.
+        "expiring": _expiring(empty, created, committed_before, window_minutes, expires_at,
+                              time_left),
         "warning": warnings[0] if warnings else None,   # the first, as summary.json always had
         "warnings": warnings,
     }
 
 
-def _expiring(empty: list[dict], created: list[str], window_minutes: int | None,
-              expires_at, time_left) -> list[dict[str, Any]]:
+def _expiring(empty: list[dict], created: list[str], committed_before: list[str],
+              window_minutes: int | None, expires_at, time_left) -> list[dict[str, Any]]:
     by_empty = [{"group": g["group"], "clock": EMPTY_CLOCK, "expires_at": expires_at(g["group"]),
                  "time_left_seconds": time_left(g["group"]).seconds,
                  "after_commit_minutes": None, "unknown": time_left(g["group"]).unknown}
@@ -223,12 +231,20 @@ def _expiring(empty: list[dict], created: list[str], window_minutes: int | None,
                   "unknown": None if window_minutes is not None
                   else "offsets.retention.minutes is unknown"}
                  for group in created]
-    return by_empty + by_commit
+    unread = [{"group": group, "clock": COMMIT_CLOCK, "expires_at": None,
+               "time_left_seconds": None, "after_commit_minutes": None,
+               "unknown": COMMIT_TIME_UNREAD} for group in committed_before]
+    return by_empty + by_commit + unread
 
 
-def left_without_consumer(retention: dict[str, Any]) -> list[dict[str, Any]]:
-    """The expiring groups the migration would leave with no consumer (by commit time)."""
-    return [g for g in retention.get("expiring") or [] if g["clock"] == COMMIT_CLOCK]
+def left_without_consumer(retention: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The groups expiring by commit time, by when they go (`after_commit`): the ones the
+    migration would leave with no consumer, and those already in Kafka with none."""
+    by_when: dict[str, list[str]] = {}
+    for g in retention.get("expiring") or []:
+        if g["clock"] == COMMIT_CLOCK:
+            by_when.setdefault(after_commit(g), []).append(g["group"])
+    return list(by_when.items())
 
 
 def after_commit(g: dict[str, Any]) -> str:

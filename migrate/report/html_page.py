@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
-from migrate.diff.retention import after_commit, left_without_consumer
+from migrate.diff.retention import left_without_consumer
 from migrate.report import phrases as ph
 from migrate.report.view import MAX_GROUPS, Bar, ReportView
 
@@ -137,14 +137,11 @@ def _empty_groups(sm: dict[str, Any]) -> list[str]:
 
 
 def _left_without_consumer(sm: dict[str, Any]) -> list[str]:
-    """The groups the migration would leave in Kafka with no consumer: their offsets expire by
-    commit time."""
-    by_commit = left_without_consumer(sm.get("retention", {}))
-    if not by_commit:
-        return []
-    return [f"<p>Left with no consumer, deleted {e(after_commit(by_commit[0]))} unless a "
-            f"consumer joins first ({len(by_commit):,}): "
-            f"{e(', '.join(g['group'] for g in by_commit[:MAX_GROUPS]))}</p>"]
+    """The groups in Kafka with no consumer, or left so by the migration: their offsets expire
+    by commit time."""
+    return [f"<p>With no consumer, deleted {e(when)} unless a consumer joins first "
+            f"({len(groups):,}): {e(', '.join(groups[:MAX_GROUPS]))}</p>"
+            for when, groups in left_without_consumer(sm.get("retention", {}))]
 
 
 def _statuses(sm: dict[str, Any]) -> list[str]:

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from migrate.diff import schema as s
-from migrate.diff.retention import after_commit, left_without_consumer
+from migrate.diff.retention import left_without_consumer
 from migrate.report import phrases as ph
 from migrate.report.view import MAX_GROUPS, ReportView
 
@@ -99,14 +99,12 @@ def _empty_groups(sm: dict[str, Any]) -> list[str]:
 
 
 def _left_without_consumer(sm: dict[str, Any]) -> list[str]:
-    """The groups the migration would leave in Kafka with no consumer: their offsets expire by
-    commit time."""
-    by_commit = left_without_consumer(sm.get("retention", {}))
-    if not by_commit:
-        return []
-    return ["", f"Left with no consumer, deleted {_md(after_commit(by_commit[0]))} "
-            f"unless a consumer joins first ({len(by_commit):,}): "
-            + ", ".join(_md(g["group"]) for g in by_commit[:MAX_GROUPS])]
+    """The groups in Kafka with no consumer, or left so by the migration: their offsets expire
+    by commit time."""
+    return [line for when, groups in left_without_consumer(sm.get("retention", {}))
+            for line in ("", f"With no consumer, deleted {_md(when)} unless a consumer joins "
+                             f"first ({len(groups):,}): "
+                             + ", ".join(_md(g) for g in groups[:MAX_GROUPS]))]
 
 
 def _group_row(g: dict[str, Any]) -> str:

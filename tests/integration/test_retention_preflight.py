@@ -154,9 +154,14 @@ def test_groups_migrated_and_left_with_no_member_are_named_with_their_expiry(clu
         report = Path(out.strip().splitlines()[-1].split(" report=")[1])
         retention = json.loads((report / "summary.json").read_text())["retention"]
         expiring = {g["group"]: g for g in retention["expiring"]}
-        assert set(expiring) == {went_empty}, retention   # nothing to commit; the live group not named
+        assert set(expiring) == {went_empty, migrated}, retention   # the live group not named
         assert expiring[went_empty]["expires_at"] == gone["expires_at"]
-        assert f"  {went_empty}: at {gone['expires_at']} (" in out and "expiry: 1 group(s)" in out
+        # Nothing to commit for the migrated group: it goes by the commit that put it there, which only
+        # ready-for-kraft reads.
+        assert expiring[migrated]["clock"] == "commit" and expiring[migrated]["expires_at"] is None
+        assert "ready-for-kraft tells when" in expiring[migrated]["unknown"]
+        assert f"  {went_empty}: at {gone['expires_at']} (" in out and "expiry: 2 group(s)" in out
+        assert f"  {migrated}: at an unknown time (by its last commit" in out
         assert f"| {went_empty} | consumer | 2 | 0 |" in (report / "report.md").read_text()
         assert gone["expires_at"] in (report / "report.md").read_text()
         assert gone["expires_at"] in (report / "report.html").read_text()

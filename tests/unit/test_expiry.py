@@ -119,3 +119,19 @@ def test_an_offset_commit_key_names_group_topic_and_partition():
     assert parse_offset_key(key) == ("billing", "orders", 4)
     assert parse_offset_key(struct.pack(">h", 2) + _string("billing")) is None   # a group metadata key
     assert parse_offset_clock(struct.pack(">h", 9) + b"\x00" * 20) is None
+
+
+@pytest.mark.parametrize("version,by_commit", [("3.9", {"migrated-before"}),
+                                               ("2.0", {"migrated-before", "went-empty"})])
+def test_the_diff_names_groups_already_in_kafka_with_no_member_and_nothing_to_commit(version, by_commit):
+    groups = [{"group": "migrated-before", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 2},
+              {"group": "went-empty", "group_state": "Empty", "protocol_type": "consumer", "planned": 0, "offsets": 2},
+              {"group": "live", "group_state": "Stable", "protocol_type": "consumer", "planned": 0, "offsets": 2}]
+    out = retention_preflight(groups, 10080, version, None, 10080, {"went-empty": T0}, None, now=T0 / 1000)
+    expiring = {g["group"]: g for g in out["expiring"]}
+    assert set(expiring) == {"migrated-before", "went-empty"}   # never the live group
+    unread = {g for g, e in expiring.items() if e["unknown"] and "ready-for-kraft tells when" in e["unknown"]}
+    assert unread == by_commit and all(expiring[g]["clock"] == COMMIT_CLOCK for g in by_commit)
+    assert [line for line in expiry_lines(out) if "migrated-before" in line] == [
+        "  migrated-before: at an unknown time (by its last commit, which the diff does not read "
+        "(ready-for-kraft tells when))"]
