@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.structs import OffsetAndMetadata
 from kazoo.client import KazooClient
@@ -22,6 +22,7 @@ from migrate import cli
 from migrate.kafka.retry import RetryPolicy
 from migrate.sandbox.cluster import LocalCluster
 
+from support.consumers import joined
 from support.seeding import put
 from support.servers import CACHE_DIR
 
@@ -56,15 +57,7 @@ def test_before_2_1_an_empty_consumer_group_expires_by_commit_time(endpoints, tm
         # The first group call of a new cluster creates __consumer_offsets: its coordinator is briefly unavailable.
         RetryPolicy(deadline=60).call("first commit", lambda: admin.alter_group_offsets(
             standalone, {TopicPartition(topic, 0): OffsetAndMetadata(0, "", -1)}))
-        consumer = KafkaConsumer(group_id=went_empty, bootstrap_servers=endpoints.bootstrap_server,
-                                 enable_auto_commit=False)
-        deadline = time.monotonic() + 60
-        while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        consumer.subscribe([topic])
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(timeout_ms=300)
-        assert consumer.assignment(), f"the consumer never joined on Kafka {RELEASE}"
+        consumer = joined(endpoints.bootstrap_server, went_empty, topic)
         consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(0, "", -1)})
         after = time.time()
         consumer.close()

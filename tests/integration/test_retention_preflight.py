@@ -10,13 +10,14 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import OffsetAndMetadata
 
 from migrate import cli
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 
+from support.consumers import joined
 from support.seeding import make_topic, put
 
 
@@ -29,7 +30,7 @@ def test_case4_empty_consumer_group_is_named_in_the_retention_preflight(cluster,
         put(zk, f"/consumers/{went_empty}/offsets/{topic}/{p}", b"15")
         put(zk, f"/consumers/{standalone}/offsets/{topic}/{p}", b"12")
     # A real consumer group: joins (protocol type "consumer"), commits, leaves: Empty with a protocol type.
-    consumer = _join(cluster.bootstrap_server, went_empty, topic)
+    consumer = joined(cluster.bootstrap_server, went_empty, topic)
     consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(5, "", -1)})
     consumer.close()
     # A group only ever committed to from outside: no protocol type, expiry by commit time (renewable).
@@ -65,20 +66,6 @@ def test_case4_empty_consumer_group_is_named_in_the_retention_preflight(cluster,
     assert any(went_empty in w and "became Empty" in w for w in out.splitlines() if w.startswith("warning:"))
 
 
-def _join(bootstrap: str, group: str, topic: str) -> KafkaConsumer:
-    """A consumer of `group` that has joined it (its protocol type "consumer"); it commits nothing."""
-    consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="earliest")
-    deadline = time.monotonic() + 60
-    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:   # else nothing is assigned
-        time.sleep(0.2)
-    consumer.subscribe([topic])
-    while not consumer.assignment() and time.monotonic() < deadline:
-        consumer.poll(timeout_ms=500)
-    assert consumer.assignment(), f"{group}: the consumer never joined its group"
-    return consumer
-
-
 def _retention_minutes(kafka_admin) -> int:
     """The broker's own offsets.retention.minutes, read with DescribeConfigs."""
     broker = describe_cluster(kafka_admin, BrokerFeatures.of(kafka_admin)).brokers[0]
@@ -105,8 +92,8 @@ def test_groups_migrated_and_left_with_no_member_are_named_with_their_expiry(clu
     assert cli.main(["migrate", "--execute", *connect, *selection, "-q"]) == 0, capsys.readouterr()
     after_commit = time.time()
     # The new consumers: one came and went (Empty, its clock since then), one stays (not named).
-    stays = _join(cluster.bootstrap_server, live, topic)
-    came = _join(cluster.bootstrap_server, went_empty, topic)
+    stays = joined(cluster.bootstrap_server, live, topic)
+    came = joined(cluster.bootstrap_server, went_empty, topic)
     before_empty = time.time()
     came.close()
     try:
