@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from migrate.kafka.compat import RETENTION_DEFAULT_BEFORE_2_0, RETENTION_DEFAULT_SINCE_2_0
@@ -21,6 +22,54 @@ from migrate.zk.reader import Selection
 RETENTION_FALLBACK = "1 day before Kafka 2.0, 7 days since"
 EMPTY_TIME_UNKNOWN = ("the broker did not say when the group became Empty (no admin API carries "
                       "it; it is read from the group's record in __consumer_offsets)")
+
+
+# The clock Kafka deletes a group's offsets by.
+EMPTY_CLOCK = "became Empty"   # all at once, retention after the group became Empty (2.1+)
+COMMIT_CLOCK = "commit"        # each offset retention after its own commit
+COMMIT_TIME_UNREAD = ("by its last commit, which the diff does not read "
+                      "(ready-for-kraft tells when)")
+# How many expiring groups a terminal line names before it counts the rest.
+SHOWN = 5
+
+
+class Expiry(NamedTuple):
+    """When Kafka deletes a group's offsets: by which clock, the first and the last moment (ms
+    since the epoch), or why that cannot be told."""
+
+    clock: str
+    first_ms: int | None
+    last_ms: int | None
+    unknown: str | None
+
+
+def offsets_expire(version: tuple[int, ...] | None, window_minutes: int | None,
+                   protocol_type: str | None, group_state: str | None,
+                   empty_since_ms: int | None,
+                   commits: Iterable[tuple[int, int | None]] = ()) -> Expiry:
+    """When Kafka deletes the offsets of a group with no members, by its release's rules.
+
+    From 2.1 (KIP-211, or an unknown release, taken at its riskiest) an Empty group with a
+    protocol type loses all its offsets `window_minutes` after it became Empty (`empty_since_ms`),
+    whatever is committed since. Otherwise (no protocol type, or a release before 2.1) each offset
+    goes `window_minutes` after its own commit, or at the expiry a v1 commit record set (before
+    2.1 the broker writes one with every commit): `commits` as (commit ms, expire ms or None).
+    """
+    window_ms = None if window_minutes is None else window_minutes * 60_000
+    if protocol_type and group_state == "Empty" and not (version and version < (2, 1)):
+        if empty_since_ms is None:
+            return Expiry(EMPTY_CLOCK, None, None, EMPTY_TIME_UNKNOWN)
+        if window_ms is None:
+            return Expiry(EMPTY_CLOCK, None, None, "offsets.retention.minutes is unknown")
+        return Expiry(EMPTY_CLOCK, empty_since_ms + window_ms, empty_since_ms + window_ms, None)
+    deadlines = [expire if expire is not None else None if window_ms is None else commit + window_ms
+                 for commit, expire in commits]
+    if not deadlines:
+        return Expiry(COMMIT_CLOCK, None, None,
+                      "no commit of its offsets was found in __consumer_offsets")
+    if None in deadlines:
+        return Expiry(COMMIT_CLOCK, None, None, "offsets.retention.minutes is unknown")
+    return Expiry(COMMIT_CLOCK, min(deadlines), max(deadlines), None)
 
 
 class _TimeLeft(NamedTuple):
@@ -80,6 +129,11 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                                                                    and not g["protocol_type"])
                                     or (by_commit_time and consumer_group_empty(g)))]
     empty = [g for g in per_group if empty_clock and consumer_group_empty(g)]
+    # In Kafka with no member and nothing to commit: they expire by the commit that put them
+    # there, a time only __consumer_offsets holds (ready-for-kraft reads it; the diff does not).
+    named = set(created) | {g["group"] for g in empty}
+    committed_before = [g["group"] for g in per_group
+                        if g["group_state"] in IDLE_STATES and g["group"] not in named]
     empty_since, now = empty_since or {}, time.time() if now is None else now
 
     def time_left(group: str) -> _TimeLeft:
@@ -88,6 +142,11 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
         if window_minutes is None:
             return _TimeLeft(None, "offsets.retention.minutes is unknown")
         return _TimeLeft(round(empty_since[group] / 1000 + window_minutes * 60 - now), None)
+
+    def expires_at(group: str) -> str | None:
+        if group not in empty_since or window_minutes is None:
+            return None
+        return iso(empty_since[group] / 1000 + window_minutes * 60)
     warnings = []
     if created:
         warnings.append(
@@ -97,7 +156,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
             f"or keep the offsets alive with {renewing}")
     if empty:
         lefts = [time_left(g["group"]) for g in empty]
-        told = [f"{_name(g['group'])} {_left(left.seconds)}"
+        told = [f"{_name(g['group'])} {left_text(left.seconds)}"
                 for g, left in zip(empty, lefts) if left.seconds is not None]
         untold = [left.unknown for left in lefts if left.seconds is None]
         parts = []
@@ -149,10 +208,70 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
              "planned": g["planned"], "expires_within_minutes": window_minutes,
              "empty_since": _iso(empty_since.get(g["group"])),
              "time_left_seconds": time_left(g["group"]).seconds,
-             "time_left_unknown": time_left(g["group"]).unknown} for g in empty],
+             "time_left_unknown": time_left(g["group"]).unknown,
+             "expires_at": expires_at(g["group"])} for g in empty],
+        # Every group whose offsets Kafka will delete with no consumer in it, and when: the
+        # Empty consumer groups by the time they became Empty, the groups the migration would
+        # leave without a consumer `window` after its commit, the others by their last commit.
+        "expiring": _expiring(empty, created, committed_before, window_minutes, expires_at,
+                              time_left),
         "warning": warnings[0] if warnings else None,   # the first, as summary.json always had
         "warnings": warnings,
     }
+
+
+def _expiring(empty: list[dict], created: list[str], committed_before: list[str],
+              window_minutes: int | None, expires_at, time_left) -> list[dict[str, Any]]:
+    by_empty = [{"group": g["group"], "clock": EMPTY_CLOCK, "expires_at": expires_at(g["group"]),
+                 "time_left_seconds": time_left(g["group"]).seconds,
+                 "after_commit_minutes": None, "unknown": time_left(g["group"]).unknown}
+                for g in empty]
+    by_commit = [{"group": group, "clock": COMMIT_CLOCK, "expires_at": None,
+                  "time_left_seconds": None, "after_commit_minutes": window_minutes,
+                  "unknown": None if window_minutes is not None
+                  else "offsets.retention.minutes is unknown"}
+                 for group in created]
+    unread = [{"group": group, "clock": COMMIT_CLOCK, "expires_at": None,
+               "time_left_seconds": None, "after_commit_minutes": None,
+               "unknown": COMMIT_TIME_UNREAD} for group in committed_before]
+    return by_empty + by_commit + unread
+
+
+def left_without_consumer(retention: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The groups expiring by commit time, by when they go (`after_commit`): the ones the
+    migration would leave with no consumer, and those already in Kafka with none."""
+    by_when: dict[str, list[str]] = {}
+    for g in retention.get("expiring") or []:
+        if g["clock"] == COMMIT_CLOCK:
+            by_when.setdefault(after_commit(g), []).append(g["group"])
+    return list(by_when.items())
+
+
+def after_commit(g: dict[str, Any]) -> str:
+    """When a group expiring by commit time loses its offsets, as a page says it."""
+    if g["after_commit_minutes"] is None:
+        return f"at an unknown time ({g['unknown']})"
+    return f"{_duration(g['after_commit_minutes']).split(' (')[0]} after the migration's commit"
+
+
+def expiry_lines(retention: dict[str, Any], most: int = SHOWN) -> list[str]:
+    """The diff's terminal lines on expiry: how many groups, and when for the first `most`."""
+    expiring = retention.get("expiring") or []
+    if not expiring:
+        return []
+    lines = [f"expiry: {len(expiring):,} group(s) whose offsets Kafka deletes with no consumer "
+             f"in the group (clock: {retention['expiry']})"]
+    for g in expiring[:most]:
+        if g["expires_at"] is not None:
+            left = left_text(g["time_left_seconds"])
+            at = f"at {g['expires_at']} ({left}; since it became Empty)"
+        else:
+            at = after_commit(g)
+        lines.append(f"  {g['group']}: {at}")
+    if len(expiring) > most:
+        lines.append(f"  ... and {len(expiring) - most:,} more (report.md, summary.json "
+                     "retention.expiring)")
+    return lines
 
 
 def selection_flags(selection: Selection) -> str:
@@ -164,7 +283,8 @@ def selection_flags(selection: Selection) -> str:
                    for pattern in patterns)
 
 
-def _left(seconds: int) -> str:
+def left_text(seconds: int) -> str:
+    """Time left, as a warning and an expiry line say it: 6.9 day(s), 5.0 hour(s), or expired."""
     if seconds <= 0:
         return "expired (due now)"
     if seconds >= 86400:

@@ -1,12 +1,15 @@
-"""When did an Empty consumer group become Empty? The one place the broker says it is
-__consumer_offsets.
+"""When did an Empty consumer group become Empty, and when was each of a group's offsets committed?
+The one place the broker says it is __consumer_offsets.
 
 From Kafka 2.1 (KIP-211) the offsets of an Empty group that has a protocol type expire
 offsets.retention.minutes after it became Empty. No admin API carries that moment
 (DescribeGroups and ListGroups have no timestamp), but the group's metadata record in
 __consumer_offsets does: GroupMetadataValue v2+ (written from 2.1) holds
-`current_state_timestamp`, set when the group changed state. This reads the latest record of
-each asked group from the partition that holds it (the same `abs(hashCode) % partitions` the
+`current_state_timestamp`, set when the group changed state. A group without a protocol type (one
+only ever committed to from outside, as a migration does), and every group before 2.1, loses each
+offset by its own commit: the OffsetCommitValue records carry `commit_timestamp` (and, v1 only,
+before 2.1, the `expire_timestamp` the broker goes by). This reads the latest records of each
+asked group from the partition that holds it (the same `abs(hashCode) % partitions` the
 coordinator uses), within a time budget. It reads only; a group it cannot tell is left out,
 with the reason.
 """
@@ -37,6 +40,20 @@ _CONSUMER_KEYS = ("bootstrap_servers", "client_id", "request_timeout_ms", "secur
                   "sasl_oauth_token_provider", "proxy_url", "api_version")
 
 
+class OffsetClock(NamedTuple):
+    """When an offset Kafka holds was committed, and the expiry a v1 record set (or None)."""
+
+    commit_ms: int
+    expire_ms: int | None
+
+
+class GroupClock(NamedTuple):
+    """What __consumer_offsets says of a group's clocks."""
+
+    empty_since: int | None           # ms; its last state change, when it has no members (2.1+)
+    commits: tuple[OffsetClock, ...]  # the latest commit of each partition it still holds
+
+
 class GroupMetadata(NamedTuple):
     """What a GroupMetadataValue record says of its group, as far as this module needs."""
 
@@ -63,6 +80,32 @@ def parse_key(key: bytes | None) -> str | None:
         return None
     (n,) = struct.unpack_from(">h", key, 2)
     return key[4:4 + n].decode("utf-8")
+
+
+def parse_offset_key(key: bytes | None) -> tuple[str, str, int] | None:
+    """(group, topic, partition) of an offset commit record's key (key v0 or v1), else None."""
+    if not key or len(key) < 2 or struct.unpack_from(">h", key)[0] not in (0, 1):
+        return None
+    r = WireReader(key)
+    r.fixed("h")
+    group, topic = r.string(False), r.string(False)
+    return (group or "", topic or "", r.fixed("i"))
+
+
+def parse_offset_clock(value: bytes) -> OffsetClock | None:
+    """commit_timestamp (and v1's expire_timestamp) of an OffsetCommitValue, v0 to v4; None for
+    a version this does not know."""
+    r = WireReader(value)
+    version = r.fixed("h")
+    if version < 0 or version > 4:
+        return None
+    r.fixed("q")                 # offset
+    if version >= 3:
+        r.fixed("i")             # leader epoch
+    r.string(version >= 4)    # metadata
+    commit = r.fixed("q")
+    expire = r.fixed("q") if version == 1 else -1
+    return OffsetClock(commit, expire if expire >= 0 else None)
 
 
 def parse_state_timestamp(value: bytes) -> GroupMetadata | None:
@@ -94,6 +137,24 @@ def empty_since(admin: KafkaAdminClient, groups: Iterable[str],
     Returns ({group: ms since the epoch}, why). Reads each partition involved from its start to
     its end as of now, at most `budget` seconds in all.
     """
+    clocks, why = read_clocks(admin, groups, budget)
+    found = {g: c.empty_since for g, c in clocks.items() if c.empty_since is not None}
+    missing = set(groups) - set(found)
+    if missing and why is None:
+        why = (f"{len(missing)} group(s) have no state timestamp in {OFFSETS_TOPIC} "
+               f"(a record older than Kafka 2.1, or none)")
+    return found, why
+
+
+def read_clocks(admin: KafkaAdminClient, groups: Iterable[str],
+                budget: float = 30.0) -> tuple[dict[str, GroupClock], str | None]:
+    """Each group's clocks as its latest records in __consumer_offsets hold them, and why none
+    could be told (or None).
+
+    Returns ({group: GroupClock}, why): every asked group the partitions were read for (a group
+    with no record has neither clock). Reads each partition involved from its start to its end
+    as of now, at most `budget` seconds in all; an unfinished read tells nothing.
+    """
     wanted = set(groups)
     if not wanted:
         return {}, None
@@ -111,6 +172,7 @@ def empty_since(admin: KafkaAdminClient, groups: Iterable[str],
     options = {k: v for k, v in admin.config.items() if k in _CONSUMER_KEYS and v is not None}
     options["client_id"] = f"{options.get('client_id', 'zk2kafka')}-group-clock"
     latest: dict[str, bytes | None] = {}
+    commits: dict[str, dict[tuple[str, int], OffsetClock]] = {g: {} for g in wanted}
     try:
         consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, **options)
     except KafkaError as exc:
@@ -125,9 +187,7 @@ def empty_since(admin: KafkaAdminClient, groups: Iterable[str],
         while left and time.monotonic() < deadline:
             for tp, records in consumer.poll(timeout_ms=500).items():
                 for record in records:
-                    group = parse_key(record.key)
-                    if group in wanted:
-                        latest[group] = record.value   # later records win; None is a tombstone
+                    _take(record.key, record.value, wanted, latest, commits)
             left = {tp for tp in left if consumer.position(tp) < end[tp]}
     except KafkaError as exc:
         return {}, (f"could not read {OFFSETS_TOPIC}: {type(exc).__name__}: {exc} "
@@ -138,12 +198,31 @@ def empty_since(admin: KafkaAdminClient, groups: Iterable[str],
         # An unfinished partition may still hold a newer record: tell nothing rather than wrong.
         return {}, (f"reading {OFFSETS_TOPIC} took longer than {budget:.0f}s; "
                     f"{len(left)} partition(s) unfinished")
-    out: dict[str, int] = {}
-    for group, value in latest.items():
+    out = {}
+    for group in wanted:
+        value = latest.get(group)
         parsed = parse_state_timestamp(value) if value else None
-        if parsed and parsed.state_timestamp is not None and parsed.members == 0:
-            out[group] = parsed.state_timestamp
-    missing = wanted - set(out)
-    why = (f"{len(missing)} group(s) have no state timestamp in {OFFSETS_TOPIC} "
-           f"(a record older than Kafka 2.1, or none)") if missing else None
-    return out, why
+        idle = parsed is not None and parsed.members == 0
+        out[group] = GroupClock(parsed.state_timestamp if idle else None,
+                                tuple(commits[group].values()))
+    return out, None
+
+
+def _take(key: bytes | None, value: bytes | None, wanted: set[str],
+          latest: dict[str, bytes | None], commits: dict[str, dict]) -> None:
+    """One record of __consumer_offsets into what is kept of it: later records win; a None value
+    is a tombstone (the group, or the offset, deleted)."""
+    group = parse_key(key)
+    if group is not None:
+        if group in wanted:
+            latest[group] = value
+        return
+    offset_key = parse_offset_key(key)
+    if offset_key is None or offset_key[0] not in wanted:
+        return
+    held = commits[offset_key[0]]
+    clock = parse_offset_clock(value) if value else None
+    if clock is None:
+        held.pop(offset_key[1:], None)
+    else:
+        held[offset_key[1:]] = clock

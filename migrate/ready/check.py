@@ -28,12 +28,14 @@ from kazoo.exceptions import KazooException
 from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal
+from migrate.kafka import group_clock
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
-from migrate.kafka.snapshot import ASSIGNED, GROUP, OFFSET, PARTITION, KafkaSnapshot
+from migrate.kafka.snapshot import ASSIGNED, GROUP, IDLE_STATES, OFFSET, PARTITION, KafkaSnapshot
 from migrate.options import exact_duration, flag
 from migrate.pipeline import selection_text
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
+from migrate.ready.expiry import HeldGroup, expiring
 from migrate.ready.own import own_differences
 from migrate.ready.rules import KafkaGroup, judge
 from migrate.ready.watch import COMMIT_INTERVAL, WriteWatch, short_watch
@@ -143,6 +145,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
             "evidence": {"zookeeper": str(zk_snapshot), "kafka": str(kafka_snapshot)}}
     data["blocking"] = blocking(data)
     data["ready"] = not data["blocking"] and bool(verdicts)
+    data["expiry"] = _expiry(admin, kafka_snapshot, zk_snapshot)
     return data
 
 
@@ -247,6 +250,29 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
         elif row["kind"] == PARTITION:
             partitions.add((row["topic"], row["partition"]))
     return kafka, partitions, path
+
+
+def _expiry(admin, kafka_snapshot, zk_snapshot) -> dict[str, Any]:
+    """When Kafka deletes the offsets of the groups it holds with no member (ready/expiry.py),
+    from the Kafka snapshot and each such group's clocks in __consumer_offsets. Information,
+    never a blocker."""
+    table = pq.read_table(kafka_snapshot, columns=["kind", "group", "group_state",
+                                                   "protocol_type"])
+    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    offsets: dict[str, int] = {}
+    described = {}
+    for row in table.to_pylist():
+        if row["kind"] == OFFSET:
+            offsets[row["group"]] = offsets.get(row["group"], 0) + 1
+        elif row["kind"] == GROUP:
+            described[row["group"]] = row
+    held = [HeldGroup(g, described[g]["group_state"], described[g]["protocol_type"], n)
+            for g, n in sorted(offsets.items())
+            if g in described and described[g]["group_state"] in IDLE_STATES]
+    clocks, why = group_clock.read_clocks(admin, [g.group for g in held])
+    minutes = meta.get("offsets_retention_minutes")
+    return expiring(held, clocks, why, int(minutes) if minutes else None,
+                    meta.get("broker_version") or None, time.time(), str(zk_snapshot))
 
 
 def _zk2kafka_wrote(journal: Journal | None):

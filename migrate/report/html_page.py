@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
+from migrate.diff.retention import left_without_consumer
 from migrate.report import phrases as ph
 from migrate.report.view import MAX_GROUPS, Bar, ReportView
 
@@ -125,11 +126,22 @@ def _tiles(sm: dict[str, Any]) -> list[str]:
 def _empty_groups(sm: dict[str, Any]) -> list[str]:
     empty = ph.empty_groups(sm)
     if not empty:
-        return []
+        return _left_without_consumer(sm)
     return [f"<h2>{ph.EMPTY_GROUPS_TITLE} ({len(empty):,})</h2>",
-            _table(("group", "protocol", "offsets", "to commit", "expires within", "time left"),
+            _table(("group", "protocol", "offsets", "to commit", "expires within", "time left",
+                    "expires at"),
                    [(g["group"], g["protocol_type"], g["offsets"], g["planned"], ph.within(g),
-                     ph.time_left(g)) for g in empty[:MAX_GROUPS]], numeric={2, 3})]
+                     ph.time_left(g), g.get("expires_at") or "unknown")
+                    for g in empty[:MAX_GROUPS]], numeric={2, 3}),
+            *_left_without_consumer(sm)]
+
+
+def _left_without_consumer(sm: dict[str, Any]) -> list[str]:
+    """The groups in Kafka with no consumer, or left so by the migration: their offsets expire
+    by commit time."""
+    return [f"<p>With no consumer, deleted {e(when)} unless a consumer joins first "
+            f"({len(groups):,}): {e(', '.join(groups[:MAX_GROUPS]))}</p>"
+            for when, groups in left_without_consumer(sm.get("retention", {}))]
 
 
 def _statuses(sm: dict[str, Any]) -> list[str]:

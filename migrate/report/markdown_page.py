@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from migrate.diff import schema as s
+from migrate.diff.retention import left_without_consumer
 from migrate.report import phrases as ph
 from migrate.report.view import MAX_GROUPS, ReportView
 
@@ -87,13 +88,23 @@ def _no_offset(sm: dict[str, Any]) -> list[str]:
 def _empty_groups(sm: dict[str, Any]) -> list[str]:
     empty = ph.empty_groups(sm)
     if not empty:
-        return []
+        return _left_without_consumer(sm)
     lines = ["", f"## {ph.EMPTY_GROUPS_TITLE} ({len(empty):,})", "",
-             "| group | protocol | offsets | to commit | expires within | time left |",
-             "|---|---|--:|--:|---|---|"]
+             "| group | protocol | offsets | to commit | expires within | time left | expires at |",
+             "|---|---|--:|--:|---|---|---|"]
     return lines + [f"| {_md(g['group'])} | {_md(g['protocol_type'])} | {g['offsets']:,}"
-                    f" | {g['planned']:,} | {_md(ph.within(g))} | {_md(ph.time_left(g))} |"
-                    for g in empty[:MAX_GROUPS]]
+                    f" | {g['planned']:,} | {_md(ph.within(g))} | {_md(ph.time_left(g))}"
+                    f" | {_md(g.get('expires_at') or 'unknown')} |"
+                    for g in empty[:MAX_GROUPS]] + _left_without_consumer(sm)
+
+
+def _left_without_consumer(sm: dict[str, Any]) -> list[str]:
+    """The groups in Kafka with no consumer, or left so by the migration: their offsets expire
+    by commit time."""
+    return [line for when, groups in left_without_consumer(sm.get("retention", {}))
+            for line in ("", f"With no consumer, deleted {_md(when)} unless a consumer joins "
+                             f"first ({len(groups):,}): "
+                             + ", ".join(_md(g) for g in groups[:MAX_GROUPS]))]
 
 
 def _group_row(g: dict[str, Any]) -> str:

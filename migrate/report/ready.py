@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from migrate.diff.retention import left_text
 from migrate.options import exact_duration, exactly
 from migrate.ready.rules import HEADINGS, PROBLEMS
 
@@ -66,6 +67,7 @@ def text(data: Data) -> str:
     lines += _covered(data)
     if data.get("short_watch"):
         lines.append(f"warning: {data['short_watch']}")
+    lines += expiry(data)   # information after the verdict; what the verdict asks comes last
     if bad:
         lines.append("")
         width = max([len(v["group"]) for v in bad[:SHOWN]] + [5])
@@ -97,6 +99,52 @@ def text(data: Data) -> str:
                                  for v in gone[:DETAILS]))
     lines.append(f"run={data['run']} report={data['report']}")
     return "\n".join(lines)
+
+
+def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
+    """The groups Kafka holds with no member, when it deletes their offsets (the first `most`,
+    with the count), and what keeps them or puts them back; nothing when there are none."""
+    found = data.get("expiry") or {}
+    groups = found.get("groups") or []
+    if not groups:
+        return []
+    minutes = found["effective_minutes"]
+    window = ("offsets.retention.minutes unknown" if minutes is None else
+              f"offsets.retention.minutes={minutes}"
+              + (" (the release's default)" if found["source"] == "release default" else ""))
+    lines = ["", f"expiry: Kafka deletes the offsets of {len(groups):,} group(s) it holds with "
+                 f"no member ({window}, Kafka {found['broker_version'] or 'release unknown'}):"]
+    for g in groups[:most]:
+        if g["expires_at"] is None:
+            at = f"unknown: {g['unknown']}"
+        else:
+            last = (f", the last at {g['all_expire_at']}"
+                    if g["all_expire_at"] != g["expires_at"] else "")
+            seconds = g["time_left_seconds"]
+            left = f"{left_text(seconds)}{' left' if seconds > 0 else ''}"
+            at = f"at {g['expires_at']} ({left}{last})"
+        lines.append(f"  {g['group']}: {at}; {CLOCKS[g['clock']]}")
+    if len(groups) > most:
+        lines.append(f"  ... and {len(groups) - most:,} more (report.md, summary.json expiry)")
+    renewable = [g["group"] for g in groups if g["renewable"]]
+    lines.append("  before then: start the new consumers of these groups (a consumer joining "
+                 "stops the clock)")
+    if renewable:
+        sel = _selection(renewable)
+        lines.append(f"  while ZooKeeper still answers, keep those by commit time: "
+                     f"`zk2kafka sync --execute{sel} --renew-every {found['renew_every']}` "
+                     f"({RENEWS})")
+    lines.append(f"  after ZooKeeper is gone: put them back from this run's evidence, "
+                 f"{found['evidence']} (runbooks/kraft-in-place.md, \"Offsets Kafka expires\")")
+    return lines
+
+
+CLOCKS = {"commit": "by commit time: a re-commit renews it",
+          "became Empty": "since the group became Empty (Kafka 2.1+, KIP-211): no re-commit "
+                          "renews it"}
+RENEWS = ("a re-commit renews offsets that expire by commit time: a group with no protocol "
+          "type, and every group before Kafka 2.1; from 2.1 an Empty consumer group's clock "
+          "is when it became Empty, which only a consumer joining stops")
 
 
 def _do(problem: str, bad: list[dict], own: dict[str, list[str]], move: str) -> str:
@@ -259,6 +307,7 @@ def markdown(data: Data) -> str:
              f"- the final ZooKeeper read: `{data['evidence']['zookeeper']}`",
              f"- the Kafka offsets it was compared with: `{data['evidence']['kafka']}`",
              "- this verdict: `summary.json`, `report.md`", "",
+             *_md_expiry(data),
              "| group | offsets | in Kafka | taken over | "
              + " | ".join(WHAT[p] for p in PROBLEMS) + " | topic gone |",
              "|---|--:|--:|--:|" + "--:|" * len(PROBLEMS) + "--:|"]
@@ -296,6 +345,16 @@ def _md_outside(data: Data) -> list[str]:
             items += [f"topic gone: {'; '.join(f['topic_gone'])}"] if f["topic_gone"] else []
             lines.append(f"- `{_md(f['path'])}` ({state}): " + "; ".join(map(_md, items)))
     return lines
+
+
+def _md_expiry(data: Data) -> list[str]:
+    """report.md's section on expiry: every group, not the terminal's first few."""
+    lines = expiry(data, most=len((data.get("expiry") or {}).get("groups") or []))
+    if not lines:
+        return []
+    return ["## Offsets Kafka expires", "", lines[1], "",
+            *(f"- {_md(line.strip())}" if line.startswith("  ") and "`" not in line
+              else f"- {line.strip()}" for line in lines[2:]), ""]
 
 
 def _md(text: str) -> str:

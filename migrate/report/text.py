@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from migrate.diff.retention import expiry_lines
 from migrate.diff.schema import BLOCKERS, CONFLICT, IN_SYNC, KAFKA_ONLY
 from migrate.report import phrases as ph
 
@@ -69,6 +70,7 @@ def plan(data: Data) -> str:
                  + (" (see the report; exit 3)" if data["blockers"] else ""))
     lines += _blocked(data.get("blocked", {}))
     lines += [f"warning: {w}" for w in data["warnings"]]
+    lines += expiry_lines(data.get("retention") or {})
     lines += [f"{name}: {path}" for name, path in data["files"].items()
               if name in ("markdown", "html", "reset_offsets", "no_offset")]
     # The plan id sits before report=: scripts that take the report path as the line's tail

@@ -42,6 +42,8 @@ COVERED = {
     "zk2kafka migrate… --plan … --max-plan-age …": "test_moved_groups_old_plans_and_retention_as_printed",
     "zk2kafka sync --execute --renew-every ……": "test_moved_groups_old_plans_and_retention_as_printed",
     "zk2kafka sync --execute…": "test_ready_for_kraft_advice_as_printed",
+    # ready-for-kraft's expiry: renew what expires by commit time while ZooKeeper answers
+    "zk2kafka sync --execute… --renew-every …": "test_ready_for_kraft_renewal_as_printed",
 }
 # The sandbox's own commands (its tests run them), and docstrings naming it.
 NOT_ADVICE = {"zk2kafka sandbox", "zk2kafka sandbox down", "zk2kafka sandbox up", "zk2kafka sandbox status",
@@ -240,3 +242,30 @@ def test_ready_for_kraft_advice_as_printed(cluster, zk, zk_chroot, kafka_admin, 
     assert kafka_offsets(kafka_admin, [followed])[followed][(topic, 0)][0] == 20
     done = paste(shell, ready)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ready_for_kraft_renewal_as_printed(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 50)
+    group = f"{prefix}m.0"   # a regex metacharacter: the printed --group matches just this group
+    seed(zk_chroot, [group], topic, 10)
+    shell = operator_shell(cluster, zk_chroot, tmp_path / "state")
+    migrated = paste(shell, f"zk2kafka migrate --execute --group '{prefix}m.*' -q")
+    assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+
+    # Migrated, no consumer yet: Kafka deletes it by commit time; the renewal of just that group, as printed.
+    checked = paste(shell, "zk2kafka ready-for-kraft --quiet-for 1s")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (renew,) = [h for h in hints(checked.stdout) if "--renew-every" in h]
+    assert renew == f"zk2kafka sync --execute --group '{prefix}m\\.0' --renew-every 42h"   # 7 days' retention / 4
+    zk.set(f"/consumers/{group}/offsets/{topic}/0", b"12")   # the old consumer still runs: the sync follows it
+    syncing = subprocess.Popen(["bash", "-c", f"exec {renew}"], env=shell, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] != 12 and time.monotonic() < deadline:
+        assert syncing.poll() is None, syncing.communicate()
+        time.sleep(0.2)
+    syncing.send_signal(signal.SIGTERM)
+    synced, err = syncing.communicate(timeout=120)
+    assert syncing.returncode == 0, synced + err
+    assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] == 12

@@ -1,0 +1,24 @@
+"""A consumer that has joined its group (so the group has protocol type "consumer"), as the tests of retention
+and expiry need one."""
+
+from __future__ import annotations
+
+import time
+
+from kafka import KafkaConsumer
+
+
+def joined(bootstrap: str, group: str, topic: str, timeout: float = 60) -> KafkaConsumer:
+    """A consumer of `group` subscribed to `topic` and assigned partitions of it; it commits nothing itself."""
+    consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             auto_offset_reset="earliest")
+    deadline = time.monotonic() + timeout
+    # Subscribe once the consumer's metadata has the topic: else the assignor hands out nothing until the next
+    # metadata refresh.
+    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    consumer.subscribe([topic])
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(timeout_ms=300)
+    assert consumer.assignment(), f"{group}: the consumer never joined its group"
+    return consumer

@@ -1,0 +1,137 @@
+"""When Kafka deletes the offsets of a group with no member, per release: before 2.1 each offset by its own
+commit (or the expiry a v1 record set); from 2.1 (KIP-211) an Empty consumer group all at once, retention after
+it became Empty; a group with no protocol type by commit time on every release. And the records of
+__consumer_offsets those clocks are read from."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from migrate.diff.retention import COMMIT_CLOCK, EMPTY_CLOCK, expiry_lines, offsets_expire, retention_preflight
+from migrate.kafka.group_clock import GroupClock, OffsetClock, parse_offset_clock, parse_offset_key
+from migrate.ready.expiry import HeldGroup, expiring, window
+
+DAY_MS = 86_400_000
+T0 = 1_800_000_000_000   # ms
+
+
+@pytest.mark.parametrize("version", [(2, 1), (2, 8), (3, 9), (4, 1), None])
+def test_an_empty_consumer_group_expires_all_at_once_retention_after_it_became_empty(version):
+    commits = [(T0 + 5 * DAY_MS, None), (T0 + 6 * DAY_MS, None)]   # committed since: no matter
+    assert offsets_expire(version, 10080, "consumer", "Empty", T0, commits) == (
+        EMPTY_CLOCK, T0 + 7 * DAY_MS, T0 + 7 * DAY_MS, None)
+
+
+@pytest.mark.parametrize("version", [(0, 10, 2), (1, 1), (2, 0)])
+def test_before_2_1_every_offset_expires_by_its_own_commit_even_a_consumer_groups(version):
+    commits = [(T0, None), (T0 + DAY_MS, None)]
+    assert offsets_expire(version, 1440, "consumer", "Empty", T0 - 9 * DAY_MS, commits) == (
+        COMMIT_CLOCK, T0 + DAY_MS, T0 + 2 * DAY_MS, None)
+
+
+def test_the_expiry_a_v1_record_set_is_the_one_the_broker_goes_by():
+    commits = [(T0, T0 + 3 * DAY_MS), (T0, None)]   # one commit asked for 3 days' retention
+    assert offsets_expire((2, 0), 1440, "", "Empty", None, commits) == (COMMIT_CLOCK, T0 + DAY_MS, T0 + 3 * DAY_MS,
+                                                                        None)
+
+
+@pytest.mark.parametrize("version", [(1, 1), (2, 1), (3, 9)])
+def test_a_group_only_a_migration_committed_to_expires_by_commit_time(version):
+    assert offsets_expire(version, 60, "", "Empty", None, [(T0, None)]) == (COMMIT_CLOCK, T0 + 3_600_000,
+                                                                            T0 + 3_600_000, None)
+
+
+def test_what_cannot_be_told_says_why():
+    assert offsets_expire((3, 9), 10080, "consumer", "Empty", None).unknown.startswith("the broker did not say")
+    assert offsets_expire((3, 9), None, "consumer", "Empty", T0).unknown == "offsets.retention.minutes is unknown"
+    assert offsets_expire((3, 9), 10080, "", "Empty", None, []).unknown.startswith("no commit of its offsets")
+    assert offsets_expire((3, 9), None, "", "Empty", None, [(T0, None)]).unknown == (
+        "offsets.retention.minutes is unknown")
+
+
+def test_the_release_default_stands_in_for_a_broker_that_cannot_tell_its_retention():
+    assert window(None, "0.10.2") == (1440, "release default")
+    assert window(None, "2.0") == (10080, "release default")
+    assert window(720, "0.11") == (720, "broker")
+    assert window(None, None) == (None, None)
+
+
+def test_ready_for_kraft_names_each_group_with_its_time_and_whether_a_renewal_helps():
+    now = T0 / 1000
+    clocks = {"went-empty": GroupClock(T0 - DAY_MS, (OffsetClock(T0, None),)),
+              "migrated": GroupClock(None, (OffsetClock(T0 - 2 * DAY_MS, None), OffsetClock(T0 - DAY_MS, None)))}
+    held = [HeldGroup("went-empty", "Empty", "consumer", 1), HeldGroup("migrated", "Empty", "", 2),
+            HeldGroup("unread", "Empty", "", 3)]
+    out = expiring(held, clocks, None, 10080, "3.9", now, "/state/snapshots/zk-r.parquet")
+    by = {g["group"]: g for g in out["groups"]}
+    assert [g["group"] for g in out["groups"]] == ["migrated", "went-empty", "unread"]   # soonest first
+    assert by["migrated"]["expires_at"] == "2027-01-20T08:00:00Z" and by["migrated"]["renewable"]
+    assert by["migrated"]["all_expire_at"] == "2027-01-21T08:00:00Z"
+    assert by["migrated"]["time_left_seconds"] == 5 * 86400
+    assert by["went-empty"]["clock"] == EMPTY_CLOCK and not by["went-empty"]["renewable"]
+    assert by["went-empty"]["time_left_seconds"] == 6 * 86400
+    assert by["unread"]["expires_at"] is None and by["unread"]["unknown"].startswith("no commit")
+    assert out["renew_every"] == "42h" and out["evidence"] == "/state/snapshots/zk-r.parquet"
+    unread = expiring(held, {}, "reading __consumer_offsets took longer than 30s", 10080, "3.9", now, "e")
+    assert {g["unknown"] for g in unread["groups"]} == {"reading __consumer_offsets took longer than 30s"}
+
+
+def test_the_diff_lists_the_first_few_expiring_groups_and_counts_the_rest():
+    now = T0 / 1000
+    groups = [{"group": f"e{i}", "group_state": "Empty", "protocol_type": "consumer", "planned": 0, "offsets": 1}
+              for i in range(6)] + [{"group": "fresh", "group_state": None, "protocol_type": None, "planned": 1,
+                                     "offsets": 1}]
+    since = {f"e{i}": T0 - i * DAY_MS for i in range(6)}
+    out = retention_preflight(groups, 10080, "3.9", None, 10080, since, None, now=now)
+    assert [g["group"] for g in out["expiring"]] == [*(f"e{i}" for i in range(6)), "fresh"]
+    assert out["expiring"][1]["expires_at"] == "2027-01-21T08:00:00Z"
+    assert out["empty_consumer_groups"][1]["expires_at"] == "2027-01-21T08:00:00Z"
+    assert out["expiring"][-1]["after_commit_minutes"] == 10080 and out["expiring"][-1]["expires_at"] is None
+    lines = expiry_lines(out)
+    assert lines[0].startswith("expiry: 7 group(s) whose offsets Kafka deletes with no consumer")
+    assert lines[2] == "  e1: at 2027-01-21T08:00:00Z (6.0 day(s); since it became Empty)"
+    assert lines[-1] == "  ... and 2 more (report.md, summary.json retention.expiring)"
+    assert expiry_lines(retention_preflight([], 10080, "3.9", None, 10080)) == []
+
+
+def _string(text: str, compact: bool = False) -> bytes:
+    raw = text.encode()
+    return bytes([len(raw) + 1]) + raw if compact else struct.pack(">h", len(raw)) + raw
+
+
+@pytest.mark.parametrize("version,body,expected", [
+    (0, struct.pack(">q", 7) + _string("m") + struct.pack(">q", T0), OffsetClock(T0, None)),
+    (1, struct.pack(">q", 7) + _string("m") + struct.pack(">qq", T0, T0 + DAY_MS), OffsetClock(T0, T0 + DAY_MS)),
+    (1, struct.pack(">q", 7) + _string("") + struct.pack(">qq", T0, -1), OffsetClock(T0, None)),
+    (2, struct.pack(">q", 7) + _string("m") + struct.pack(">q", T0), OffsetClock(T0, None)),
+    (3, struct.pack(">qi", 7, -1) + _string("m") + struct.pack(">q", T0), OffsetClock(T0, None)),
+    (4, struct.pack(">qi", 7, 3) + _string("meta", compact=True) + struct.pack(">q", T0) + b"\x00",
+     OffsetClock(T0, None)),
+])
+def test_an_offset_commit_record_gives_its_commit_time(version, body, expected):
+    assert parse_offset_clock(struct.pack(">h", version) + body) == expected
+
+
+def test_an_offset_commit_key_names_group_topic_and_partition():
+    key = struct.pack(">h", 1) + _string("billing") + _string("orders") + struct.pack(">i", 4)
+    assert parse_offset_key(key) == ("billing", "orders", 4)
+    assert parse_offset_key(struct.pack(">h", 2) + _string("billing")) is None   # a group metadata key
+    assert parse_offset_clock(struct.pack(">h", 9) + b"\x00" * 20) is None
+
+
+@pytest.mark.parametrize("version,by_commit", [("3.9", {"migrated-before"}),
+                                               ("2.0", {"migrated-before", "went-empty"})])
+def test_the_diff_names_groups_already_in_kafka_with_no_member_and_nothing_to_commit(version, by_commit):
+    groups = [{"group": "migrated-before", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 2},
+              {"group": "went-empty", "group_state": "Empty", "protocol_type": "consumer", "planned": 0, "offsets": 2},
+              {"group": "live", "group_state": "Stable", "protocol_type": "consumer", "planned": 0, "offsets": 2}]
+    out = retention_preflight(groups, 10080, version, None, 10080, {"went-empty": T0}, None, now=T0 / 1000)
+    expiring = {g["group"]: g for g in out["expiring"]}
+    assert set(expiring) == {"migrated-before", "went-empty"}   # never the live group
+    unread = {g for g, e in expiring.items() if e["unknown"] and "ready-for-kraft tells when" in e["unknown"]}
+    assert unread == by_commit and all(expiring[g]["clock"] == COMMIT_CLOCK for g in by_commit)
+    assert [line for line in expiry_lines(out) if "migrated-before" in line] == [
+        "  migrated-before: at an unknown time (by its last commit, which the diff does not read "
+        "(ready-for-kraft tells when))"]
