@@ -64,6 +64,7 @@ def plan(data: Data) -> str:
     planned = data["planned"]
     lines.append(f"planned: commit {planned['commit_offsets']:,} offsets "
                  f"in {planned['commit_groups']:,} groups")
+    lines.append("ZooKeeper side: " + ph.zookeeper_side(data["inputs"]))
     lines += [*ph.zk_changes(data), *ph.no_offset(data)]
     lines.append(f"blockers: {data['blockers']:,}"
                  + (" (see the report; exit 3)" if data["blockers"] else ""))
@@ -96,6 +97,7 @@ def run(data: Data) -> str:
               if r["reason"] and r["state"] not in ("failed", "partial")][:SHOWN]
     lines += _blocked(data.get("blocked", {}))
     lines += [f"warning: {w}" for w in data.get("warnings", [])]
+    lines += _snapshot_side(data)
     if data["state"] != "done":
         again = (f"migrate --execute --resume {data['run']}" if data["kind"] == "migrate"
                  else f"rollback --execute {data['rolls_back']}")
@@ -129,6 +131,7 @@ def reviewed_dry_run(data: Data) -> str:
     lines += [f"  not checked: {g}: {why}" for g, why in failed.items() if g not in moved][:SHOWN]
     lines += _applied(data.get("already_applied", {}))
     lines += [f"warning: {w}" for w in data.get("warnings", [])]
+    lines += _snapshot_side(data)
     lines += _blocked(data.get("blocked", {}))
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
@@ -210,7 +213,8 @@ def verify(data: Data) -> str:
     """verify: a fresh diff, IN_SYNC or not."""
     counts, mismatched = data["counts"], data["mismatched"]
     checked = data["offsets"] - counts[KAFKA_ONLY]
-    lines = [f"verify: {counts[IN_SYNC]:,} of {checked:,} ZooKeeper offsets equal Kafka's"]
+    lines = [f"verify: {counts[IN_SYNC]:,} of {checked:,} ZooKeeper offsets equal Kafka's",
+             "ZooKeeper side: " + ph.zookeeper_side(data["inputs"])]
     lines += [f"  {k:<18} {n:>9,}" + (_which_way(data) if k == CONFLICT else "")
               for k, n in mismatched.items()]
     lines.append("verified: every selected offset is IN_SYNC" if not mismatched
@@ -326,6 +330,16 @@ def _goes_on(data: Data) -> str:
     if data["kind"] == "rollback":
         return f"; `zk2kafka rollback --execute {data['rolls_back']}` goes on from here"
     return ""
+
+
+def _snapshot_side(data: Data) -> list[str]:
+    """A run of a plan read from a snapshot: ZooKeeper not written, and what it was checked
+    against."""
+    side = data.get("zookeeper_side")
+    if not side:
+        return []
+    return [f"ZooKeeper side: a snapshot; ZooKeeper not written (--no-zk-write implied); "
+            f"{side['rechecked']}"]
 
 
 def _blocked(blocked: dict[str, str]) -> list[str]:
