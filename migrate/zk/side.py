@@ -214,9 +214,11 @@ def _copy_selected(source: Path, dest: Path, selection: Selection, origin: Origi
 
 def _matching(column, keep: Callable[[str | None], bool]):
     """Which of `column`'s values `keep` takes, deciding once per distinct value."""
-    wanted = [n for n in pc.unique(column).to_pylist() if n is not None and keep(n)]
-    found = pc.is_in(column, value_set=pa.array(wanted, pa.string()))
-    return pc.or_(found, pc.is_null(column)) if keep(None) else found
+    names = pc.unique(column).to_pylist()
+    found = pc.is_in(column, value_set=pa.array([n for n in names if n is not None and keep(n)],
+                                                pa.string()))
+    # A row with no topic (a group's unparsable znode) is kept as the topic selection keeps it.
+    return pc.or_(found, pc.is_null(column)) if None in names and keep(None) else found
 
 
 def for_writing(settings: Settings, inputs: dict[str, Any]) -> tuple[Settings, str | None]:
