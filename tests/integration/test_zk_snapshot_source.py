@@ -14,7 +14,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from support.cli import connection, zk2kafka_json, zk2kafka_text
 from support.seeding import kafka_offsets, make_topic, put
-from test_zookeeper_data import SourceZooKeeper, client, fingerprint
+from support.source_zookeeper import SourceZooKeeper, client, fingerprint
 
 
 def kafka_only(cluster, state) -> list[str]:
