@@ -56,7 +56,8 @@ def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
             return {**_scan_store(private, state, run, found["source"], found,
                                   origin.metadata()), "zookeeper_side": describe(origin)}
         return read_data_dir(settings, scan_copy)
-    identity = stores.reach(settings.connection, kafka=False)
+    settings.require("zookeeper")
+    identity = stores.reach(settings.connection, kafka=False)   # recorded with the snapshot
     return ZooKeeperSide().read(settings, state, run, "scan", _live(settings, state, run),
                                 identity)
 
