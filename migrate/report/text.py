@@ -116,7 +116,7 @@ def run(data: Data) -> str:
         # a fresh diff is what helps.
         lines = [line for line in lines if not line.startswith("incomplete:")]
     lines += _applied(data.get("already_applied", {}))
-    lines += _moved(moved, data["plan_id"], data["report"])
+    lines += _moved(moved, data["plan_id"], data["report"], _live_zookeeper(data))
     return "\n".join([*lines, run_line.replace(" report=", f" plan={data['plan_id']} report=", 1)])
 
 
@@ -136,7 +136,7 @@ def reviewed_dry_run(data: Data) -> str:
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
                      f"(see {Path(data['report']) / 'report.md'})")
-    lines += _moved(list(moved), data["plan_id"], data["report"])
+    lines += _moved(list(moved), data["plan_id"], data["report"], _live_zookeeper(data))
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={data['run']} plan={data['plan_id']} report={data['report']}")
     return "\n".join(lines)
@@ -183,14 +183,22 @@ def resume_dry_run(data: Data) -> str:
 _REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
 
 
-def _moved(moved: list[str], plan_id: str, report: str) -> list[str]:
-    """What to do about groups that moved since the review: a fresh diff of just those, reviewed,
-    then its plan."""
+def _live_zookeeper(data: Data) -> str:
+    """The `--zookeeper` a fresh diff of a plan read from a snapshot takes: the ZooKeeper it was
+    checked against, which answers (the diff reads it live; the shell need not name it)."""
+    address = (data.get("zookeeper_side") or {}).get("zookeeper")
+    return f" --zookeeper {shlex.quote(address)}" if address else ""
+
+
+def _moved(moved: list[str], plan_id: str, report: str, options: str = "") -> list[str]:
+    """What to do about groups that moved since the review: a fresh diff of just those (with
+    `options` before the selection), reviewed, then its plan."""
     if not moved:
         return []
     # --group is a full-match regex: only its metacharacters are escaped, so the usual names read
     # as they are.
-    fresh = "".join(" --group " + shlex.quote(_REGEX_META.sub(r"\\\1", g)) for g in moved)
+    fresh = options + "".join(" --group " + shlex.quote(_REGEX_META.sub(r"\\\1", g))
+                              for g in moved)
     return [f"moved since the review of {plan_id}: {len(moved):,} group(s), not written: "
             f"{_some(moved)}",
             f"  a fresh diff of just those (with the same connection options), "

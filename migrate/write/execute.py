@@ -62,7 +62,7 @@ def fresh(settings: Settings, plan: Plan) -> dict[str, Any]:
                            rows=planned.rows())
         written = write_phase(options, journal, plan.run, list(planned.groups))
         return _rechecked(results.of_run(journal.run(plan.run), written, plan.summary),
-                          rechecked)
+                          rechecked, settings)
 
 
 def reviewed(settings: Settings) -> dict[str, Any]:
@@ -107,16 +107,19 @@ def reviewed(settings: Settings) -> dict[str, Any]:
         written = write_phase(options, journal, run_id, todo, review=review, dry_run=dry_run)
         if dry_run:
             return _rechecked({**results.of_dry_run(written, plan.summary), **reviewed_as,
-                               "run": plan.run, "report": str(plan.report)}, rechecked)
+                               "run": plan.run, "report": str(plan.report)}, rechecked, settings)
         return _rechecked({**results.of_run(journal.run(run_id), written, plan.summary,
-                                            moved=True), **reviewed_as}, rechecked)
+                                            moved=True), **reviewed_as}, rechecked, settings)
 
 
-def _rechecked(data: dict[str, Any], rechecked: str | None) -> dict[str, Any]:
-    """A run's data, with what a plan read from a snapshot checked ZooKeeper against."""
+def _rechecked(data: dict[str, Any], rechecked: str | None,
+               settings: Settings) -> dict[str, Any]:
+    """A run's data, with what a plan read from a snapshot checked ZooKeeper against (the
+    ZooKeeper of `settings`, the write's, None when none answered)."""
     if rechecked is None:
         return data
     return {**data, "zookeeper_side": {"from": "snapshot", "rechecked": rechecked,
+                                        "zookeeper": settings.zookeeper,
                                         "zk_write": "none (--no-zk-write implied)"}}
 
 

@@ -109,6 +109,17 @@ def test_a_snapshot_whose_zookeeper_answers_is_checked_against_it(cluster, zk, z
     assert code == 0, err
     zk.set(f"/consumers/{moved}/offsets/{topic}/0", b"30")   # an old consumer moved on since
 
+    # A reviewed plan from the snapshot, dry: the group that moved is named, with the fresh diff
+    # of it against the ZooKeeper that answered.
+    code, out, err = zk2kafka_text("diff", *kafka_only(cluster, state), "--zk-snapshot",
+                                   scan["run"])
+    assert code == 0, err
+    plan_id = out.strip().splitlines()[-1].split()[1].removeprefix("plan=")
+    code, out, err = zk2kafka_text("migrate", *kafka_only(cluster, state), "--plan", plan_id)
+    assert code == 3, err
+    assert f"  moved: {moved}: group {moved}: ZooKeeper offsets changed since the scan" in out
+    assert f"`PLAN=$(zk2kafka diff --zookeeper {zk_chroot} --group {moved} --json" in out
+
     # No --zookeeper given: the one the snapshot recorded still answers, and is read again.
     code, run, err = zk2kafka_json("migrate", *kafka_only(cluster, state), "--execute",
                                    "--zk-snapshot", scan["run"])
