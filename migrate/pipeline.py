@@ -52,7 +52,8 @@ def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
     if settings.zookeeper_data is not None:
         def scan_copy(private: Settings, found: dict[str, Any]) -> dict[str, Any]:
             origin = Origin(DATA_DIR, str(settings.zookeeper_data), iso(time.time()),
-                            f"scan {run}", None, settings.path_template or settings.zk_root)
+                            f"scan {run}", None, settings.path_template or settings.zk_root,
+                            semantics=settings.offset_semantics)
             return {**_scan_store(private, state, run, found["source"], found,
                                   origin.metadata()), "zookeeper_side": describe(origin)}
         return read_data_dir(settings, scan_copy)

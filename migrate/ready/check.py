@@ -113,7 +113,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
     moved = _moved(first, final, watch.seen, since=min(started, ended - settings.quiet_for))
     zk_snapshot = state.zk_snapshot(run)
     side = Origin(ENSEMBLE, source, iso(ended), f"ready-for-kraft {run}", settings.zookeeper,
-                  reader.root).metadata()   # what --zk-snapshot says of this evidence
+                  reader.root, semantics=settings.offset_semantics).metadata()   # for --zk-snapshot
     pq.write_table(pa.Table.from_pylist(final, schema=SCHEMA.with_metadata(
         {f"zk2kafka.{k}": v for k, v in side.items()})), zk_snapshot)
     found_rows = [r for tree in searched.trees for r in tree.rows]

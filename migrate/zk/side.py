@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 ENSEMBLE, DATA_DIR, SNAPSHOT = "ensemble", "data directory", "snapshot"
 _PREFIX = "zk2kafka.side."
-_FIELDS = ("kind", "source", "read_at", "read_by", "zookeeper", "zk_root", "stores")
+_FIELDS = ("kind", "source", "read_at", "read_by", "zookeeper", "zk_root", "stores", "semantics")
 # Liveness from a snapshot: what it recorded when ZooKeeper was read, never "no consumers" now.
 LIVENESS_THEN = "liveness (ids/, owners/) as the snapshot recorded it when read, not checked now"
 IMPLIED = "ZooKeeper is not written (--no-zk-write implied: the ZooKeeper side is a snapshot)"
@@ -48,7 +48,8 @@ IMPLIED = "ZooKeeper is not written (--no-zk-write implied: the ZooKeeper side i
 class Origin:
     """Where a zk snapshot's offsets were read: from a live ensemble or a copy of a data directory
     (`kind`), which (`source`), when (`read_at`, ISO), by which command and run (`read_by`), the
-    connect string and root, and the identity of that ZooKeeper (migrate/stores.py, as JSON)."""
+    connect string and root, the identity of that ZooKeeper (migrate/stores.py, as JSON), and the
+    --offset-semantics its values were parsed with."""
 
     kind: str
     source: str
@@ -57,6 +58,7 @@ class Origin:
     zookeeper: str | None = None
     zk_root: str = "/consumers"
     stores: dict[str, Any] | None = None
+    semantics: str | None = None
 
     def metadata(self) -> dict[str, str]:
         """As Parquet schema metadata (`zk2kafka.side.<field>`)."""
@@ -102,7 +104,7 @@ class ZooKeeperSide:
         if self.live:
             origin = Origin(ENSEMBLE, f"{settings.zookeeper}{root(settings)}", iso(time.time()),
                             f"{command} {run}", settings.zookeeper, root(settings),
-                            identity.to_json() if identity else None)
+                            identity.to_json() if identity else None, settings.offset_semantics)
             scanned = scan_live(origin.metadata())
             return {**scanned, "zookeeper_side": describe(origin)}
         started = time.time()
@@ -137,7 +139,12 @@ def chosen(settings: Settings) -> ZooKeeperSide:
         settings.require("zookeeper")
         return ZooKeeperSide()
     path = snapshot_path(settings.zk_snapshot, settings.state_dir)
-    return ZooKeeperSide(path, origin_of(path))
+    origin = origin_of(path)
+    if origin.semantics not in (None, settings.offset_semantics):
+        # Its offsets were parsed so: read otherwise, each would be one off.
+        raise ConfigError(f"--zk-snapshot {settings.zk_snapshot}: its offsets were read with "
+                          f"--offset-semantics {origin.semantics}; pass the same")
+    return ZooKeeperSide(path, origin)
 
 
 def snapshot_path(given: str, state_dir: Path) -> Path:
@@ -182,7 +189,8 @@ def origin_of(path: Path) -> Origin:
     data_dir = text.get("zk2kafka.zookeeper_data.dir")
     return Origin(DATA_DIR if data_dir else ENSEMBLE,
                   data_dir or text.get("zk2kafka.source") or summary.get("source") or "unknown",
-                  read_at, f"{command} {text.get('zk2kafka.run', run)}")
+                  read_at, f"{command} {text.get('zk2kafka.run', run)}",
+                  semantics=text.get("zk2kafka.semantics"))
 
 
 def _json(path: Path) -> dict[str, Any] | None:

@@ -70,6 +70,15 @@ def test_evidence_written_without_metadata_is_told_by_its_report(tmp_path):
     assert chosen(settings).snapshot == source
 
 
+def test_a_snapshot_is_read_with_the_offset_semantics_it_was_parsed_with(tmp_path):
+    source = write_snapshot(tmp_path / "zk-R1.parquet", [row("g", "t", 0, 1)],
+                            {"zk2kafka.run": "R1", "zk2kafka.semantics": "last"})
+    assert origin_of(source).semantics == "last"
+    with pytest.raises(ConfigError, match="read with --offset-semantics last; pass the same"):
+        chosen(load_settings({"zk_snapshot": str(source)}))
+    assert chosen(load_settings({"zk_snapshot": str(source), "offset_semantics": "last"}))
+
+
 def test_what_is_not_a_snapshot_is_one_line(tmp_path):
     settings = load_settings({"zk_snapshot": "nope", "state_dir": str(tmp_path)})
     with pytest.raises(ConfigError, match=r"--zk-snapshot nope: no such file"):
