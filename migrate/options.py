@@ -197,7 +197,8 @@ OPTIONS: tuple[Option, ...] = (
            "read the ZooKeeper side from a snapshot zk2kafka wrote instead of --zookeeper: a "
            "scan's, a diff's or ready-for-kraft's run id, or the snapshot's path "
            "(snapshots/zk-RUN.parquet); ZooKeeper is not written (--no-zk-write implied), and "
-           "with --execute a --zookeeper that still answers is read again",
+           "a run reads the ZooKeeper it came from again where it still answers; "
+           "ready-for-kraft refuses it (it reads ZooKeeper live)",
            commands=("diff", "migrate", "verify", "ready-for-kraft"), metavar="RUN|PATH"),
     # A flag only: an exported variable or a line in a config file would turn every later dry
     # run into a write.
