@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from kafka import KafkaConsumer, TopicPartition
 
 from support.cli import connection, zk2kafka_json, zk2kafka_text
+from support.hints import operator_shell, paste_lines, reviewed_plan
 from support.seeding import kafka_offsets, make_topic, put
 from support.source_zookeeper import SourceZooKeeper, client, fingerprint
 
@@ -120,6 +121,7 @@ def test_a_snapshot_whose_zookeeper_answers_is_checked_against_it(cluster, zk, z
     assert "1 group(s) moved since the review" in out
     assert f"  moved: {moved}: " in out and "ZooKeeper offsets changed since the scan" in out
     assert f"`PLAN=$(zk2kafka diff --zookeeper {zk_chroot} --group {moved} --json" in out
+    advice = reviewed_plan(out)
 
     # No --zookeeper given: the one the snapshot recorded still answers, and is read again.
     code, run, err = zk2kafka_json("migrate", *kafka_only(cluster, state), "--execute",
@@ -135,6 +137,14 @@ def test_a_snapshot_whose_zookeeper_answers_is_checked_against_it(cluster, zk, z
     # ZooKeeper was read, never written: each znode as the old consumers left it.
     assert zk.get(f"/consumers/{still}/offsets/{topic}/0")[1].version == 0
     assert zk.get(f"/consumers/{moved}/offsets/{topic}/0")[0] == b"30"
+
+    # The advice pastes as printed into a shell that names no ZooKeeper: the fresh diff reads the
+    # one that answered, and its plan moves the group where the old consumer left it.
+    shell = operator_shell(cluster, zk_chroot, state)
+    del shell["ZK2KAFKA_ZOOKEEPER"]
+    pasted = paste_lines(shell, advice[0], advice[2])
+    assert pasted.returncode == 0, pasted.stderr
+    assert kafka_offsets(kafka_admin, [moved])[moved][(topic, 0)][0] == 30
 
 
 def test_what_needs_live_zookeeper_is_refused_from_a_snapshot(cluster, zk, zk_chroot, kafka_admin,
