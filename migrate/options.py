@@ -191,6 +191,15 @@ OPTIONS: tuple[Option, ...] = (
            "with --zookeeper-data: the server's dataLogDir, where it kept its transaction logs "
            "apart from the snapshots",
            commands=("scan",), metavar="DIR"),
+    # A snapshot zk2kafka wrote as the ZooKeeper side (migrate/zk/side.py): ready-for-kraft takes
+    # it only to refuse it in one line.
+    Option("zk_snapshot", "str", None,
+           "read the ZooKeeper side from a snapshot zk2kafka wrote instead of --zookeeper: a "
+           "scan's, a diff's or ready-for-kraft's run id, or the snapshot's path "
+           "(snapshots/zk-RUN.parquet); ZooKeeper is not written (--no-zk-write implied), and "
+           "a run reads the ZooKeeper it came from again where it still answers; "
+           "ready-for-kraft refuses it (it reads ZooKeeper live)",
+           commands=("diff", "migrate", "verify", "ready-for-kraft"), metavar="RUN|PATH"),
     # A flag only: an exported variable or a line in a config file would turn every later dry
     # run into a write.
     Option("execute", "bool", False, "really write; without it the command is a dry run",

@@ -30,6 +30,7 @@ from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.datadir import NOTHING_IN_DATA_DIR, read_data_dir, snapshot_metadata
 from migrate.zk.reader import Selection
 from migrate.zk.scan import scan_to_parquet
+from migrate.zk.side import DATA_DIR, Origin, ZooKeeperSide, chosen, describe
 
 log = logging.getLogger(__name__)
 
@@ -49,23 +50,38 @@ def scan(settings: Settings) -> dict[str, Any]:
 def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
     """Scan ZooKeeper into the run's zk snapshot; what was found, as a dict."""
     if settings.zookeeper_data is not None:
-        return read_data_dir(settings, lambda private, found: _scan_store(
-            private, state, run, found["source"], found))
+        def scan_copy(private: Settings, found: dict[str, Any]) -> dict[str, Any]:
+            origin = Origin(DATA_DIR, str(settings.zookeeper_data), iso(time.time()),
+                            f"scan {run}", None, settings.path_template or settings.zk_root,
+                            semantics=settings.offset_semantics)
+            return {**_scan_store(private, state, run, found["source"], found,
+                                  origin.metadata()), "zookeeper_side": describe(origin)}
+        return read_data_dir(settings, scan_copy)
     settings.require("zookeeper")
-    return _scan_store(settings, state, run,
-                       f"{settings.zookeeper}{settings.path_template or settings.zk_root}")
+    identity = stores.reach(settings.connection, kafka=False)   # recorded with the snapshot
+    return ZooKeeperSide().read(settings, state, run, "scan", _live(settings, state, run),
+                                identity)
+
+
+def _live(settings: Settings, state: StateDir, run: str) -> Callable[[dict[str, str]],
+                                                                     dict[str, Any]]:
+    """The scan of the live ensemble, given the metadata saying where it was read."""
+    source = f"{settings.zookeeper}{settings.path_template or settings.zk_root}"
+    return lambda side: _scan_store(settings, state, run, source, side=side)
 
 
 def _scan_store(settings: Settings, state: StateDir, run: str, source: str,
-                data_dir: dict[str, Any] | None = None) -> dict[str, Any]:
+                data_dir: dict[str, Any] | None = None,
+                side: dict[str, str] | None = None) -> dict[str, Any]:
     """Scan the ZooKeeper `settings` reach (an ensemble, or the private server on a copy of a data
-    directory, described by `data_dir`) into the run's zk snapshot."""
+    directory, described by `data_dir`) into the run's zk snapshot; `side`: where it was read
+    (migrate/zk/side.py), for the snapshot's metadata."""
     started = time.time()
     snapshot = state.zk_snapshot(run)
     stats = scan_to_parquet(settings, snapshot, {
         "run": run, "source": source, "layout": settings.layout,
         "semantics": settings.offset_semantics, "started": iso(started),
-        **({} if data_dir is None else snapshot_metadata(data_dir))})
+        **({} if data_dir is None else snapshot_metadata(data_dir)), **(side or {})})
     found = {} if data_dir is None else {"zookeeper_data": data_dir}
     return {
         "run": run, "command": "scan", "source": source, "snapshot": str(snapshot),
@@ -89,15 +105,16 @@ def plan(settings: Settings, command: str) -> Plan:
     from migrate.diff.summary import build_summary
     from migrate.diff.translate import Translation
 
-    settings.require("zookeeper")
+    # The ZooKeeper side is chosen here, once: the stages after it read its snapshot.
+    side = chosen(settings)
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)
     # Both stores answer before Spark starts: an unreachable one is a short failure, with no JVM
     # started for nothing. Then Spark boots while the stores are read.
-    reached = stores.reach(settings.connection)
+    reached = stores.reach(settings.connection, zookeeper=side.live)
     spark = SparkStarter(settings.spark_master, settings.cache_dir)
     try:
-        scanned = _scan(settings, state, run)
+        scanned = side.read(settings, state, run, command, _live(settings, state, run), reached)
         if scanned["offsets"] == 0:
             raise NothingFound(command, scanned["source"], selection_text(settings),
                                exit_code=EXIT_BLOCKERS if command == "verify" else EXIT_ERROR)
@@ -129,9 +146,14 @@ def plan(settings: Settings, command: str) -> Plan:
         settings.translate_via_mm2, settings.replication_policy, syncs.path)
     result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master,
                       report / "plan.parquet", spark, translation)
-    inputs = {"zookeeper": settings.zookeeper,
-              "zk_root": settings.path_template or settings.zk_root,
-              "bootstrap_server": settings.bootstrap_server, "stores": reached.to_json(),
+    read = scanned["zookeeper_side"]
+    inputs = {"zookeeper": read["zookeeper"], "zk_root": read["zk_root"],
+              "bootstrap_server": settings.bootstrap_server,
+              # From a snapshot, the ZooKeeper identity is the one recorded when it was read.
+              "stores": {**(read.get("stores") or {}), **{
+                  k: v for k, v in reached.to_json().items() if k == "kafka_cluster_id"}}
+              if not side.live else reached.to_json(),
+              "zookeeper_side": read,
               "zk_snapshot": str(zk_snapshot),
               "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],

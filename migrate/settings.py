@@ -74,6 +74,7 @@ class Settings:
     zk_readers: int = 1
     zookeeper_data: Path | None = None
     zookeeper_data_log: Path | None = None
+    zk_snapshot: str | None = None   # the ZooKeeper side from a snapshot (migrate/zk/side.py)
     rescan_every: float = 30.0
     renew_every: float | None = None
     stop_after: float | None = None
@@ -157,6 +158,9 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
     if values.get("translate_via_mm2"):
         # Translated offsets are the target's: written into the source's ZooKeeper they would move
         # its old consumers to offsets of another cluster.
+        values["no_zk_write"] = True
+    if values.get("zk_snapshot") and not values.get("rewrite_zk_offsets"):
+        # A snapshot has no ZooKeeper to write: the plan is that of a Kafka-only run.
         values["no_zk_write"] = True
     settings = Settings(**values, given=frozenset(values) - {"verbosity"}, sources=sources)
     _check(settings)
@@ -318,6 +322,8 @@ def _check(s: Settings) -> None:
                 raise ConfigError(f"--bootstrap-server: {host!r} is not host:port")
     if s.translate_via_mm2 is not None:
         _check_translation(s)
+    if s.zk_snapshot is not None:
+        _check_snapshot(s)
     if s.rewrite_zk_offsets and s.no_zk_write:
         why = "--translate-via-mm2 implies --no-zk-write" if s.translate_via_mm2 else \
             "--no-zk-write leaves ZooKeeper as it is"
@@ -343,6 +349,17 @@ def _check_data_dir(s: Settings) -> None:
         raise ConfigError("--zookeeper and --zookeeper-data go apart: read a live ensemble or "
                           "a copy of a server's files, not both (either may come from "
                           "ZK2KAFKA_ZOOKEEPER, ZK2KAFKA_ZOOKEEPER_DATA or the --config file)")
+
+
+def _check_snapshot(s: Settings) -> None:
+    """--zk-snapshot: a snapshot is read, never written, and a run goes on by its own journal."""
+    if s.rewrite_zk_offsets:
+        raise ConfigError("--rewrite-zk-offsets writes ZooKeeper, and the ZooKeeper side is a "
+                          "snapshot (--zk-snapshot): there is no ZooKeeper to write")
+    for name, given in (("--plan", s.plan), ("--resume", s.resume), ("--run", s.run)):
+        if given:
+            raise ConfigError(f"--zk-snapshot and {name} go apart: {name} reads the ZooKeeper "
+                              "side its plan or run recorded")
 
 
 _ALIAS = re.compile(r"^[A-Za-z0-9._-]+$")

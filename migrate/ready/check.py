@@ -46,6 +46,7 @@ from migrate.zk.ensemble import bare, search
 from migrate.zk.quiet import Stamp, moved_within, seconds
 from migrate.zk.reader import SCHEMA, Selection, ZkOffsetReader
 from migrate.zk.scan import ReaderOptions, make_reader
+from migrate.zk.side import ENSEMBLE, Origin, refuse_snapshot
 
 log = logging.getLogger(__name__)
 SELECTION = ("groups", "exclude_groups", "topics")
@@ -56,6 +57,7 @@ def ready_for_kraft(settings: Settings) -> dict[str, Any]:
 
     Raises NothingFound (exit 3) when there is no offset at all: nothing checked is not ready.
     """
+    refuse_snapshot(settings, "ready-for-kraft")
     settings.require("zookeeper")
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)
@@ -110,7 +112,10 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
         close(client)
     moved = _moved(first, final, watch.seen, since=min(started, ended - settings.quiet_for))
     zk_snapshot = state.zk_snapshot(run)
-    pq.write_table(pa.Table.from_pylist(final, schema=SCHEMA), zk_snapshot)
+    side = Origin(ENSEMBLE, source, iso(ended), f"ready-for-kraft {run}", settings.zookeeper,
+                  reader.root, semantics=settings.offset_semantics).metadata()   # for --zk-snapshot
+    pq.write_table(pa.Table.from_pylist(final, schema=SCHEMA.with_metadata(
+        {f"zk2kafka.{k}": v for k, v in side.items()})), zk_snapshot)
     found_rows = [r for tree in searched.trees for r in tree.rows]
     kafka, partitions, kafka_snapshot = _kafka(
         admin, state, run, sorted(set(groups) | {r["group"] for r in found_rows}),

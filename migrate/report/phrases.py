@@ -126,7 +126,7 @@ def facts(sm: dict[str, Any]) -> list[Fact]:
     inputs, kafka, spark = sm["inputs"], sm["kafka"], sm["spark"]
     cluster = kafka.get("cluster_id") or "unknown"
     return [Fact("created", sm["created"]),
-            Fact("ZooKeeper", f"{inputs.get('zookeeper')} (root {inputs.get('zk_root')})"),
+            Fact("ZooKeeper", zookeeper_side(inputs)),
             Fact("Kafka", f"{inputs.get('bootstrap_server')} (cluster {cluster}; "
                           f"{kafka['groups_in_kafka']:,} groups, "
                           f"{kafka['active_groups']:,} active)"),
@@ -136,6 +136,21 @@ def facts(sm: dict[str, Any]) -> list[Fact]:
             Fact("Spark", f"{spark['master']}: start {spark['startup_seconds']:.1f}s, "
                           f"diff {spark['diff_seconds']:.1f}s"),
             Fact("versions", ", ".join(f"{k} {v}" for k, v in sm["versions"].items()))]
+
+
+def zookeeper_side(inputs: dict[str, Any]) -> str:
+    """Where a plan's ZooKeeper side came from: the ensemble it read, or the snapshot, read when
+    and by which command, and what that means for liveness and ZooKeeper's writes."""
+    side = inputs.get("zookeeper_side")
+    if not side:   # a plan of an older zk2kafka
+        return f"{inputs.get('zookeeper')} (root {inputs.get('zk_root')})"
+    read = (f"{side['source']} (root {side['zk_root']}), read at {side['read_at']} "
+            f"by {side['read_by']}")
+    if side["from"] != "snapshot":
+        return read
+    copy = " from a copy of its data directory" if side["kind"] == "data directory" else ""
+    return (f"the snapshot {side['snapshot']}: {read}{copy}; {side['liveness']}; "
+            f"{side['zk_write']}")
 
 
 def _translation(translation: dict[str, Any] | None,

@@ -65,6 +65,7 @@ def plan(data: Data) -> str:
     planned = data["planned"]
     lines.append(f"planned: commit {planned['commit_offsets']:,} offsets "
                  f"in {planned['commit_groups']:,} groups")
+    lines.append("ZooKeeper side: " + ph.zookeeper_side(data["inputs"]))
     lines += [*ph.zk_changes(data), *ph.no_offset(data)]
     lines.append(f"blockers: {data['blockers']:,}"
                  + (" (see the report; exit 3)" if data["blockers"] else ""))
@@ -98,6 +99,7 @@ def run(data: Data) -> str:
               if r["reason"] and r["state"] not in ("failed", "partial")][:SHOWN]
     lines += _blocked(data.get("blocked", {}))
     lines += [f"warning: {w}" for w in data.get("warnings", [])]
+    lines += _snapshot_side(data)
     if data["state"] != "done":
         again = (f"migrate --execute --resume {data['run']}" if data["kind"] == "migrate"
                  else f"rollback --execute {data['rolls_back']}")
@@ -116,7 +118,7 @@ def run(data: Data) -> str:
         # a fresh diff is what helps.
         lines = [line for line in lines if not line.startswith("incomplete:")]
     lines += _applied(data.get("already_applied", {}))
-    lines += _moved(moved, data["plan_id"], data["report"])
+    lines += _moved(moved, data["plan_id"], data["report"], _live_zookeeper(data))
     return "\n".join([*lines, run_line.replace(" report=", f" plan={data['plan_id']} report=", 1)])
 
 
@@ -131,11 +133,12 @@ def reviewed_dry_run(data: Data) -> str:
     lines += [f"  not checked: {g}: {why}" for g, why in failed.items() if g not in moved][:SHOWN]
     lines += _applied(data.get("already_applied", {}))
     lines += [f"warning: {w}" for w in data.get("warnings", [])]
+    lines += _snapshot_side(data)
     lines += _blocked(data.get("blocked", {}))
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
                      f"(see {Path(data['report']) / 'report.md'})")
-    lines += _moved(list(moved), data["plan_id"], data["report"])
+    lines += _moved(list(moved), data["plan_id"], data["report"], _live_zookeeper(data))
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={data['run']} plan={data['plan_id']} report={data['report']}")
     return "\n".join(lines)
@@ -182,14 +185,22 @@ def resume_dry_run(data: Data) -> str:
 _REGEX_META = re.compile(r"([.^$*+?{}()|\[\]\\])")
 
 
-def _moved(moved: list[str], plan_id: str, report: str) -> list[str]:
-    """What to do about groups that moved since the review: a fresh diff of just those, reviewed,
-    then its plan."""
+def _live_zookeeper(data: Data) -> str:
+    """The `--zookeeper` a fresh diff of a plan read from a snapshot takes: the ZooKeeper it was
+    checked against, which answers (the diff reads it live; the shell need not name it)."""
+    address = (data.get("zookeeper_side") or {}).get("zookeeper")
+    return f" --zookeeper {shlex.quote(address)}" if address else ""
+
+
+def _moved(moved: list[str], plan_id: str, report: str, options: str = "") -> list[str]:
+    """What to do about groups that moved since the review: a fresh diff of just those (with
+    `options` before the selection), reviewed, then its plan."""
     if not moved:
         return []
     # --group is a full-match regex: only its metacharacters are escaped, so the usual names read
     # as they are.
-    fresh = "".join(" --group " + shlex.quote(_REGEX_META.sub(r"\\\1", g)) for g in moved)
+    fresh = options + "".join(" --group " + shlex.quote(_REGEX_META.sub(r"\\\1", g))
+                              for g in moved)
     return [f"moved since the review of {plan_id}: {len(moved):,} group(s), not written: "
             f"{_some(moved)}",
             f"  a fresh diff of just those (with the same connection options), "
@@ -212,7 +223,8 @@ def verify(data: Data) -> str:
     """verify: a fresh diff, IN_SYNC or not."""
     counts, mismatched = data["counts"], data["mismatched"]
     checked = data["offsets"] - counts[KAFKA_ONLY]
-    lines = [f"verify: {counts[IN_SYNC]:,} of {checked:,} ZooKeeper offsets equal Kafka's"]
+    lines = [f"verify: {counts[IN_SYNC]:,} of {checked:,} ZooKeeper offsets equal Kafka's",
+             "ZooKeeper side: " + ph.zookeeper_side(data["inputs"])]
     lines += [f"  {k:<18} {n:>9,}" + (_which_way(data) if k == CONFLICT else "")
               for k, n in mismatched.items()]
     lines.append("verified: every selected offset is IN_SYNC" if not mismatched
@@ -328,6 +340,16 @@ def _goes_on(data: Data) -> str:
     if data["kind"] == "rollback":
         return f"; `zk2kafka rollback --execute {data['rolls_back']}` goes on from here"
     return ""
+
+
+def _snapshot_side(data: Data) -> list[str]:
+    """A run of a plan read from a snapshot: ZooKeeper not written, and what it was checked
+    against."""
+    side = data.get("zookeeper_side")
+    if not side:
+        return []
+    return [f"ZooKeeper side: a snapshot; ZooKeeper not written (--no-zk-write implied); "
+            f"{side['rechecked']}"]
 
 
 def _blocked(blocked: dict[str, str]) -> list[str]:

@@ -27,6 +27,7 @@ from migrate.write.phase import write_phase
 from migrate.write.review import Review
 from migrate.write.scratch import scratch_journal
 from migrate.write.sessions import WriterOptions
+from migrate.zk.side import for_writing
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class JournalPlan(NamedTuple):
 def fresh(settings: Settings, plan: Plan) -> dict[str, Any]:
     """migrate --execute: the dual commit of a fresh plan (the diff just made), group by group,
     journaled; the run's data."""
+    settings, rechecked = for_writing(settings, plan.summary["inputs"])
     options = WriterOptions.of(settings)
     guards.no_conflicts(settings.on_conflict, plan)
     writer_shards.warm_up(options.writers)
@@ -59,7 +61,8 @@ def fresh(settings: Settings, plan: Plan) -> dict[str, Any]:
                            planned.groups, planned.skipped, report=str(report.parent),
                            rows=planned.rows())
         written = write_phase(options, journal, plan.run, list(planned.groups))
-        return results.of_run(journal.run(plan.run), written, plan.summary)
+        return _rechecked(results.of_run(journal.run(plan.run), written, plan.summary),
+                          rechecked, settings)
 
 
 def reviewed(settings: Settings) -> dict[str, Any]:
@@ -68,13 +71,17 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     Without --execute, a dry run: what would be written, and which groups moved since the review.
     Raises PlanRefused for a plan altered since, made against other stores or policies, or too old.
     """
-    settings.require("zookeeper")
     settings.require("bootstrap_server")
-    options, dry_run = WriterOptions.of(settings), not settings.execute
     plan = ReviewedPlan.load(settings.plan, Path(settings.state_dir) / "reports")
-    reached, recorded = stores.reach(settings.connection), settings.recorded()
+    settings, rechecked = for_writing(settings, plan.summary.get("inputs", {}))
+    if rechecked is None:
+        settings.require("zookeeper")
+    options, dry_run = WriterOptions.of(settings), not settings.execute
+    zookeeper = options.reads_zk
+    reached = stores.reach(settings.connection, zookeeper=zookeeper)
+    recorded = settings.recorded()
     guards.executable(plan, reached, settings.connection, recorded, execute=settings.execute,
-                      max_plan_age=settings.max_plan_age)
+                      max_plan_age=settings.max_plan_age, zookeeper=zookeeper)
     writer_shards.warm_up(options.writers)
     planned = _planned(plan.file, plan.summary["per_group"])
     review = Review.of_plan(plan.file, set(planned.groups))
@@ -99,10 +106,21 @@ def reviewed(settings: Settings) -> dict[str, Any]:
                            rows=(row for row in planned.rows() if row[0] not in done))
         written = write_phase(options, journal, run_id, todo, review=review, dry_run=dry_run)
         if dry_run:
-            return {**results.of_dry_run(written, plan.summary), **reviewed_as, "run": plan.run,
-                    "report": str(plan.report)}
-        return {**results.of_run(journal.run(run_id), written, plan.summary, moved=True),
-                **reviewed_as}
+            return _rechecked({**results.of_dry_run(written, plan.summary), **reviewed_as,
+                               "run": plan.run, "report": str(plan.report)}, rechecked, settings)
+        return _rechecked({**results.of_run(journal.run(run_id), written, plan.summary,
+                                            moved=True), **reviewed_as}, rechecked, settings)
+
+
+def _rechecked(data: dict[str, Any], rechecked: str | None,
+               settings: Settings) -> dict[str, Any]:
+    """A run's data, with what a plan read from a snapshot checked ZooKeeper against (the
+    ZooKeeper of `settings`, the write's, None when none answered)."""
+    if rechecked is None:
+        return data
+    return {**data, "zookeeper_side": {"from": "snapshot", "rechecked": rechecked,
+                                        "zookeeper": settings.zookeeper,
+                                        "zk_write": "none (--no-zk-write implied)"}}
 
 
 def _reviewed_journals(state_dir: Path, dry_run: bool, stack: ExitStack,

@@ -110,16 +110,18 @@ def no_conflicts(on_conflict: str, plan: Plan) -> None:
 
 
 def executable(reviewed: ReviewedPlan, now: Stores, connection: Connection,
-               recorded: Mapping[str, Any], *, execute: bool, max_plan_age: float) -> None:
+               recorded: Mapping[str, Any], *, execute: bool, max_plan_age: float,
+               zookeeper: bool = True) -> None:
     """PlanRefused for a reviewed plan made against other stores than `now` (by identity, reached
     through `connection`) or with other policies or selection than `recorded` (the options now,
     as a run records them), older than `max_plan_age`, or with CONFLICT rows under --on-conflict
-    fail."""
+    fail. `zookeeper`: compare ZooKeeper too (not when a plan read from a snapshot finds no
+    ZooKeeper to check against)."""
     current = {**recorded, "execute": execute,
                "zk_root": recorded["path_template"] or recorded["zk_root"]}
     inputs = reviewed.summary.get("inputs", {})
     elsewhere = same_clusters(Stores.from_json(inputs.get("stores")), now, inputs, connection,
-                              f"plan {reviewed.id}")
+                              f"plan {reviewed.id}", zookeeper=zookeeper)
     refusals = reviewed.refusals(current, max_plan_age, elsewhere)
     if refusals:
         raise PlanRefused(reviewed.id, "; ".join(refusals) + "; nothing was written")

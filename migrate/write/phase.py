@@ -44,7 +44,8 @@ def write_phase(options: WriterOptions, journal: Journal, run_id: str, groups: l
                 batched, moved = writer_shards.write(options, journal.path.parent, run_id, groups,
                                                      WRITE_BATCH, review, dry_run, progress)
         else:
-            with open_writers(options.connection, options.parallelism, zk=True) as writers:
+            with open_writers(options.connection, options.parallelism,
+                              zk=options.reads_zk) as writers:
                 writer = migrate_writer(options, journal, run_id, writers, review, dry_run)
                 with Progress(label, total=len(groups)) as progress:
                     # Two batches in flight: one's reads and journal writes overlap the other's

@@ -39,6 +39,12 @@ class WriterOptions:
         return cls(settings.connection, settings.parallelism, settings.writers, settings.metadata,
                    settings.no_zk_write, settings.offset_semantics)
 
+    @property
+    def reads_zk(self) -> bool:
+        """Whether the write phase reads ZooKeeper: always, but for a plan read from a snapshot
+        whose ZooKeeper no longer answers (migrate/zk/side.py leaves no --zookeeper then)."""
+        return self.connection.zookeeper is not None
+
 
 class Writers(NamedTuple):
     """The two stores' writers; zk is None when ZooKeeper is neither read nor written."""

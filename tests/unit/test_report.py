@@ -231,3 +231,20 @@ def test_both_pages_show_the_policies_in_the_words_of_the_flags(tmp_path):
         "- `--allow-live-zk-consumers`: no", "- `--rewrite-zk-offsets`: yes"]
     for python in ("on_conflict", "allow_live_zk_consumers", "False", "True"):
         assert python not in policies and python not in markdown.split("## Policies", 1)[1]
+
+
+def test_both_pages_say_where_the_zookeeper_side_came_from(tmp_path):
+    sm = summary(ROWS)
+    sm["inputs"]["zookeeper_side"] = {
+        "from": "snapshot", "kind": "data directory", "source": "/backup/zk1/data",
+        "zk_root": "/kafka/consumers", "read_at": "2026-01-02T03:04:05Z", "read_by": "scan R1",
+        "snapshot": "/state/snapshots/zk-R1.parquet",
+        "liveness": "liveness (ids/, owners/) as the snapshot recorded it when read, not checked now",
+        "zk_write": "ZooKeeper is not written (--no-zk-write implied: the ZooKeeper side is a snapshot)"}
+    files = write_reports(tmp_path, sm, table(ROWS))
+    md, page = files["markdown"].read_text(), files["html"].read_text()
+    said = ("ZooKeeper: the snapshot /state/snapshots/zk-R1.parquet: /backup/zk1/data (root /kafka/consumers), "
+            "read at 2026-01-02T03:04:05Z by scan R1 from a copy of its data directory; liveness (ids/, owners/) "
+            "as the snapshot recorded it when read, not checked now; ZooKeeper is not written")
+    assert f"- {said}" in md
+    assert f"<li>{said}" in page

@@ -1,0 +1,115 @@
+"""The ZooKeeper side read from a snapshot (migrate/zk/side.py): which file `--zk-snapshot` names,
+where its offsets were read as its metadata (or its run's report) says, the selection's rows
+copied with that origin, and the options that need live ZooKeeper refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from migrate.errors import ConfigError
+from migrate.settings import load_settings
+from migrate.state import StateDir
+from migrate.zk.reader import SCHEMA
+from migrate.zk.side import (DATA_DIR, ENSEMBLE, SNAPSHOT, Origin, ZooKeeperSide, chosen,
+                             for_writing, origin_of, refuse_snapshot)
+
+
+def row(group: str, topic: str | None, partition: int, offset: int) -> dict:
+    return {"group": group, "topic": topic, "partition": partition, "raw": str(offset),
+            "offset": offset, "status": "OK", "version": 0, "mzxid": 5, "zk_consumers": 0,
+            "layout": "offsets", "path": f"/consumers/{group}/offsets/{topic}/{partition}"}
+
+
+def write_snapshot(path: Path, rows: list[dict], meta: dict[str, str] | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA.with_metadata(meta or {})), path)
+    return path
+
+
+def test_the_origin_travels_in_the_snapshot_metadata_and_into_a_copy(tmp_path):
+    origin = Origin(ENSEMBLE, "zk1:2181/consumers", "2026-01-02T03:04:05Z", "scan R1", "zk1:2181",
+                    "/consumers", {"zookeeper_cluster_id": "abc", "zookeeper_servers": ["1:2"]})
+    meta = {f"zk2kafka.{k}": v for k, v in origin.metadata().items()}
+    source = write_snapshot(tmp_path / "state" / "snapshots" / "zk-R1.parquet",
+                            [row("billing", "orders", 0, 10), row("billing", "clicks", 0, 3),
+                             row("test-1", "orders", 0, 7), row("billing", None, 0, 1)], meta)
+    assert origin_of(source) == origin
+    settings = load_settings({"zk_snapshot": "R1", "state_dir": str(tmp_path / "state"),
+                              "groups": ["billing"], "topics": ["orders"]})
+    side = chosen(settings)
+    assert side == ZooKeeperSide(source, origin) and not side.live
+    assert settings.no_zk_write   # implied: no ZooKeeper to write
+    data = side.read(settings, StateDir(settings.state_dir), "R2", "diff", scan_live=None)
+    copied = pq.read_table(data["snapshot"])
+    # The selection's rows; a row with no topic kept, as a topic selection keeps it.
+    assert [(r["group"], r["topic"]) for r in copied.to_pylist()] == [
+        ("billing", "orders"), ("billing", None)]
+    assert origin_of(Path(data["snapshot"])) == origin   # the copy says where it was read
+    side_json = data["zookeeper_side"]
+    assert (side_json["from"], side_json["snapshot"], side_json["read_by"]) == (
+        SNAPSHOT, str(source), "scan R1")
+
+
+def test_evidence_written_without_metadata_is_told_by_its_report(tmp_path):
+    state = tmp_path / "state"
+    source = write_snapshot(state / "snapshots" / "zk-R9.parquet", [row("g", "t", 0, 1)])
+    (state / "reports" / "R9").mkdir(parents=True)
+    (state / "reports" / "R9" / "summary.json").write_text(json.dumps({
+        "command": "ready-for-kraft", "source": "zk:2181/consumers",
+        "watched": {"to": "2026-01-01T00:00:00Z"}}))
+    assert origin_of(source) == Origin(ENSEMBLE, "zk:2181/consumers", "2026-01-01T00:00:00Z",
+                                       "ready-for-kraft R9")
+    # A report folder names its run as well as the run id does.
+    settings = load_settings({"zk_snapshot": str(state / "reports" / "R9"),
+                              "state_dir": str(state)})
+    assert chosen(settings).snapshot == source
+
+
+def test_a_snapshot_is_read_with_the_offset_semantics_it_was_parsed_with(tmp_path):
+    source = write_snapshot(tmp_path / "zk-R1.parquet", [row("g", "t", 0, 1)],
+                            {"zk2kafka.run": "R1", "zk2kafka.semantics": "last"})
+    assert origin_of(source).semantics == "last"
+    with pytest.raises(ConfigError, match="read with --offset-semantics last; pass the same"):
+        chosen(load_settings({"zk_snapshot": str(source)}))
+    assert chosen(load_settings({"zk_snapshot": str(source), "offset_semantics": "last"}))
+
+
+def test_what_is_not_a_snapshot_is_one_line(tmp_path):
+    settings = load_settings({"zk_snapshot": "nope", "state_dir": str(tmp_path)})
+    with pytest.raises(ConfigError, match=r"--zk-snapshot nope: no such file"):
+        chosen(settings)
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"x": [1]}), other)
+    with pytest.raises(ConfigError, match="not a zk snapshot"):
+        chosen(load_settings({"zk_snapshot": str(other)}))
+
+
+@pytest.mark.parametrize("flags, said", [
+    ({"rewrite_zk_offsets": True}, "--rewrite-zk-offsets writes ZooKeeper"),
+    ({"plan": "P"}, "--zk-snapshot and --plan go apart"),
+    ({"resume": "R"}, "--zk-snapshot and --resume go apart"),
+])
+def test_what_writes_or_reads_zookeeper_live_is_refused(flags, said):
+    with pytest.raises(ConfigError, match=said):
+        load_settings({"zk_snapshot": "R1", **flags})
+
+
+def test_ready_for_kraft_refuses_a_snapshot():
+    with pytest.raises(ConfigError, match="ready-for-kraft reads ZooKeeper live"):
+        refuse_snapshot(load_settings({"zk_snapshot": "R1"}), "ready-for-kraft")
+
+
+def test_a_plan_from_a_copy_of_a_data_directory_writes_kafka_alone():
+    settings = load_settings({"bootstrap_server": "k:9092"})
+    side = {"from": SNAPSHOT, "kind": DATA_DIR, "zookeeper": None, "zk_root": "/kafka/consumers"}
+    written, rechecked = for_writing(settings, {"zookeeper_side": side})
+    assert written.no_zk_write and written.zookeeper is None
+    assert written.zk_root == "/kafka/consumers"   # the plan's own root
+    assert rechecked.startswith("ZooKeeper not re-checked: the snapshot was read from a copy")
+    # A live plan is written as it always was.
+    assert for_writing(settings, {"zookeeper_side": {"from": ENSEMBLE}}) == (settings, None)
