@@ -290,13 +290,15 @@ OPTIONS: tuple[Option, ...] = (
            "repeatable; recorded in the verdict); nothing else not cleared gives exit 0",
            commands=("ready-for-kraft",), metavar="PATTERN"),
     Option("ensemble_max_znodes", "int", 100_000,
-           "ready-for-kraft: most znodes the search of the whole ensemble for other offsets "
-           "trees lists; a search cut short is not ready",
-           commands=("ready-for-kraft",), metavar="N"),
+           "ready-for-kraft, scan --zookeeper-data: most znodes the search of the whole "
+           "ensemble (or copy) for other offsets trees lists; for ready-for-kraft a search cut "
+           "short is not ready",
+           commands=("ready-for-kraft", "scan"), metavar="N"),
     Option("ensemble_max_time", "duration", 60.0,
-           "ready-for-kraft: longest the search of the whole ensemble for other offsets trees "
-           "takes; a search cut short is not ready",
-           commands=("ready-for-kraft",), metavar="DURATION"),
+           "ready-for-kraft, scan --zookeeper-data: longest the search of the whole ensemble "
+           "(or copy) for other offsets trees takes; for ready-for-kraft a search cut short is "
+           "not ready",
+           commands=("ready-for-kraft", "scan"), metavar="DURATION"),
     Option("allow_live_zk_consumers", "bool", False,
            "migrate groups whose old consumers are still registered in ZooKeeper",
            commands=PLAN_COMMANDS, recorded=True),

@@ -27,7 +27,7 @@ from migrate.kafka.snapshot import KafkaSnapshot
 from migrate.report.files import write_reports
 from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
-from migrate.zk.datadir import NOTHING_IN_DATA_DIR, read_data_dir, snapshot_metadata
+from migrate.zk.datadir import nothing_found_hint, read_data_dir, snapshot_metadata
 from migrate.zk.reader import Selection
 from migrate.zk.scan import scan_to_parquet
 from migrate.zk.side import DATA_DIR, Origin, ZooKeeperSide, chosen, describe
@@ -43,7 +43,8 @@ def scan(settings: Settings) -> dict[str, Any]:
     (report / "scan.json").write_text(json.dumps(data, indent=2) + "\n")
     if data["offsets"] == 0:
         raise NothingFound("scan", data["source"], selection_text(settings),
-                           hint=NOTHING_IN_DATA_DIR if "zookeeper_data" in data else None)
+                           hint=nothing_found_hint(data["zookeeper_data"])
+                           if "zookeeper_data" in data else None)
     return {**data, "report": str(report)}
 
 

@@ -51,6 +51,26 @@ def _data_dir(copy: Data) -> list[str]:
         lines.append(f"warning: {copy['ephemerals_expired']} registrations of the copy expired "
                      "while it was read (ZooKeeper ends restored sessions after their timeout); "
                      "the liveness columns may miss them")
+    return lines + _elsewhere_in_copy(copy.get("elsewhere"))
+
+
+def _elsewhere_in_copy(found: Data | None) -> list[str]:
+    """The other offsets trees the copy holds, each with the scan that reads it; it informs."""
+    if not found:
+        return []
+    searched = f"searched from / ({found['listed']:,} znodes listed in {found['seconds']:.1f}s)"
+    trees = found["trees"]
+    lines = [f"elsewhere in the copy: {len(trees)} other offsets tree(s), {searched}"
+             + (":" if trees else "")]
+    lines += [f"  {t['path']}: {t['groups']:,} groups, {t['offsets']:,} offsets: `{t['scan']}`"
+              for t in trees[:SHOWN]]
+    if len(trees) > SHOWN:
+        lines.append(f"  ... and {len(trees) - SHOWN} more (scan.json zookeeper_data.elsewhere)")
+    if found["cut_short"]:
+        lines.append(f"warning: the search of the copy {found['cut_short']}: other trees may "
+                     "lie in what it did not list")
+    if found["unreadable"]:
+        lines.append("warning: the search could not list " + "; ".join(found["unreadable"][:SHOWN]))
     return lines
 
 

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import logging
 import re
+import shlex
 import shutil
 import socket
 import tempfile
@@ -33,6 +34,7 @@ from migrate.sandbox.jvm import JavaServer, free_port, wait_for_server, zk_answe
 from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, release
 from migrate.settings import Settings
 from migrate.zk.client import close, connect
+from migrate.zk.ensemble import Search, search
 
 log = logging.getLogger(__name__)
 
@@ -296,6 +298,16 @@ NOTHING_IN_DATA_DIR = ("offsets under the brokers' chroot? --zk-root names the w
                        "a selection that matches no group?")
 
 
+def nothing_found_hint(copy: dict) -> str:
+    """What a scan of a data directory that found nothing says: the trees the copy holds
+    elsewhere, each with its scan, else how --zk-root names a chroot."""
+    trees = (copy.get("elsewhere") or {}).get("trees") or []
+    if not trees:
+        return NOTHING_IN_DATA_DIR
+    return "offsets elsewhere in the copy: " + "; ".join(
+        f"{t['path']} ({t['groups']} groups, {t['offsets']} offsets): `{t['scan']}`" for t in trees)
+
+
 def read_data_dir(settings: Settings, scan: Callable[[Settings, dict], dict]) -> dict:
     """`scan(private, found)` run against a private server on a copy of --zookeeper-data:
     `private` are the settings that reach it, `found` what identifies the data (`source`, the
@@ -325,10 +337,35 @@ def read_data_dir(settings: Settings, scan: Callable[[Settings, dict], dict]) ->
                  "zookeeper_cluster_id": cluster_id(private.connection),
                  "zookeeper_chroot": chroot}
         data = scan(private, found)
+        # The copy holds the whole ensemble: other applications' and chroot-less consumers'
+        # offsets are there too, and once ZooKeeper is gone this copy is the only place left.
+        found["elsewhere"] = elsewhere(settings, search(
+            private.connection, given_root, settings.ensemble_max_znodes,
+            settings.ensemble_max_time))
         # ZooKeeper expires the sessions it restores after their own timeouts: a registration
         # that went during the read may be missing from the liveness columns.
         found["ephemerals_expired"] = max(copy.ephemerals - ephemerals(copy.connect), 0)
     return data
+
+
+def elsewhere(settings: Settings, found: Search) -> dict:
+    """The search of the copy for other offsets trees, as scan's JSON holds it: each tree with
+    its counts and the scan that reads it, and how far the search went."""
+    trees = [{"path": t.path, "groups": len({r["group"] for r in t.rows}), "offsets": len(t.rows),
+              "brokers_of": t.brokers_of, "scan": scan_command(settings, t.path)}
+             for t in found.trees]
+    return {"from": "/", "checked_root": found.skipped_root, "trees": trees,
+            "listed": found.listed, "seconds": round(found.seconds, 3),
+            "complete": found.complete, "cut_short": found.cut_short,
+            "unreadable": found.unreadable}
+
+
+def scan_command(settings: Settings, root: str) -> str:
+    """The scan of another offsets tree of the same copy, as an operator pastes it."""
+    log_dir = settings.zookeeper_data_log
+    return (f"zk2kafka scan --zookeeper-data {shlex.quote(str(settings.zookeeper_data))}"
+            + (f" --zookeeper-data-log {shlex.quote(str(log_dir))}" if log_dir else "")
+            + f" --zk-root {shlex.quote(root)}")
 
 
 def cluster_id(connection: Connection) -> str | None:

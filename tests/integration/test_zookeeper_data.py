@@ -3,11 +3,14 @@
 
 Each test starts the release's own ZooKeeper from the pinned jars, writes old-consumer offsets with
 kazoo, stops or kills it, scans the directory it left and compares the snapshot's rows with what
-was written; the original files are byte-identical afterwards. No session cluster is needed.
+was written; the original files are byte-identical afterwards. Each release's directory is then
+recovered into the session cluster's Kafka with that ZooKeeper stopped (diff from the scan, the
+plan executed), and a new consumer of each group starts exactly where the old one stopped.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -19,8 +22,10 @@ from kazoo.client import KazooClient
 
 from migrate.zk.datadir import zxid_files
 
-from support.cli import zk2kafka_json
-from support.source_zookeeper import SourceZooKeeper, client, fingerprint
+from support.cli import clean_env, zk2kafka_bin, zk2kafka_json, zk2kafka_text
+from support.hints import hints, paste
+from support.seeding import make_topic
+from support.source_zookeeper import SourceZooKeeper, client, fingerprint, new_consumer_positions
 from support.wait import free_port
 
 QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -61,6 +66,12 @@ def write_offsets(zk: KazooClient, root: str, offsets: dict) -> dict:
     return offsets
 
 
+def shell(state: Path) -> dict[str, str]:
+    """An operator's shell with zk2kafka on its PATH and no ZooKeeper exported."""
+    return clean_env(ZK2KAFKA_STATE_DIR=str(state), PATH=os.pathsep.join(
+        [str(Path(zk2kafka_bin()).parent), os.environ.get("PATH", "")]))
+
+
 def scan_data_dir(state: Path, data: Path, *more: str) -> tuple[int, dict, str]:
     return zk2kafka_json("scan", "--zookeeper-data", str(data), "--state-dir", str(state), *more)
 
@@ -70,34 +81,37 @@ def snapshot_rows(data: dict) -> dict:
     return {(r["group"], r["topic"], r["partition"]): r["offset"] for r in table.to_pylist()}
 
 
-def offsets_of(groups: int, topics: int, partitions: int, base: int) -> dict:
-    return {(f"g{g}", f"t{t}", p): base + 100 * g + 10 * t + p
+def offsets_of(groups: int, topics: int, partitions: int, base: int, prefix: str = "") -> dict:
+    return {(f"{prefix}g{g}", f"{prefix}t{t}", p): base + 100 * g + 10 * t + p
             for g in range(groups) for t in range(topics) for p in range(partitions)}
 
 
 @pytest.mark.parametrize("kafka_version, chroot, readers", [
     ("1.1.1", "/kafka", "1"), ("2.4.1", "", "2"), ("3.9.2", "", "1")])
 def test_a_data_dir_of_each_release_with_offsets_only_in_the_log(tmp_path, kafka_version, chroot,
-                                                                 readers):
+                                                                 readers, cluster, kafka_admin,
+                                                                 prefix):
     # Written by the release's own ZooKeeper: offsets, a clean stop (the next start snapshots
     # them), then newer offsets and a kill -9, so those are only in the transaction log.
     # A low snapCount for the first run: several snapshots and logs; the default for the second.
     source = SourceZooKeeper(tmp_path / "zk", kafka_version)
     zk = client(source.start(jvm_opts=("-Dzookeeper.snapCount=10",)))
     root = f"{chroot}/consumers"
-    written = write_offsets(zk, root, offsets_of(3, 2, 3, 1000))
+    t0, g0, g1, late = f"{prefix}t0", f"{prefix}g0", f"{prefix}g1", f"{prefix}late"
+    # What the brokers keep beside the offsets: a topic's registration (before its consumers'
+    # offsets, as a broker makes it), the cluster's id.
+    zk.create(f"{chroot}/brokers/topics/{t0}", b"{}", makepath=True)
+    topic_ctime = zk.exists(f"{chroot}/brokers/topics/{t0}").ctime
+    zk.create(f"{chroot}/cluster/id", b'{"version":"1","id":"copy-cluster"}', makepath=True)
+    written = write_offsets(zk, root, offsets_of(3, 2, 3, 100, prefix))
     zk.stop()
     source.stop()
     zk = client(source.start())
-    newer = write_offsets(zk, root, {**offsets_of(1, 2, 3, 5000), ("late", "t0", 0): 7})
+    newer = write_offsets(zk, root, {**offsets_of(1, 2, 3, 500, prefix), (late, t0, 0): 7})
     # An old consumer's registration, left behind as a crash leaves it.
-    zk.create(f"{root}/g1/ids/consumer-1", b"{}", ephemeral=True, makepath=True)
-    # What the brokers keep beside the offsets: a topic's registration, the cluster's id.
-    zk.create(f"{chroot}/brokers/topics/t0", b"{}", makepath=True)
-    topic_ctime = zk.exists(f"{chroot}/brokers/topics/t0").ctime
-    zk.create(f"{chroot}/cluster/id", b'{"version":"1","id":"copy-cluster"}', makepath=True)
-    last_write = zk.exists(f"{root}/late/offsets/t0/0").mzxid
-    first_newer = zk.exists(f"{root}/g0/offsets/t0/0").mzxid
+    zk.create(f"{root}/{g1}/ids/consumer-1", b"{}", ephemeral=True, makepath=True)
+    last_write = zk.exists(f"{root}/{late}/offsets/{t0}/0").mzxid
+    first_newer = zk.exists(f"{root}/{g0}/offsets/{t0}/0").mzxid
     source.kill()
     version2 = source.data / "version-2"
     assert max(zxid_files(version2, "snapshot").values()) < first_newer, \
@@ -112,22 +126,39 @@ def test_a_data_dir_of_each_release_with_offsets_only_in_the_log(tmp_path, kafka
     found = data["zookeeper_data"]
     assert found["dir"] == str(source.data) and int(found["last_zxid"], 16) >= last_write
     assert found["read_with"] == "ZooKeeper 3.8.4" and found["logs_replayed"] >= 1
-    assert data["groups_with_live_zk_consumers"] == ["g1"]   # as the copy held it
+    assert data["groups_with_live_zk_consumers"] == [g1]   # as the copy held it
     assert (found["ephemerals_loaded"], found["ephemerals_expired"]) == (1, 0)
     assert (found["zookeeper_cluster_id"], found["zookeeper_chroot"]) == ("copy-cluster", chroot)
+    assert found["elsewhere"]["trees"] == [] and found["elsewhere"]["complete"]
     created = {r["topic"]: r["topic_ctime"] for r in pq.read_table(data["snapshot"]).to_pylist()}
-    assert created["t1"] is None
-    assert created["t0"].timestamp() * 1000 == topic_ctime   # under the chroot, as a live scan
+    assert created[f"{prefix}t1"] is None
+    assert created[t0].timestamp() * 1000 == topic_ctime   # under the chroot, as a live scan
     metadata = pq.read_schema(data["snapshot"]).metadata
     assert metadata[b"zk2kafka.zookeeper_data.dir"] == str(source.data).encode()
     assert metadata[b"zk2kafka.zookeeper_data.last_zxid"] == found["last_zxid"].encode()
     if chroot:
         # The default --zk-root is the ensemble root's /consumers: nothing there, and the scan says
         # how to name the brokers' chroot.
-        code, data, err = scan_data_dir(tmp_path / "state", source.data)
-        assert code == 1 and data == {}
+        code, nothing, err = scan_data_dir(tmp_path / "state", source.data)
+        assert code == 1 and nothing == {}
         assert "no offsets found under /consumers in the ZooKeeper data directory" in err
         assert "--zk-root /kafka/consumers" in err and "\n" not in err.strip()
+    assert fingerprint(source.data) == before
+
+    # ZooKeeper stays stopped: the scan is the ZooKeeper side, Kafka is the session cluster's.
+    recovered = {**written, **newer}
+    for topic in (t0, f"{prefix}t1"):
+        make_topic(kafka_admin, cluster.bootstrap_server, topic, 3, 520)   # past every offset
+    kafka = ["--bootstrap-server", cluster.bootstrap_server, "--state-dir", str(tmp_path / "state")]
+    # g1's registration is a crash's leftover in the copy, not a consumer running now.
+    code, out, err = zk2kafka_text("diff", *kafka, "--zk-snapshot", data["run"],
+                                   "--allow-live-zk-consumers")
+    assert code == 0, out + err
+    plan_id = out.strip().splitlines()[-1].split()[1].removeprefix("plan=")
+    code, run, err = zk2kafka_json("migrate", *kafka, "--execute", "--plan", plan_id,
+                                   "--allow-live-zk-consumers")
+    assert code == 0, err
+    assert new_consumer_positions(cluster.bootstrap_server, recovered) == recovered
     assert fingerprint(source.data) == before
 
 
@@ -289,3 +320,53 @@ def test_a_member_of_a_three_node_ensemble(tmp_path):
     assert int(data["zookeeper_data"]["last_zxid"], 16) >> 32 >= 1   # an ensemble's epoch
     assert fingerprint(copied) == before
 
+
+
+def test_the_scan_of_a_copy_names_the_other_offsets_trees_it_holds(tmp_path):
+    # One ensemble, three offsets trees: the brokers' chroot, old consumers configured without
+    # it, and another application's chroot. The scan of one names the other two, each with the
+    # scan that reads it, pasted here as printed.
+    source = SourceZooKeeper(tmp_path / "zk", "3.9.2")
+    zk = client(source.start())
+    trees = {root: write_offsets(zk, root, offsets_of(groups, 1, 2, base))
+             for root, groups, base in (("/kafka/consumers", 2, 10), ("/consumers", 1, 20),
+                                        ("/other-app/consumers", 3, 30))}
+    zk.create("/kafka/brokers/ids/1", b"{}", makepath=True)
+    zk.create("/kafka/cluster/id", b'{"version":"1","id":"copy-cluster"}', makepath=True)
+    zk.stop()
+    source.stop()
+    state, data_dir = tmp_path / "state", tmp_path / "zk data"   # a path the shell must quote
+    source.data.rename(data_dir)
+
+    code, data, err = scan_data_dir(state, data_dir, "--zk-root", "/kafka/consumers")
+
+    assert code == 0, err
+    assert snapshot_rows(data) == trees["/kafka/consumers"]
+    found = data["zookeeper_data"]["elsewhere"]
+    assert (found["checked_root"], found["complete"], found["unreadable"]) == (
+        "/kafka/consumers", True, [])
+    assert [(t["path"], t["groups"], t["offsets"]) for t in found["trees"]] == [
+        ("/consumers", 1, 2), ("/other-app/consumers", 3, 6)]
+    assert found["trees"][1]["scan"] == (f"zk2kafka scan --zookeeper-data '{data_dir}' "
+                                         "--zk-root /other-app/consumers")
+    saved = json.loads((Path(data["report"]) / "scan.json").read_text())
+    assert saved["zookeeper_data"]["elsewhere"] == found
+    code, out, err = zk2kafka_text("scan", "--zookeeper-data", str(data_dir), "--state-dir",
+                                   str(state), "--zk-root", "/kafka/consumers")
+    assert code == 0, err
+    assert "elsewhere in the copy: 2 other offsets tree(s), searched from /" in out
+    printed = hints(out)
+    assert printed == [t["scan"] for t in found["trees"]]
+
+    pasted = paste(shell(state), printed[1])
+
+    assert pasted.returncode == 0, pasted.stderr
+    report = Path(pasted.stdout.strip().splitlines()[-1].split("report=", 1)[1])
+    other = json.loads((report / "scan.json").read_text())
+    assert snapshot_rows(other) == trees["/other-app/consumers"]
+    assert [t["path"] for t in other["zookeeper_data"]["elsewhere"]["trees"]] == [
+        "/consumers", "/kafka/consumers"]
+    # Nothing at the default root's place: the error names the trees the copy holds instead.
+    code, data, err = scan_data_dir(state, data_dir, "--zk-root", "/nowhere/consumers")
+    assert code == 1 and data == {} and "\n" not in err.strip()
+    assert f"/other-app/consumers (3 groups, 6 offsets): `{printed[1]}`" in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from kafka import KafkaConsumer, TopicPartition
 from kazoo.client import KazooClient
 
 from migrate.sandbox.artifacts import ensure_bundle
@@ -75,3 +76,19 @@ def fingerprint(*folders: Path) -> dict[str, str]:
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
+
+
+def new_consumer_positions(bootstrap: str, offsets: dict) -> dict:
+    """Where a new consumer of each group of `offsets` ({(group, topic, partition): offset})
+    starts on each of those partitions: the offsets Kafka holds for it, read as a consumer does."""
+    positions = {}
+    for group in sorted({g for g, _, _ in offsets}):
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                 enable_auto_commit=False, auto_offset_reset="none")
+        try:
+            mine = [TopicPartition(t, p) for g, t, p in sorted(offsets) if g == group]
+            consumer.assign(mine)
+            positions |= {(group, tp.topic, tp.partition): consumer.position(tp) for tp in mine}
+        finally:
+            consumer.close()
+    return positions

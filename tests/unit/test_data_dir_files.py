@@ -12,8 +12,8 @@ import pytest
 from migrate.errors import ConfigError, NothingFound
 from migrate.report import text
 from migrate.settings import load_settings
-from migrate.zk.datadir import (NOTHING_IN_DATA_DIR, DataDirUnreadable, check_history, replayed,
-                                version2, zxid_files)
+from migrate.zk.datadir import (NOTHING_IN_DATA_DIR, DataDirUnreadable, check_history,
+                                nothing_found_hint, replayed, version2, zxid_files)
 
 from support.cli import zk2kafka
 
@@ -135,6 +135,41 @@ def test_the_terminal_says_what_the_copy_held():
     assert any(line.startswith("warning: 3 registrations of the copy expired") for line in lines)
 
 
+def searched(trees=(), cut_short=None, unreadable=()) -> dict:
+    return {"from": "/", "checked_root": "/kafka/consumers", "listed": 1234, "seconds": 0.25,
+            "complete": cut_short is None, "cut_short": cut_short, "unreadable": list(unreadable),
+            "trees": [{"path": path, "groups": 2, "offsets": 7, "brokers_of": None,
+                       "scan": f"zk2kafka scan --zookeeper-data /backup/zk --zk-root {path}"}
+                      for path in trees]}
+
+
+def test_the_terminal_names_the_other_trees_of_the_copy_with_their_scans():
+    lines = text.scan(scan_data(elsewhere=searched(["/consumers"]))).splitlines()
+    assert ("elsewhere in the copy: 1 other offsets tree(s), searched from / (1,234 znodes listed "
+            "in 0.2s):") in lines
+    assert ("  /consumers: 2 groups, 7 offsets: "
+            "`zk2kafka scan --zookeeper-data /backup/zk --zk-root /consumers`") in lines
+    assert not any(line.startswith("warning:") for line in lines)
+
+    lines = text.scan(scan_data(elsewhere=searched(
+        cut_short="stopped after 10 znodes (--ensemble-max-znodes)",
+        unreadable=["/secret: NoAuthError"]))).splitlines()
+    assert "elsewhere in the copy: 0 other offsets tree(s), searched from / (1,234 znodes listed in 0.2s)" in lines
+    assert ("warning: the search of the copy stopped after 10 znodes (--ensemble-max-znodes): other "
+            "trees may lie in what it did not list") in lines
+    assert "warning: the search could not list /secret: NoAuthError" in lines
+
+
+def test_nothing_found_in_a_data_directory_names_the_trees_it_holds():
+    assert nothing_found_hint({"elsewhere": searched()}) == NOTHING_IN_DATA_DIR
+    assert nothing_found_hint({}) == NOTHING_IN_DATA_DIR
+    hint = nothing_found_hint({"elsewhere": searched(["/consumers", "/app/consumers"])})
+    assert hint == ("offsets elsewhere in the copy: /consumers (2 groups, 7 offsets): "
+                    "`zk2kafka scan --zookeeper-data /backup/zk --zk-root /consumers`; "
+                    "/app/consumers (2 groups, 7 offsets): "
+                    "`zk2kafka scan --zookeeper-data /backup/zk --zk-root /app/consumers`")
+
+
 def test_nothing_found_in_a_data_directory_names_the_whole_path():
     error = NothingFound("scan", "/consumers in the ZooKeeper data directory /zk", "every group",
                          hint=NOTHING_IN_DATA_DIR)
@@ -171,3 +206,14 @@ def test_why_zookeeper_would_not_load_is_the_root_cause_it_logged(tmp_path):
     assert load_failure(server) == "java.io.IOException: CRC check failed"
     server.log_path.write_text("[2026-01-01 00:00:00,001] ERROR Exiting JVM with code 1 (ServiceUtils)\n")
     assert load_failure(server) == "[2026-01-01 00:00:00,001] ERROR Exiting JVM with code 1 (ServiceUtils)"
+
+
+def test_the_scan_of_another_tree_keeps_both_folders_and_pastes_as_printed(tmp_path):
+    from migrate.zk.datadir import scan_command
+
+    data, logs = tmp_path / "zk data", tmp_path / "log$dir"
+    settings = load_settings({"zookeeper_data": str(data), "zookeeper_data_log": str(logs),
+                              "zk_root": "/kafka/consumers"}, environ={})
+    assert scan_command(settings, "/app's/consumers") == (
+        f"zk2kafka scan --zookeeper-data '{data}' --zookeeper-data-log '{logs}' "
+        "--zk-root '/app'\"'\"'s/consumers'")
