@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from migrate import __version__, commands
 from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
                             MigrateError, UnknownOption)
-from migrate.log import configure_logging, redact
+from migrate.log import configure_logging, redact, set_secrets
 from migrate.options import OPTIONS, Option
 from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, PHASES, RELEASES
 from migrate.settings import DURATION_FORMS, load_settings, parse_duration
@@ -277,6 +277,7 @@ def _count(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the process exit code."""
+    set_secrets(())   # an earlier call's secrets (in one process) are not this command's
     parser = build_parser()
     try:
         args = vars(parser.parse_args(argv))

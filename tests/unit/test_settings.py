@@ -323,3 +323,19 @@ def test_the_selection_keeps_where_each_pattern_came_from(tmp_path):
     assert settings.sources["exclude_groups"] == settings.sources["topics"] == f"config file {config}"
     assert settings.sources["quiet_for"] == "environment ZK2KAFKA_QUIET_FOR"
     assert "leave_behind" not in settings.sources
+
+
+def test_a_secret_of_an_earlier_call_in_the_same_process_is_not_hidden_in_the_next_ones_error(tmp_path):
+    # cli.main is called in-process by tests and scripts: each call redacts its own secrets only.
+    handlers = logging.getLogger().handlers[:]
+    bad = tmp_path / "config.toml"
+    bad.write_text("parallelism = \n")
+    err = io.StringIO()
+    try:
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            assert cli.main(["status", "--zk-auth", "digest:user:config", "--state-dir", str(tmp_path)]) == 0
+        with redirect_stdout(io.StringIO()), redirect_stderr(err):
+            assert cli.main(["status", "--config", str(bad), "--state-dir", str(tmp_path)]) == 2
+    finally:
+        logging.getLogger().handlers[:] = handlers
+    assert f"{bad}: not valid TOML" in err.getvalue(), err.getvalue()
