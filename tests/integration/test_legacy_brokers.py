@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.api_key import ApiKey
 from kafka.structs import OffsetAndMetadata
@@ -28,6 +28,7 @@ from migrate.kafka.snapshot import KafkaSnapshot
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.sandbox.cluster import LocalCluster
 
+from support.consumers import joined
 from support.seeding import put
 from support.servers import CACHE_DIR
 
@@ -83,17 +84,7 @@ def seeded(legacy):
         groups["standalone"], {TopicPartition(topic, 0): OffsetAndMetadata(3, "x", -1)}))
     consumers = {}
     for name in ("empty", "live"):
-        consumer = KafkaConsumer(group_id=groups[name], bootstrap_servers=endpoints.bootstrap_server,
-                                 enable_auto_commit=False)
-        deadline = time.monotonic() + 60
-        # Subscribe once the consumer's metadata has the new topic: kafka-python's assignor hands out nothing for
-        # a topic it has no partitions of yet, and then waits for the next metadata refresh (minutes).
-        while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        consumer.subscribe([topic])
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(timeout_ms=300)
-        assert consumer.assignment(), f"consumer of {groups[name]} never joined on Kafka {release}"
+        consumer = joined(endpoints.bootstrap_server, groups[name], topic)   # fails the test if it never joins
         consumer.commit({TopicPartition(topic, 1): OffsetAndMetadata(9, "", -1)})
         consumers[name] = consumer
     consumers.pop("empty").close()   # leaves: the group is Empty with protocol type "consumer"
