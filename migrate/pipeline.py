@@ -131,8 +131,11 @@ def plan(settings: Settings, command: str) -> Plan:
                 f"offset-syncs-{run}.parquet"), names.topics)
         admin = open_admin(settings.connection)
         try:
+            # The diff says when offsets already in Kafka expire; the other commands do not
+            # spend a read of __consumer_offsets on it.
             kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), names.groups,
-                                               topics, topic_selected)
+                                               topics, topic_selected,
+                                               commit_clocks=command == "diff")
         finally:
             admin.close()
     except BaseException:

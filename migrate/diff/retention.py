@@ -27,8 +27,8 @@ EMPTY_TIME_UNKNOWN = ("the broker did not say when the group became Empty (no ad
 # The clock Kafka deletes a group's offsets by.
 EMPTY_CLOCK = "became Empty"   # all at once, retention after the group became Empty (2.1+)
 COMMIT_CLOCK = "commit"        # each offset retention after its own commit
-COMMIT_TIME_UNREAD = ("by its last commit, which the diff does not read "
-                      "(ready-for-kraft tells when)")
+COMMIT_TIME_UNREAD = ("by its last commit, which only `zk2kafka diff` and `ready-for-kraft` "
+                      "read")
 # How many expiring groups a terminal line names before it counts the rest.
 SHOWN = 5
 
@@ -84,7 +84,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                         default_minutes: int | None = None,
                         empty_since: dict[str, int] | None = None,
                         empty_since_unknown: str | None = None,
-                        now: float | None = None, selection: str = "") -> dict[str, Any]:
+                        now: float | None = None, selection: str = "",
+                        commit_clocks: dict[str, list[tuple[int, int | None]]] | None = None,
+                        commit_clocks_unknown: str | None = None) -> dict[str, Any]:
     """When Kafka will delete the offsets the migration leaves there, per the broker's release and
     retention.
 
@@ -96,6 +98,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
       minutes after it became Empty: a commit does not move that clock, nothing but a consumer
       joining does. Those groups are named, with the time left where the broker says it
       (`empty_since`: when each became Empty, from __consumer_offsets) and why not elsewhere.
+    Groups already in Kafka with no member and nothing to commit go by the commits that put
+    their offsets there: `commit_clocks` (group -> its (commit ms, expire ms or None) pairs, from
+    __consumer_offsets), and why some could not be told; None when not read.
     `selection`: the diff's selection as flags, for the sync command the warnings advise.
     Returns the figures for summary.json, with the warnings to print.
     """
@@ -130,7 +135,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                                     or (by_commit_time and consumer_group_empty(g)))]
     empty = [g for g in per_group if empty_clock and consumer_group_empty(g)]
     # In Kafka with no member and nothing to commit: they expire by the commit that put them
-    # there, a time only __consumer_offsets holds (ready-for-kraft reads it; the diff does not).
+    # there, a time only __consumer_offsets holds (`commit_clocks`).
     named = set(created) | {g["group"] for g in empty}
     committed_before = [g["group"] for g in per_group
                         if g["group_state"] in IDLE_STATES and g["group"] not in named]
@@ -213,15 +218,16 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
         # Every group whose offsets Kafka will delete with no consumer in it, and when: the
         # Empty consumer groups by the time they became Empty, the groups the migration would
         # leave without a consumer `window` after its commit, the others by their last commit.
-        "expiring": _expiring(empty, created, committed_before, window_minutes, expires_at,
-                              time_left),
+        "expiring": _expiring(empty, created, window_minutes, expires_at, time_left)
+        + [_by_last_commit(g, version, window_minutes, commit_clocks, commit_clocks_unknown, now)
+           for g in per_group if g["group"] in committed_before],
         "warning": warnings[0] if warnings else None,   # the first, as summary.json always had
         "warnings": warnings,
     }
 
 
-def _expiring(empty: list[dict], created: list[str], committed_before: list[str],
-              window_minutes: int | None, expires_at, time_left) -> list[dict[str, Any]]:
+def _expiring(empty: list[dict], created: list[str], window_minutes: int | None, expires_at,
+              time_left) -> list[dict[str, Any]]:
     by_empty = [{"group": g["group"], "clock": EMPTY_CLOCK, "expires_at": expires_at(g["group"]),
                  "time_left_seconds": time_left(g["group"]).seconds,
                  "after_commit_minutes": None, "unknown": time_left(g["group"]).unknown}
@@ -231,24 +237,51 @@ def _expiring(empty: list[dict], created: list[str], committed_before: list[str]
                   "unknown": None if window_minutes is not None
                   else "offsets.retention.minutes is unknown"}
                  for group in created]
-    unread = [{"group": group, "clock": COMMIT_CLOCK, "expires_at": None,
-               "time_left_seconds": None, "after_commit_minutes": None,
-               "unknown": COMMIT_TIME_UNREAD} for group in committed_before]
-    return by_empty + by_commit + unread
+    return by_empty + by_commit
+
+
+def _by_last_commit(g: dict, version: tuple[int, ...] | None, window_minutes: int | None,
+                    clocks: dict[str, list[tuple[int, int | None]]] | None,
+                    unknown: str | None, now: float) -> dict[str, Any]:
+    """A group in Kafka with no member and nothing to commit: when the commits that put its
+    offsets there expire (the first of them), as __consumer_offsets tells, or why not."""
+    entry = {"group": g["group"], "clock": COMMIT_CLOCK, "expires_at": None,
+             "time_left_seconds": None, "after_commit_minutes": None}
+    if clocks is None or g["group"] not in clocks:
+        return {**entry, "unknown": COMMIT_TIME_UNREAD if clocks is None
+                else unknown or "no commit of its offsets was found in __consumer_offsets"}
+    expiry = offsets_expire(version, window_minutes, g["protocol_type"], g["group_state"], None,
+                            clocks[g["group"]])
+    if expiry.first_ms is None:
+        return {**entry, "unknown": expiry.unknown}
+    return {**entry, "expires_at": _iso(expiry.first_ms),
+            "time_left_seconds": round(expiry.first_ms / 1000 - now), "unknown": None}
 
 
 def left_without_consumer(retention: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The groups expiring by commit time, by when they go (`after_commit`): the ones the
     migration would leave with no consumer, and those already in Kafka with none."""
     by_when: dict[str, list[str]] = {}
-    for g in retention.get("expiring") or []:
-        if g["clock"] == COMMIT_CLOCK:
+    by_commit = [g for g in retention.get("expiring") or [] if g["clock"] == COMMIT_CLOCK]
+    told = sorted((g for g in by_commit if g["expires_at"] is not None),
+                  key=lambda g: g["expires_at"])
+    if told:
+        # Each group's time is its own commit's: one line from the first to go, not one a group.
+        first = told[0]
+        when = (after_commit(first) if len(told) == 1 else
+                f"from {first['expires_at']} ({left_text(first['time_left_seconds'])}) on, "
+                "each by its last commit")
+        by_when[when] = [g["group"] for g in told]
+    for g in by_commit:
+        if g["expires_at"] is None:
             by_when.setdefault(after_commit(g), []).append(g["group"])
     return list(by_when.items())
 
 
 def after_commit(g: dict[str, Any]) -> str:
     """When a group expiring by commit time loses its offsets, as a page says it."""
+    if g["expires_at"] is not None:
+        return f"at {g['expires_at']} ({left_text(g['time_left_seconds'])}; by its last commit)"
     if g["after_commit_minutes"] is None:
         return f"at an unknown time ({g['unknown']})"
     return f"{_duration(g['after_commit_minutes']).split(' (')[0]} after the migration's commit"
@@ -262,7 +295,7 @@ def expiry_lines(retention: dict[str, Any], most: int = SHOWN) -> list[str]:
     lines = [f"expiry: {len(expiring):,} group(s) whose offsets Kafka deletes with no consumer "
              f"in the group (clock: {retention['expiry']})"]
     for g in expiring[:most]:
-        if g["expires_at"] is not None:
+        if g["clock"] == EMPTY_CLOCK and g["expires_at"] is not None:
             left = left_text(g["time_left_seconds"])
             at = f"at {g['expires_at']} ({left}; since it became Empty)"
         else:

@@ -45,7 +45,9 @@ def build_summary(run: str, command: str, result: DiffResult, kafka: SnapshotInf
     retention = retention_preflight(per_group, kafka.retention_minutes, kafka.broker_version,
                                     kafka.retention_unknown, kafka.default_retention_minutes,
                                     kafka.empty_since, kafka.empty_since_unknown,
-                                    selection=selection_flags(selection))
+                                    selection=selection_flags(selection),
+                                    commit_clocks=kafka.commit_clocks,
+                                    commit_clocks_unknown=kafka.commit_clocks_unknown)
     warnings = list(retention["warnings"])
     if policies["on_conflict"] == "fail" and counts[s.CONFLICT]:
         warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); "

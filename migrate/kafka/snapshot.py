@@ -55,6 +55,7 @@ KAFKA_SCHEMA = pa.schema([
 IDLE_STATES = members.IDLE_STATES
 GROUP_CHUNK = 1000      # groups per OffsetFetch / DescribeGroups round
 PARTITION_CHUNK = 20000  # partitions per ListOffsets round
+COMMIT_CLOCK_BUDGET = 15.0  # seconds of reading __consumer_offsets for commit times
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,11 @@ class SnapshotInfo:
     # __consumer_offsets), and why some or all could not be told.
     empty_since: dict[str, int] = field(default_factory=dict)
     empty_since_unknown: str | None = None
+    # Groups with no member that expire by commit time, when asked for: each group's distinct
+    # (commit ms, expire ms or None) pairs (one commit request sets one time for all its
+    # partitions, so a group has few), and why some or all could not be told; None: not read.
+    commit_clocks: dict[str, list[tuple[int, int | None]]] | None = None
+    commit_clocks_unknown: str | None = None
 
 
 class _Retention(NamedTuple):
@@ -98,9 +104,13 @@ class KafkaSnapshot:
         self.features = compat.BrokerFeatures.of(admin)
 
     def write(self, path: Path, groups: Sequence[str], topics: Iterable[str],
-              topic_selected: Callable[[str], bool] = lambda topic: True) -> SnapshotInfo:
+              topic_selected: Callable[[str], bool] = lambda topic: True,
+              commit_clocks: bool = False) -> SnapshotInfo:
         """Snapshot `groups` and the partitions of `topics` into `path`, plus the selected topics
         those groups committed to.
+
+        `commit_clocks`: also read when the offsets of the groups with no member that expire by
+        commit time were committed (a read of __consumer_offsets; the diff asks, to say when).
 
         Committed offsets are written a round of groups at a time: a million of them are never
         all in memory.
@@ -121,6 +131,7 @@ class KafkaSnapshot:
                      if m.count or listed[g].get("group_state") not in IDLE_STATES)
         retention = self._retention_and_cluster()
         empty_since, empty_unknown = self._empty_since(listed)
+        clocks, clocks_unknown = self._commit_clocks(listed) if commit_clocks else (None, None)
         meta = {"zk2kafka.snapshot": "kafka", "cluster_id": retention.cluster_id or "",
                 "offsets_retention_minutes":
                     "" if retention.minutes is None else str(retention.minutes),
@@ -165,7 +176,8 @@ class KafkaSnapshot:
             broker_version=self.features.release if self.features.version else None,
             retention_unknown=retention.why_unknown,
             default_retention_minutes=self.features.default_retention_minutes,
-            empty_since=empty_since, empty_since_unknown=empty_unknown)
+            empty_since=empty_since, empty_since_unknown=empty_unknown,
+            commit_clocks=clocks, commit_clocks_unknown=clocks_unknown)
         log.info("kafka snapshot: %d of %d groups known to Kafka (%d active), "
                  "%d committed offsets, %d partitions, %d missing topics in %.1fs "
                  "(broker Kafka %s)", info.groups_in_kafka, len(groups), info.active_groups,
@@ -263,6 +275,23 @@ class KafkaSnapshot:
         if why:
             log.warning("when Empty consumer groups became Empty: %s", why)
         return found, why
+
+    def _commit_clocks(self, listed: dict[str, dict]
+                       ) -> tuple[dict[str, list[tuple[int, int | None]]], str | None]:
+        """When the offsets of each group with no member that expires by commit time were
+        committed: every such group before 2.1, a group without a protocol type since."""
+        by_commit = self.features.at_least(2, 1) is False
+        # Every idle group but those whose clock is when they became Empty (_empty_since).
+        idle = sorted(g for g, info in listed.items() if info.get("group_state") in IDLE_STATES
+                      and (by_commit or not (info.get("group_state") == "Empty"
+                                             and info.get("protocol_type"))))
+        if not idle:
+            return {}, None
+        # Its own budget: the Empty consumer groups' clock (read first) is never lost to it.
+        found, why = group_clock.read_clocks(self.admin, idle, budget=COMMIT_CLOCK_BUDGET)
+        if why:
+            log.warning("when the offsets of groups with no member were committed: %s", why)
+        return {g: sorted(set(clock.commits)) for g, clock in found.items() if clock.commits}, why
 
     def _retention_and_cluster(self) -> _Retention:
         """offsets.retention.minutes of a live broker (or why it is unknown), and the cluster id."""

@@ -143,12 +143,12 @@ def test_groups_migrated_and_left_with_no_member_are_named_with_their_expiry(clu
         expiring = {g["group"]: g for g in retention["expiring"]}
         assert set(expiring) == {went_empty, migrated}, retention   # the live group not named
         assert expiring[went_empty]["expires_at"] == gone["expires_at"]
-        # Nothing to commit for the migrated group: it goes by the commit that put it there, which only
-        # ready-for-kraft reads.
-        assert expiring[migrated]["clock"] == "commit" and expiring[migrated]["expires_at"] is None
-        assert "ready-for-kraft tells when" in expiring[migrated]["unknown"]
+        # Nothing to commit for the migrated group: it goes by the commit that put it there, read from
+        # __consumer_offsets as ready-for-kraft reads it.
+        assert expiring[migrated]["clock"] == "commit" and expiring[migrated]["unknown"] is None
+        assert expiring[migrated]["expires_at"] == kept["expires_at"]
         assert f"  {went_empty}: at {gone['expires_at']} (" in out and "expiry: 2 group(s)" in out
-        assert f"  {migrated}: at an unknown time (by its last commit" in out
+        assert f"  {migrated}: at {kept['expires_at']} (" in out and "; by its last commit)" in out
         assert f"| {went_empty} | consumer | 2 | 0 |" in (report / "report.md").read_text()
         assert gone["expires_at"] in (report / "report.md").read_text()
         assert gone["expires_at"] in (report / "report.html").read_text()

@@ -130,8 +130,42 @@ def test_the_diff_names_groups_already_in_kafka_with_no_member_and_nothing_to_co
     out = retention_preflight(groups, 10080, version, None, 10080, {"went-empty": T0}, None, now=T0 / 1000)
     expiring = {g["group"]: g for g in out["expiring"]}
     assert set(expiring) == {"migrated-before", "went-empty"}   # never the live group
-    unread = {g for g, e in expiring.items() if e["unknown"] and "ready-for-kraft tells when" in e["unknown"]}
+    # Commit times not read (migrate's dry run, verify): said so, and which commands tell.
+    unread = {g for g, e in expiring.items() if e["unknown"] and "only `zk2kafka diff`" in e["unknown"]}
     assert unread == by_commit and all(expiring[g]["clock"] == COMMIT_CLOCK for g in by_commit)
     assert [line for line in expiry_lines(out) if "migrated-before" in line] == [
-        "  migrated-before: at an unknown time (by its last commit, which the diff does not read "
-        "(ready-for-kraft tells when))"]
+        "  migrated-before: at an unknown time (by its last commit, which only `zk2kafka diff` and "
+        "`ready-for-kraft` read)"]
+
+
+@pytest.mark.parametrize("version", ["3.9", "2.0"])
+def test_the_diff_tells_when_a_group_already_in_kafka_expires_by_its_last_commit(version):
+    groups = [{"group": "migrated-before", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 2},
+              {"group": "no-record", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 1}]
+    # Two commits: the first to expire decides when the group starts losing offsets.
+    clocks = {"migrated-before": [(T0 - DAY_MS, None), (T0, None)]}
+    out = retention_preflight(groups, 10080, version, None, 10080, {}, None, now=T0 / 1000,
+                              commit_clocks=clocks, commit_clocks_unknown=None)
+    expiring = {g["group"]: g for g in out["expiring"]}
+    told = expiring["migrated-before"]
+    assert told["clock"] == COMMIT_CLOCK and told["unknown"] is None
+    assert told["time_left_seconds"] == 6 * 86400 and told["expires_at"] is not None
+    assert expiring["no-record"]["unknown"] == "no commit of its offsets was found in __consumer_offsets"
+    lines = [line for line in expiry_lines(out) if "migrated-before" in line]
+    assert lines == [f"  migrated-before: at {told['expires_at']} (6.0 day(s); by its last commit)"]
+    # A read cut short says why, for the groups it could not tell.
+    cut = retention_preflight(groups, 10080, version, None, 10080, {}, None, now=T0 / 1000,
+                              commit_clocks={}, commit_clocks_unknown="reading took longer than 15s")
+    assert {g["unknown"] for g in cut["expiring"]} == {"reading took longer than 15s"}
+
+
+def test_the_pages_say_groups_expiring_by_their_own_commits_in_one_line_from_the_first():
+    from migrate.diff.retention import left_without_consumer
+    groups = [{"group": f"g{i}", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 1}
+              for i in range(3)]
+    clocks = {f"g{i}": [(T0 - i * DAY_MS, None)] for i in range(3)}
+    out = retention_preflight(groups, 10080, "3.9", None, 10080, {}, None, now=T0 / 1000,
+                              commit_clocks=clocks)
+    [(when, named)] = left_without_consumer(out)
+    assert named == ["g2", "g1", "g0"]   # the first to go first
+    assert when.startswith("from ") and when.endswith("(5.0 day(s)) on, each by its last commit")
