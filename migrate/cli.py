@@ -16,12 +16,13 @@ import traceback
 from collections.abc import Sequence
 
 from migrate import __version__, commands
+from migrate.advice import repeat_where
 from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
                             MigrateError, UnknownOption)
 from migrate.log import configure_logging, redact, set_secrets
 from migrate.options import OPTIONS, Option
 from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, PHASES, RELEASES
-from migrate.settings import DURATION_FORMS, load_settings, parse_duration
+from migrate.settings import DURATION_FORMS, Settings, load_settings, parse_duration
 
 log = logging.getLogger("migrate")
 
@@ -287,30 +288,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pop("quiet", False):
         args["verbosity"] = -1
     debug = bool(args.get("debug"))
+    settings = None
     try:
         settings = load_settings(args)
         configure_logging(settings.log_format, settings.verbosity, settings.secrets())
         result = commands.run(command, settings, args)
         if result is not None:
-            print(json.dumps(result.to_json(), indent=2) if settings.json else result.render())
+            print(json.dumps(result.to_json(), indent=2) if settings.json
+                  else repeat_where(result.render(), settings))
         return EXIT_OK if result is None else result.exit_code
     except MigrateError as e:
         if isinstance(e, UnknownOption):   # as an unknown flag is answered: with the usage
             print(parser.commands[command].format_usage(), end="", file=sys.stderr)
-        _report(e, debug)
+        _report(e, debug, settings=settings)
         return e.exit_code
     except KeyboardInterrupt:
         print("zk2kafka: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     # The last line of defence: one clear line, never a bare traceback.
     except Exception as e:  # noqa: BLE001
-        _report(e, debug, unexpected=True)
+        _report(e, debug, unexpected=True, settings=settings)
         return EXIT_ERROR
 
 
-def _report(error: BaseException, debug: bool, unexpected: bool = False) -> None:
+def _report(error: BaseException, debug: bool, unexpected: bool = False,
+            settings: Settings | None = None) -> None:
     if debug:
         print(redact("".join(traceback.format_exception(error))), end="", file=sys.stderr)
     kind = f"unexpected {type(error).__name__}: " if unexpected else ""
     hint = "" if debug or not unexpected else " (run with --debug for the traceback)"
-    print(redact(f"zk2kafka: error: {kind}{error}{hint}"), file=sys.stderr)
+    message = repeat_where(f"zk2kafka: error: {kind}{error}{hint}", settings)
+    print(redact(message), file=sys.stderr)

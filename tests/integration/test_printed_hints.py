@@ -244,6 +244,30 @@ def test_ready_for_kraft_advice_as_printed(cluster, zk, zk_chroot, kafka_admin, 
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_advice_repeats_the_locations_given_as_flags(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    """An operator who gives the stores and the state dir as flags, not in the environment: the printed
+    diff, report and plan paste into that bare shell and move the groups."""
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 50)
+    planned = [f"{prefix}f{i}" for i in range(2)]
+    seed(zk_chroot, planned, topic, 10)
+    shell = {k: v for k, v in operator_shell(cluster, zk_chroot, tmp_path / "state").items()
+             if k not in ("ZK2KAFKA_ZOOKEEPER", "ZK2KAFKA_BOOTSTRAP_SERVER", "ZK2KAFKA_STATE_DIR")}
+    where = (f"--zookeeper {zk_chroot} --bootstrap-server {cluster.bootstrap_server} "
+             f"--state-dir {tmp_path / 'state'}")
+    ready = f"zk2kafka ready-for-kraft {where} --quiet-for 1s"
+    checked = paste(shell, ready)
+    assert checked.returncode == 3, checked.stdout + checked.stderr
+    diff, review, execute = reviewed_plan(checked.stdout)
+    selection = f"--group {planned[0]} --group {planned[1]}"
+    assert (diff, execute) == (f"PLAN=$(zk2kafka diff {where} {selection} --json | jq -r .plan_id)",
+                               f'zk2kafka migrate {where} --execute --plan "$PLAN" {selection}')
+    written = paste_lines(shell, diff, review, execute)
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert re.search(r"^migrate \S+: 2 offsets written this time", written.stdout, re.MULTILINE), written.stdout
+    assert paste(shell, ready).returncode == 0
+
+
 def test_ready_for_kraft_renewal_as_printed(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
     topic = f"{prefix}orders"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 50)

@@ -34,7 +34,7 @@ def reviewed_plan(text: str) -> tuple[str, str, str]:
     """The last diff, report and plan printed as advice: `PLAN=$(zk2kafka diff ...)`, `less ...`, and the
     `zk2kafka migrate --execute --plan "$PLAN" ...` that follows them."""
     diff = [h for h in hints(text) if h.startswith("PLAN=$(zk2kafka diff")][-1]
-    execute = [h for h in hints(text) if h.startswith('zk2kafka migrate --execute --plan "$PLAN"')][-1]
+    execute = [h for h in hints(text) if h.startswith("zk2kafka migrate ") and '--execute --plan "$PLAN"' in h][-1]
     return diff, REVIEW.findall(text)[-1], execute
 
 
