@@ -86,7 +86,8 @@ def test_no_writing_command_writes_without_execute(half_way, zk, kafka_admin, tm
             assert now == before, f"{mode} {given} changed a store or the journal"
     # The plan of the killed run is refused, with nothing written: its run is to be resumed.
     assert cli.main(["migrate", *half_way["conn"], "--plan", half_way["killed_plan"], "-q"]) == 1
-    assert f"`zk2kafka migrate --execute --resume {half_way['run']}` finishes them" in capsys.readouterr().err
+    where = " " + " ".join(half_way["conn"])   # the location flags the command was given, repeated
+    assert f"`zk2kafka migrate{where} --execute --resume {half_way['run']}` finishes them" in capsys.readouterr().err
     assert (zk_tree(zk), kafka_offsets(kafka_admin, half_way["groups"]), journal_rows(state)) == before
     # --execute from the environment is not --execute.
     monkeypatch.setenv("ZK2KAFKA_EXECUTE", "1")
@@ -108,7 +109,9 @@ def test_a_resume_dry_run_takes_no_lock_and_says_what_the_resume_would_write(hal
     assert code == 0, out
     assert re.search(rf"^resume of {half_way['run']} \(interrupted\): would write 6 offsets in 3 group\(s\); "
                      r"0 group\(s\) verified already", out, re.MULTILINE), out
-    assert f"dry run: nothing was written; `zk2kafka migrate --execute --resume {half_way['run']}` resumes it" in out
+    where = " " + " ".join(half_way["conn"])   # the location flags the command was given, repeated
+    assert f"dry run: nothing was written; `zk2kafka migrate{where} --execute --resume {half_way['run']}` resumes it" \
+        in out
     assert (zk_tree(zk), kafka_offsets(kafka_admin, half_way["groups"]), journal_rows(state)) == before
 
     # The resume itself, without the selection: it takes the run's own.

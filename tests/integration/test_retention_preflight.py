@@ -129,7 +129,8 @@ def test_groups_migrated_and_left_with_no_member_are_named_with_their_expiry(clu
         lines = out.splitlines()
         assert f"  {went_empty}: at {gone['expires_at']} (" in out and f"  {migrated}: at {kept['expires_at']} (" in out
         assert not any(line.startswith(f"  {live}:") for line in lines)
-        assert any(f"zk2kafka sync --execute --group {migrated} --renew-every" in line for line in lines)
+        where = " " + " ".join(connect)   # the location flags it was given, repeated
+        assert any(f"zk2kafka sync{where} --execute --group {migrated} --renew-every" in line for line in lines)
         assert went_empty not in next(line for line in lines if "--renew-every" in line)   # a renewal cannot help it
         report = (Path(out.strip().splitlines()[-1].split(" report=")[1]) / "report.md").read_text()
         assert "## Offsets Kafka expires" in report and f"- {went_empty}: at {gone['expires_at']}" in report

@@ -93,7 +93,8 @@ def test_executes_the_reviewed_plan_and_fails_the_groups_that_moved(reviewed, zk
     assert re.search(rf"failed: {re.escape(g2)}: Kafka offsets changed since the plan: {topic}-1 no offset -> 40",
                      out), out
     assert "moved since the review of " + reviewed["plan_id"] in out
-    assert f"`PLAN=$(zk2kafka diff --group {g1} --group {g2} --json | jq -r .plan_id)`" in out
+    where = " " + " ".join(args)   # the location flags the command was given, repeated
+    assert f"`PLAN=$(zk2kafka diff{where} --group {g1} --group {g2} --json | jq -r .plan_id)`" in out
     last = out.strip().splitlines()[-1]
     assert f" plan={reviewed['plan_id']} report={reviewed['report']}" in last
 
@@ -131,9 +132,10 @@ def test_a_stale_plan_or_one_for_other_stores_or_policies_is_refused(reviewed, k
     code, _, err = zk2kafka_json("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
                            "--max-plan-age", "1s")
     assert code == 1 and err.count("\n") == 1, err
-    assert re.search(r"made \ds ago, older than --max-plan-age 1s; run a fresh `zk2kafka diff` and review it, "
-                     r"or take this one anyway: `zk2kafka migrate --execute --plan \S+@\w+ --max-plan-age 2m`; "
-                     r"nothing was written", err), err
+    where = re.escape(" " + " ".join(reviewed["args"]))   # the location flags it was given, repeated
+    assert re.search(rf"made \ds ago, older than --max-plan-age 1s; run a fresh `zk2kafka diff{where}` and review "
+                     rf"it, or take this one anyway: `zk2kafka migrate{where} --execute --plan \S+@\w+ "
+                     r"--max-plan-age 2m`; nothing was written", err), err
 
     code, _, err = zk2kafka_json("migrate", *reviewed["args"], "--execute", "--plan", reviewed["run"],
                            "--zk-root", "/elsewhere")
@@ -160,7 +162,8 @@ def test_a_group_a_new_consumer_joined_since_the_review_is_not_written(reviewed,
         assert code == 1, err
         assert re.search(rf"failed: {re.escape(g3)}: Kafka group state changed since the plan: unknown to Kafka, "
                          r"0 member\(s\) then, Stable, 1 member\(s\) now", out), out
-        assert f"`PLAN=$(zk2kafka diff --group {g3} --json | jq -r .plan_id)`" in out
+        where = " " + " ".join(reviewed["args"])   # the location flags the command was given, repeated
+        assert f"`PLAN=$(zk2kafka diff{where} --group {g3} --json | jq -r .plan_id)`" in out
         assert kafka_offsets(kafka_admin, [g3]) == {g3: {}}
     finally:
         consumer.close()
@@ -227,7 +230,9 @@ def test_a_plan_whose_run_was_killed_is_resumed_not_applied_again(reviewed, kafk
     assert killed.returncode == -9, killed.stderr
     (run,) = Journal.open(tmp_path).runs()
     code, _, err = zk2kafka_text("migrate", *args, "--execute", "--plan", reviewed["plan_id"])
-    assert code == 1 and f"`zk2kafka migrate --execute --resume {run.run_id}` finishes them; nothing was written" in err
+    where = " " + " ".join(args)   # the location flags the command was given, repeated
+    assert code == 1 and f"`zk2kafka migrate{where} --execute --resume {run.run_id}` finishes them; nothing was " \
+                         "written" in err
     assert [r.run_id for r in Journal.open(tmp_path).runs()] == [run.run_id]
     code, done, err = zk2kafka_json("migrate", *args, "--execute", "--resume", run.run_id)
     assert code == 0 and done["state"] == "done", err

@@ -64,7 +64,8 @@ def test_a_reviewed_plan_writes_no_offset_the_log_start_passed_since(cluster, zk
     assert zk.get(f"/consumers/{low}/offsets/{topic}/0")[1].version == 0
     assert f"failed: {low}: Kafka's log moved since the plan: {topic}-0: 10 is below the log start 50 now" in out
     assert f"moved since the review of {diffed['plan_id']}: 2 group(s), not written" in out
-    assert f"`PLAN=$(zk2kafka diff --group {also_low} --group {low} --json | jq -r .plan_id)`" in out
+    where = " " + " ".join(connection(cluster, zk_chroot, tmp_path))   # the location flags given, repeated
+    assert f"`PLAN=$(zk2kafka diff{where} --group {also_low} --group {low} --json | jq -r .plan_id)`" in out
 
 
 def test_equal_offsets_below_the_log_start_are_not_verified_in_sync(cluster, zk, zk_chroot, kafka_admin, prefix,

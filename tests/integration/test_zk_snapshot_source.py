@@ -120,7 +120,8 @@ def test_a_snapshot_whose_zookeeper_answers_is_checked_against_it(cluster, zk, z
     assert code == 3, err
     assert "1 group(s) moved since the review" in out
     assert f"  moved: {moved}: " in out and "ZooKeeper offsets changed since the scan" in out
-    assert f"`PLAN=$(zk2kafka diff --zookeeper {zk_chroot} --group {moved} --json" in out
+    where = " " + " ".join(kafka_only(cluster, state))   # the location flags it was given, repeated
+    assert f"`PLAN=$(zk2kafka diff{where} --zookeeper {zk_chroot} --group {moved} --json" in out
     advice = reviewed_plan(out)
 
     # No --zookeeper given: the one the snapshot recorded still answers, and is read again.

@@ -37,3 +37,11 @@ def test_prose_naming_a_command_and_the_sandbox_are_left_alone():
     text = "metadata zk2kafka migrate R; `zk2kafka sandbox up`; `zk2kafka migrated` is no command"
     assert repeat_where(text, settings) == text
     assert repeat_where(LINE, None) == LINE
+
+
+def test_an_option_the_advice_names_itself_is_not_repeated():
+    settings = load_settings({"zookeeper": "zk1:2181", "zk_root": "/consumers", "bootstrap_server": "k1:9092"},
+                             environ={})
+    text = "move it: `zk2kafka diff --zookeeper zk9:2181 --zk-root /other/consumers`"
+    assert repeat_where(text, settings) == (
+        "move it: `zk2kafka diff --bootstrap-server k1:9092 --zookeeper zk9:2181 --zk-root /other/consumers`")
