@@ -32,7 +32,7 @@ def where_flags(settings: Settings, command: str, own: str = "") -> str:
     for name in WHERE:
         opt = _BY_NAME[name]
         if (settings.sources.get(name) != "flag" or (opt.commands and command not in opt.commands)
-                or re.search(rf"(^|\s){re.escape(opt.cli_flag)}(\s|=|$)", own)):
+                or re.search(rf"(^|\s){re.escape(opt.cli_flag)}(\s|=|`|$)", own)):
             continue
         value = getattr(settings, name)
         if opt.kind == "bool":

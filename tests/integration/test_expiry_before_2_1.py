@@ -82,8 +82,10 @@ def test_before_2_1_an_empty_consumer_group_expires_by_commit_time(endpoints, tm
             assert g["clock"] == "commit" and g["renewable"], g
             committed = _at(g["expires_at"]) - DEFAULT_MINUTES * 60
             assert int(before) <= committed <= after, (before, after, g)
-        assert f"sync --execute --group {standalone} --group {went_empty} --renew-every 6h" in out \
-            or f"sync --execute --group {went_empty} --group {standalone} --renew-every 6h" in out, out
+        where = (f" --zookeeper {endpoints.zookeeper} --bootstrap-server {endpoints.bootstrap_server} "
+                 f"--state-dir {tmp_path}")   # the location flags it was given, repeated
+        assert f"sync{where} --execute --group {standalone} --group {went_empty} --renew-every 6h" in out \
+            or f"sync{where} --execute --group {went_empty} --group {standalone} --renew-every 6h" in out, out
     finally:
         zk.stop()
         zk.close()
