@@ -72,16 +72,28 @@ TRANSLATION_SCHEMA = pa.schema([
 TRANSLATED_PLAN_SCHEMA = pa.schema(list(PLAN_SCHEMA) + list(TRANSLATION_SCHEMA))
 
 
+# A plan through a group mapping (--map-group, diff/rename.py) has this column last: the Kafka
+# group each row is judged against and written to (`group` stays ZooKeeper's).
+KAFKA_GROUP = "kafka_group"
+
+
+def is_renamed(plan: pa.Table | Path) -> bool:
+    """Whether a plan maps its ZooKeeper groups onto Kafka groups of other names."""
+    schema = plan.schema if isinstance(plan, pa.Table) else pq.read_schema(plan)
+    return KAFKA_GROUP in schema.names
+
+
 def is_translated(plan: pa.Table | Path) -> bool:
     """Whether a plan (a table, or plan.parquet) was translated through MirrorMaker 2."""
     schema = plan.schema if isinstance(plan, pa.Table) else pq.read_schema(plan)
     return "upstream_offset" in schema.names
 
 
-def plan_schema(translated: bool) -> pa.Schema:
-    """The schema of a plan: PLAN_SCHEMA, and TRANSLATION_SCHEMA's columns after it when
-    translated."""
-    return TRANSLATED_PLAN_SCHEMA if translated else PLAN_SCHEMA
+def plan_schema(translated: bool, renamed: bool = False) -> pa.Schema:
+    """The schema of a plan: PLAN_SCHEMA, TRANSLATION_SCHEMA's columns after it when translated,
+    and KAFKA_GROUP last when renamed."""
+    schema = TRANSLATED_PLAN_SCHEMA if translated else PLAN_SCHEMA
+    return schema.append(pa.field(KAFKA_GROUP, pa.string())) if renamed else schema
 
 
 # The plan's order, which the diff writes it in and every reader relies on (a group's rows are
@@ -357,6 +369,11 @@ class ReviewedPlan:
                      f"{shown(k, list(current[k]))} now"
                      for k in ("groups", "exclude_groups", "topics")
                      if current[k] and list(current[k]) != inputs.get(k)]
+        if inputs.get("group_map"):
+            # Its writer would commit each group under its ZooKeeper name, not the one reviewed.
+            reasons.append("it maps groups onto Kafka groups of other names (--map-group), and "
+                           "migrate writes each group under its own name: nothing of it is "
+                           "written; reset-offsets.csv holds its commits under the new names")
         if selection:
             # A selection comes from flags or the --config file, which ZK2KAFKA_CONFIG may name
             # unseen: a change's exclusions kept there are the usual cause.

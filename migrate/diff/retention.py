@@ -84,7 +84,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                         default_minutes: int | None = None,
                         empty_since: dict[str, int] | None = None,
                         empty_since_unknown: str | None = None,
-                        now: float | None = None, selection: str = "") -> dict[str, Any]:
+                        now: float | None = None, selection: str | None = "") -> dict[str, Any]:
     """When Kafka will delete the offsets the migration leaves there, per the broker's release and
     retention.
 
@@ -96,7 +96,8 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
       minutes after it became Empty: a commit does not move that clock, nothing but a consumer
       joining does. Those groups are named, with the time left where the broker says it
       (`empty_since`: when each became Empty, from __consumer_offsets) and why not elsewhere.
-    `selection`: the diff's selection as flags, for the sync command the warnings advise.
+    `selection`: the diff's selection as flags, for the sync command the warnings advise; None
+    where sync cannot renew them (groups renamed by --map-group: sync writes the old names).
     Returns the figures for summary.json, with the warnings to print.
     """
     version = _release(broker_version)
@@ -115,7 +116,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
         window = f"offsets.retention.minutes (unknown: {RETENTION_FALLBACK})"
     # A quarter of the window between renewals (a day's window: every 6h).
     renew = duration_text((window_minutes or RETENTION_DEFAULT_BEFORE_2_0) * 60 / 4)
-    renewing = f"`zk2kafka sync --execute --renew-every {renew}{selection}`"
+    renewing = (f"`zk2kafka sync --execute --renew-every {renew}{selection}`"
+                if selection is not None else
+                f"reset-offsets.csv committed again under the Kafka names within every {renew}")
     # Before KIP-211 every offset expires by its commit.
     by_commit_time = version is not None and version < (2, 1)
     # An unknown release is taken at its riskiest: the Empty clock applies.

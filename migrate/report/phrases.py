@@ -116,6 +116,10 @@ def plan_line(sm: dict[str, Any], quote: str = "") -> list[str]:
     if not sm.get("plan_id"):
         return []
     plan_id = f"{quote}{sm['plan_id']}{quote}"
+    if sm.get("inputs", {}).get("group_map"):
+        return [f"Plan {plan_id}: quote it in the change ticket. It maps groups onto Kafka groups "
+                "of other names (--map-group), which `zk2kafka migrate --plan` refuses to write; "
+                "reset-offsets.csv holds its commits under the Kafka names.", ""]
     command = f"{quote}zk2kafka migrate --execute --plan {sm['plan_id']}{quote}"
     return [f"Plan {plan_id}: quote it in the change ticket; {command} writes exactly this plan.",
             ""]
@@ -231,3 +235,20 @@ def policies(given: dict[str, Any]) -> list[tuple[str, str]]:
         return "none" if value is None else str(value)
 
     return [(flag(name), word(value)) for name, value in given.items()]
+
+
+RENAMED_SHOWN = 20   # renamed groups the terminal lists
+
+
+def renamed(mapping: dict | None) -> list[str]:
+    """The groups a mapping renames, as `old -> new` (none: no line, the output as it was)."""
+    if mapping is None:
+        return []
+    renamed = list(mapping["renamed"].items())
+    lines = [f"renamed: {len(renamed):,} group(s) judged against a Kafka group of another name"
+             + (":" if renamed else " (no rule matched a selected group)")]
+    lines += [f"  {old} -> {new}" for old, new in renamed[:RENAMED_SHOWN]]
+    if len(renamed) > RENAMED_SHOWN:
+        lines.append(f"  ... and {len(renamed) - RENAMED_SHOWN:,} more (summary.json "
+                     "inputs.group_map.renamed)")
+    return lines

@@ -86,6 +86,7 @@ def plan(data: Data) -> str:
     lines.append(f"planned: commit {planned['commit_offsets']:,} offsets "
                  f"in {planned['commit_groups']:,} groups")
     lines.append("ZooKeeper side: " + ph.zookeeper_side(data["inputs"]))
+    lines += ph.renamed(data["inputs"].get("group_map"))
     lines += [*ph.zk_changes(data), *ph.no_offset(data)]
     lines.append(f"blockers: {data['blockers']:,}"
                  + (" (see the report; exit 3)" if data["blockers"] else ""))

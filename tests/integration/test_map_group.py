@@ -1,0 +1,169 @@
+"""`--map-group` against real ZooKeeper and Kafka: each ZooKeeper group judged against the Kafka group
+it maps to, reset-offsets.csv under the Kafka names (applied by Kafka's own tool, the new group's
+consumer resumes exactly there, verify through the mapping), the refusals, and a renamed plan that
+`migrate --plan` will not write under the old names."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from migrate.diff import schema as s
+
+from support.cli import selected, zk2kafka_json, zk2kafka_text
+from support.seeding import kafka_offsets, make_topic, put, zk_tree
+
+
+def _seed(zk, kafka_admin, cluster, prefix: str) -> dict[str, str]:
+    """Two old groups to rename and one that keeps its name; Kafka holds offsets under the old name
+    of one (which the mapped diff must not look at) and part of the new group's."""
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 100)
+    names = {"old": f"{prefix}legacy-billing", "new": f"{prefix}billing-v2",
+             "kept": f"{prefix}audit", "topic": topic}
+    for (group, p), value in {(names["old"], 0): b"10", (names["old"], 1): b"20",
+                              (names["kept"], 0): b"5"}.items():
+        put(zk, f"/consumers/{group}/offsets/{topic}/{p}", value)
+    kafka_admin.alter_group_offsets(names["new"], {TopicPartition(topic, 0): OffsetAndMetadata(10, "", -1)})
+    # Under the old name, Kafka holds another value: judged against it, p1 would be a CONFLICT.
+    kafka_admin.alter_group_offsets(names["old"], {TopicPartition(topic, 1): OffsetAndMetadata(99, "", -1)})
+    return names
+
+
+def test_each_old_group_is_judged_against_and_planned_for_its_new_group(cluster, zk, zk_chroot, kafka_admin,
+                                                                        prefix, tmp_path):
+    n = _seed(zk, kafka_admin, cluster, prefix)
+    rule = f"{prefix}legacy-(.*)={prefix}\\1-v2"
+    before_zk = zk_tree(zk)
+    before_kafka = kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]])
+    base = selected(cluster, zk_chroot, tmp_path / "state", prefix)
+
+    code, data, err = zk2kafka_json("diff", *base, "--map-group", rule)
+    assert code == 0, err
+    assert data["inputs"]["group_map"]["renamed"] == {n["old"]: n["new"]}
+    plan = {(r["group"], r["partition"]): r for r in pq.read_table(data["files"]["plan"]).to_pylist()}
+    assert {k: (r["status"], r["kafka_group"], r["kafka_offset"]) for k, r in plan.items()} == {
+        (n["old"], 0): (s.IN_SYNC, n["new"], 10),            # the new group's offset, not the old name's
+        (n["old"], 1): (s.MIGRATE, n["new"], None),  # the old name's 99 is not the new group's
+        (n["kept"], 0): (s.MIGRATE, n["kept"], None)}
+
+    # Kafka's tool commits to Kafka groups: the rows under the new name; rows.csv shows both.
+    reset = Path(data["files"]["reset_offsets"]).read_text().splitlines()
+    assert reset == [f"{n['kept']},{n['topic']},0,5", f"{n['new']},{n['topic']},1,20"]
+    with open(data["files"]["rows"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["group"], r["kafka_group"], r["partition"]) for r in rows} == {
+        (n["old"], n["new"], "0"), (n["old"], n["new"], "1"), (n["kept"], n["kept"], "0")}
+    report = (Path(data["report"]) / "report.md").read_text()
+    assert f"{n['old']} -&gt; {n['new']}" in report   # escaped as Markdown keeps no raw HTML
+
+    # A diff writes nothing, in either store.
+    assert zk_tree(zk) == before_zk
+    assert kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]]) == before_kafka
+
+    # The text says old -> new; without a mapping the output says nothing of one.
+    code, out, err = zk2kafka_text("diff", *base, "--map-group", rule)
+    assert code == 0, err
+    assert f"renamed: 1 group(s) judged against a Kafka group of another name:\n  {n['old']} -> {n['new']}" in out
+    # Kafka deletes offsets no consumer holds: sync, which writes the old names, is not the advice here.
+    assert f"({n['old']} -> {n['new']}, {n['kept']})" in out and "reset-offsets.csv committed again" in out
+    assert "zk2kafka sync" not in out, out
+    code, out, err = zk2kafka_text("diff", *base)
+    assert code == 3 and "renamed" not in out, out   # judged against the old name: a CONFLICT
+
+
+def test_the_new_groups_consumer_resumes_exactly_where_the_old_group_stopped(cluster, zk, zk_chroot, kafka_admin,
+                                                                             prefix, tmp_path):
+    """The reviewed reset-offsets.csv applied by Kafka's own tool (kafka-consumer-groups --reset-offsets
+    --from-file --execute), the new group's consumer starts at the old group's offsets, and verify through the
+    mapping finds every offset in sync."""
+    from migrate.sandbox.artifacts import ensure_bundle
+    from support.servers import CACHE_DIR
+
+    n = _seed(zk, kafka_admin, cluster, prefix)
+    rule = f"{prefix}legacy-(.*)={prefix}\\1-v2"
+    base = selected(cluster, zk_chroot, tmp_path / "state", prefix)
+    code, data, err = zk2kafka_json("diff", *base, "--map-group", rule)
+    assert code == 0, err
+    reset = Path(data["files"]["reset_offsets"])
+
+    classpath = ":".join(map(str, ensure_bundle("kafka-3.9", CACHE_DIR)))
+    tool = subprocess.run(
+        ["java", "-cp", classpath, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+         "--bootstrap-server", cluster.bootstrap_server, "--reset-offsets", "--from-file", str(reset),
+         "--group", n["new"], "--group", n["kept"], "--execute"],
+        capture_output=True, text=True, timeout=120)
+    assert tool.returncode == 0, tool.stderr
+
+    consumer = KafkaConsumer(n["topic"], group_id=n["new"], bootstrap_servers=cluster.bootstrap_server,
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        first: dict[int, int] = {}
+        deadline = time.monotonic() + 60
+        while len(first) < 2 and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                for record in records:
+                    first.setdefault(record.partition, record.offset)
+        assert first == {0: 10, 1: 20}   # the old group's offsets, in ZooKeeper, under the new name
+    finally:
+        consumer.close()
+
+    code, data, err = zk2kafka_json("verify", *base, "--map-group", rule)
+    assert code == 0 and data["verified"], (err, data.get("mismatched"))
+    # The old name's Kafka offsets are as they were: nothing was committed to them.
+    assert kafka_offsets(kafka_admin, [n["old"]])[n["old"]] == {(n["topic"], 1): (99, "")}
+
+
+def test_a_live_new_group_is_a_blocker_named_old_to_new(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    n = _seed(zk, kafka_admin, cluster, prefix)
+    consumer = KafkaConsumer(n["topic"], group_id=n["new"], bootstrap_servers=cluster.bootstrap_server,
+                             enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=500)
+        assert consumer.assignment(), "the new application's consumer never joined its group"
+        code, out, err = zk2kafka_text("diff", *selected(cluster, zk_chroot, tmp_path, prefix),
+                                       "--map-group", f"{prefix}legacy-(.*)={prefix}\\1-v2")
+    finally:
+        consumer.close()
+    assert code == 3, err
+    assert f"blocker rows: {n['old']} -> {n['new']}: {s.GROUP_ACTIVE_KAFKA}" in out
+
+
+def test_groups_that_would_meet_in_one_kafka_group_are_refused_before_kafka_is_read(cluster, zk, zk_chroot,
+                                                                                      kafka_admin, prefix, tmp_path):
+    n = _seed(zk, kafka_admin, cluster, prefix)
+    state = tmp_path / "state"
+    base = selected(cluster, zk_chroot, state, prefix)
+    code, out, err = zk2kafka_text("diff", *base, "--map-group", f"{prefix}(legacy-billing|audit)={prefix}one")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"groups '{n['kept']}' and '{n['old']}' are both mapped to '{prefix}one'" in err
+    code, out, err = zk2kafka_text("diff", *base, "--map-group", f"{prefix}legacy-billing={n['kept']}")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"the name group '{n['kept']}' keeps" in err
+    code, out, err = zk2kafka_text("diff", *base, "--map-group", f"{prefix}legacy-(x)?billing=\\1")
+    assert code == 2 and "maps to an empty name" in err, err
+    # ZooKeeper was read (its snapshots are there), Kafka was not.
+    assert list((state / "snapshots").glob("zk-*.parquet"))
+    assert not list((state / "snapshots").glob("kafka-*.parquet"))
+
+
+def test_a_renamed_plan_is_not_written_under_the_old_names(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    n = _seed(zk, kafka_admin, cluster, prefix)
+    base = selected(cluster, zk_chroot, tmp_path / "state", prefix)
+    code, data, err = zk2kafka_json("diff", *base, "--map-group", f"{prefix}legacy-(.*)={prefix}\\1-v2")
+    assert code == 0, err
+    before_zk, before_kafka = zk_tree(zk), kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]])
+    code, out, err = zk2kafka_text("migrate", "--execute", "--plan", data["plan_id"],
+                                   "--state-dir", str(tmp_path / "state"), "--zookeeper", zk_chroot,
+                                   "--bootstrap-server", cluster.bootstrap_server)
+    assert code != 0 and "maps groups onto Kafka groups of other names (--map-group)" in err, (out, err)
+    assert zk_tree(zk) == before_zk
+    assert kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]]) == before_kafka
