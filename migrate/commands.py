@@ -150,9 +150,12 @@ def _mapping_applies(command: str, settings: Settings) -> None:
     given = [name for name in ("map_group", "map_group_file") if name in settings.given]
     if not given or command in ("scan", "status", "sandbox"):
         return
-    if command in MAP_COMMANDS and not (command == "verify" and settings.run):
+    journaled = settings.run or settings.resume
+    if command in MAP_COMMANDS and not journaled:
         return
     where = "; ".join(f"{flag(name)} from {settings.sources.get(name, 'flag')}" for name in given)
-    raise ConfigError(f"{where}: a group mapping is taken by diff and verify (without --run); "
-                      f"{command} {'--run ' if settings.run else ''}takes each group under its "
-                      "own name: leave the mapping out")
+    if journaled or command == "rollback":
+        raise ConfigError(f"{where}: a run's group mapping is the one its journal recorded, which "
+                          f"{command} takes from there: leave the mapping out")
+    raise ConfigError(f"{where}: a group mapping is taken by diff, migrate and verify; "
+                      f"{command} takes each group under its own name: leave the mapping out")

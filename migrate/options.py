@@ -123,7 +123,7 @@ SCAN_COMMANDS = ("scan",) + PLAN_COMMANDS
 TRANSLATE_COMMANDS = ("diff", "migrate", "verify")   # sync does not translate
 # The commands that carry an old group's offsets into a Kafka group of another name
 # (migrate/group_map.py).
-MAP_COMMANDS = ("diff", "verify")
+MAP_COMMANDS = ("diff", "migrate", "verify")
 
 OPTIONS: tuple[Option, ...] = (
     Option("zookeeper", "str", None,
@@ -164,10 +164,11 @@ OPTIONS: tuple[Option, ...] = (
            flag="--topic", metavar="REGEX", recorded=True),
     # A cutover that is also a rename (migrate/group_map.py).
     Option("map_group", "mappings", (),
-           "judge each ZooKeeper group whose whole name matches the regular expression OLD "
-           "against the Kafka group NEW, a template holding OLD's groups "
-           "(legacy-(.*)=\\1-v2; split at the last =); reset-offsets.csv names NEW; two groups "
-           "meeting in one Kafka group are refused (repeatable)",
+           "judge and write each ZooKeeper group whose whole name matches the regular expression "
+           "OLD against and to the Kafka group NEW, a template holding OLD's groups "
+           "(legacy-(.*)=\\1-v2; split at the last =); ZooKeeper stays the old group's; the "
+           "journal keeps the mapping for resume, rollback and verify --run; two groups meeting "
+           "in one Kafka group are refused (repeatable)",
            commands=MAP_COMMANDS, metavar="OLD=NEW"),
     Option("map_group_file", "path", None,
            "as --map-group, from a CSV file of literal old,new names, one pair a line",

@@ -170,7 +170,8 @@ def plan(settings: Settings, command: str) -> Plan:
     if mapping:
         # The rules as given and what they made of the selected groups: the plan's kafka_group
         # column holds the same, so its hash covers it.
-        inputs["group_map"] = {"rules": mapping.to_json(), "renamed": renamed}
+        inputs["group_map"] = {"rules": mapping.to_json(), "flags": mapping.flags(),
+                               "renamed": renamed}
     if syncs is not None:
         inputs["translation"] = {
             "source_alias": settings.translate_via_mm2,

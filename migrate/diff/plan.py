@@ -265,6 +265,12 @@ def plan_id(run: str, plan_file: Path) -> str:
 
 # -- a reviewed plan -------------------------------------------------------------------------------
 
+def _renames(renamed: Mapping[str, str]) -> str:
+    """A mapping in a refusal: its first renames, `a -> b`, or none."""
+    first = ", ".join(f"{old} -> {new}" for old, new in sorted(renamed.items())[:3])
+    return (first + (" ..." if len(renamed) > 3 else "")) or "no renames"
+
+
 _ID = re.compile(r"^(?P<run>[^@/\s]+)(?:@(?P<sha>[0-9a-f]{4,64}))?$")
 
 
@@ -369,11 +375,11 @@ class ReviewedPlan:
                      f"{shown(k, list(current[k]))} now"
                      for k in ("groups", "exclude_groups", "topics")
                      if current[k] and list(current[k]) != inputs.get(k)]
-        if inputs.get("group_map"):
-            # Its writer would commit each group under its ZooKeeper name, not the one reviewed.
-            reasons.append("it maps groups onto Kafka groups of other names (--map-group), and "
-                           "migrate writes each group under its own name: nothing of it is "
-                           "written; reset-offsets.csv holds its commits under the new names")
+        reviewed_map = (inputs.get("group_map") or {}).get("renamed") or {}
+        if "group_map" in current and current["group_map"] != reviewed_map:   # lands elsewhere
+            reasons.append("made with another group mapping (" + _renames(reviewed_map)
+                           + " in the plan, " + _renames(current["group_map"]) + " now): give "
+                           "the plan's --map-group, or make and review a `zk2kafka diff` with it")
         if selection:
             # A selection comes from flags or the --config file, which ZK2KAFKA_CONFIG may name
             # unseen: a change's exclusions kept there are the usual cause.

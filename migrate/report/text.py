@@ -139,7 +139,7 @@ def run(data: Data) -> str:
         # a fresh diff is what helps.
         lines = [line for line in lines if not line.startswith("incomplete:")]
     lines += _applied(data.get("already_applied", {}))
-    lines += _moved(moved, data["plan_id"], data["report"], _live_zookeeper(data))
+    lines += _moved(moved, data["plan_id"], data["report"], _again(data))
     return "\n".join([*lines, run_line.replace(" report=", f" plan={data['plan_id']} report=", 1)])
 
 
@@ -159,7 +159,7 @@ def reviewed_dry_run(data: Data) -> str:
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
                      f"(see {Path(data['report']) / 'report.md'})")
-    lines += _moved(list(moved), data["plan_id"], data["report"], _live_zookeeper(data))
+    lines += _moved(list(moved), data["plan_id"], data["report"], _again(data))
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={data['run']} plan={data['plan_id']} report={data['report']}")
     return "\n".join(lines)
@@ -211,6 +211,13 @@ def _live_zookeeper(data: Data) -> str:
     checked against, which answers (the diff reads it live; the shell need not name it)."""
     address = (data.get("zookeeper_side") or {}).get("zookeeper")
     return f" --zookeeper {shlex.quote(address)}" if address else ""
+
+
+def _again(data: Data) -> str:
+    """The options a fresh diff of a reviewed plan's groups repeats, and its plan run with: the
+    ZooKeeper it reads, and the group mapping the plan was made with."""
+    return _live_zookeeper(data) + "".join(f" {shlex.quote(arg)}"
+                                           for arg in data.get("group_map_flags") or [])
 
 
 def _moved(moved: list[str], plan_id: str, report: str, options: str = "") -> list[str]:

@@ -1,7 +1,8 @@
 """`--map-group` against real ZooKeeper and Kafka: each ZooKeeper group judged against the Kafka group
 it maps to, reset-offsets.csv under the Kafka names (applied by Kafka's own tool, the new group's
-consumer resumes exactly there, verify through the mapping), the refusals, and a renamed plan that
-`migrate --plan` will not write under the old names."""
+consumer resumes exactly there, verify through the mapping), the refusals; a reviewed renamed plan
+migrated (the new group's consumer resumes exactly), verified and rolled back by its journal, the old
+name's Kafka offsets untouched; a reviewed plan applied with another mapping is drift."""
 
 from __future__ import annotations
 
@@ -101,18 +102,8 @@ def test_the_new_groups_consumer_resumes_exactly_where_the_old_group_stopped(clu
         capture_output=True, text=True, timeout=120)
     assert tool.returncode == 0, tool.stderr
 
-    consumer = KafkaConsumer(n["topic"], group_id=n["new"], bootstrap_servers=cluster.bootstrap_server,
-                             enable_auto_commit=False, auto_offset_reset="earliest")
-    try:
-        first: dict[int, int] = {}
-        deadline = time.monotonic() + 60
-        while len(first) < 2 and time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=500).values():
-                for record in records:
-                    first.setdefault(record.partition, record.offset)
-        assert first == {0: 10, 1: 20}   # the old group's offsets, in ZooKeeper, under the new name
-    finally:
-        consumer.close()
+    # the old group's offsets, in ZooKeeper, under the new name
+    assert _first_offsets(cluster, n["new"], n["topic"]) == {0: 10, 1: 20}
 
     code, data, err = zk2kafka_json("verify", *base, "--map-group", rule)
     assert code == 0 and data["verified"], (err, data.get("mismatched"))
@@ -155,15 +146,76 @@ def test_groups_that_would_meet_in_one_kafka_group_are_refused_before_kafka_is_r
     assert not list((state / "snapshots").glob("kafka-*.parquet"))
 
 
-def test_a_renamed_plan_is_not_written_under_the_old_names(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+def _first_offsets(cluster, group: str, topic: str) -> dict[int, int]:
+    """Where a new consumer of `group` starts on each of the topic's two partitions: its first record's offset."""
+    consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=cluster.bootstrap_server,
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+    try:
+        first: dict[int, int] = {}
+        deadline = time.monotonic() + 60
+        while len(first) < 2 and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                for record in records:
+                    first.setdefault(record.partition, record.offset)
+        return first
+    finally:
+        consumer.close()
+
+
+def test_a_reviewed_renamed_plan_is_migrated_verified_and_rolled_back_under_the_new_name(
+        cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
     n = _seed(zk, kafka_admin, cluster, prefix)
-    base = selected(cluster, zk_chroot, tmp_path / "state", prefix)
-    code, data, err = zk2kafka_json("diff", *base, "--map-group", f"{prefix}legacy-(.*)={prefix}\\1-v2")
+    rule = f"{prefix}legacy-(.*)={prefix}\\1-v2"
+    state = tmp_path / "state"
+    base = selected(cluster, zk_chroot, state, prefix)
+    code, plan, err = zk2kafka_json("diff", *base, "--map-group", rule)
     assert code == 0, err
+    before_zk = {path: value for path, value in zk_tree(zk).items() if "/offsets/" in path}
+
+    code, done, err = zk2kafka_json("migrate", "--execute", "--plan", plan["plan_id"], "--map-group", rule,
+                                    "--state-dir", str(state), "--zookeeper", zk_chroot,
+                                    "--bootstrap-server", cluster.bootstrap_server)
+    assert code == 0, err
+    run = done["run"]
+    after = kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]])
+    assert {k: v[0] for k, v in after[n["new"]].items()} == {(n["topic"], 0): 10, (n["topic"], 1): 20}
+    assert {k: v[0] for k, v in after[n["kept"]].items()} == {(n["topic"], 0): 5}
+    assert after[n["old"]] == {(n["topic"], 1): (99, "")}          # the old name's Kafka offsets untouched
+    # The dual commit keeps ZooKeeper's half under the old group's name, with the same values.
+    assert {path: value for path, value in zk_tree(zk).items() if "/offsets/" in path} == before_zk
+    # The new application's consumer starts exactly where the old group stopped.
+    assert _first_offsets(cluster, n["new"], n["topic"]) == {0: 10, 1: 20}
+
+    # verify --run and rollback find the Kafka names in the journal: no flag.
+    code, verified, err = zk2kafka_json("verify", "--run", run, "--state-dir", str(state), "--zookeeper", zk_chroot,
+                                        "--bootstrap-server", cluster.bootstrap_server)
+    assert code == 0 and verified["verified"], (err, verified.get("differ"))
+    code, rolled, err = zk2kafka_json("rollback", run, "--execute", "--state-dir", str(state),
+                                      "--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server)
+    assert code == 0, err
+    back = kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]])
+    assert {k: v[0] for k, v in back[n["new"]].items()} == {(n["topic"], 0): 10}   # as before the run
+    assert back[n["kept"]] == {}
+    assert back[n["old"]] == {(n["topic"], 1): (99, "")}
+    assert {path: value for path, value in zk_tree(zk).items() if "/offsets/" in path} == before_zk
+
+
+def test_a_reviewed_plan_applied_with_another_mapping_is_drift(cluster, zk, zk_chroot, kafka_admin, prefix,
+                                                               tmp_path):
+    n = _seed(zk, kafka_admin, cluster, prefix)
+    state = tmp_path / "state"
+    base = selected(cluster, zk_chroot, state, prefix)
+    renamed_plan = zk2kafka_json("diff", *base, "--map-group", f"{prefix}legacy-(.*)={prefix}\\1-v2")[1]["plan_id"]
+    plain_plan = zk2kafka_json("diff", *base, "--group", n["kept"])[1]["plan_id"]
     before_zk, before_kafka = zk_tree(zk), kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]])
-    code, out, err = zk2kafka_text("migrate", "--execute", "--plan", data["plan_id"],
-                                   "--state-dir", str(tmp_path / "state"), "--zookeeper", zk_chroot,
-                                   "--bootstrap-server", cluster.bootstrap_server)
-    assert code != 0 and "maps groups onto Kafka groups of other names (--map-group)" in err, (out, err)
+    conn = ["--state-dir", str(state), "--zookeeper", zk_chroot, "--bootstrap-server", cluster.bootstrap_server]
+    for plan_id, mapping, says in [
+            (renamed_plan, [], f"{n['old']} -> {n['new']} in the plan, no renames now"),
+            (renamed_plan, ["--map-group", f"{prefix}legacy-(.*)={prefix}\\1-v3"],
+             f"{n['old']} -> {n['new']} in the plan, {n['old']} -> {prefix}billing-v3 now"),
+            (plain_plan, ["--map-group", f"{prefix}audit={prefix}audit-v2"],
+             f"no renames in the plan, {n['kept']} -> {prefix}audit-v2 now")]:
+        code, out, err = zk2kafka_text("migrate", "--execute", "--plan", plan_id, *mapping, *conn)
+        assert code != 0 and "made with another group mapping" in err and says in err, (out, err)
     assert zk_tree(zk) == before_zk
     assert kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]]) == before_kafka
