@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,6 +219,19 @@ def chosen(settings: Any) -> GroupMap:
     if path is not None:
         rules += read_map_file(Path(path))
     return GroupMap(rules, texts, None if path is None else Path(path))
+
+
+def flags_text(inputs: Mapping[str, Any]) -> str:
+    """The mapping a plan was made with (its `inputs`), as the flags that give it again, quoted
+    for a shell (` --map-group 'a=b'`), or "": advice that runs the plan repeats them."""
+    return "".join(f" {shlex.quote(arg)}" for arg in (inputs.get("group_map") or {}).get("flags")
+                   or [])
+
+
+def renames_text(renamed: Mapping[str, str]) -> str:
+    """A mapping in a message: its first renames, `a -> b`, or `no renames`."""
+    first = ", ".join(f"{old} -> {new}" for old, new in sorted(renamed.items())[:3])
+    return (first + (" ..." if len(renamed) > 3 else "")) or "no renames"
 
 
 def renamed_text(group: str, renamed: Mapping[str, str]) -> str:

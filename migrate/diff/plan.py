@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
+from migrate.group_map import flags_text, renames_text
 from migrate.options import duration_text, flag, shown
 from migrate.state import ISO_FORMAT
 
@@ -265,12 +266,6 @@ def plan_id(run: str, plan_file: Path) -> str:
 
 # -- a reviewed plan -------------------------------------------------------------------------------
 
-def _renames(renamed: Mapping[str, str]) -> str:
-    """A mapping in a refusal: its first renames, `a -> b`, or none."""
-    first = ", ".join(f"{old} -> {new}" for old, new in sorted(renamed.items())[:3])
-    return (first + (" ..." if len(renamed) > 3 else "")) or "no renames"
-
-
 _ID = re.compile(r"^(?P<run>[^@/\s]+)(?:@(?P<sha>[0-9a-f]{4,64}))?$")
 
 
@@ -377,8 +372,8 @@ class ReviewedPlan:
                      if current[k] and list(current[k]) != inputs.get(k)]
         reviewed_map = (inputs.get("group_map") or {}).get("renamed") or {}
         if "group_map" in current and current["group_map"] != reviewed_map:   # lands elsewhere
-            reasons.append("made with another group mapping (" + _renames(reviewed_map)
-                           + " in the plan, " + _renames(current["group_map"]) + " now): give "
+            reasons.append("made with another group mapping (" + renames_text(reviewed_map)
+                           + " in the plan, " + renames_text(current["group_map"]) + " now): give "
                            "the plan's --map-group, or make and review a `zk2kafka diff` with it")
         if selection:
             # A selection comes from flags or the --config file, which ZK2KAFKA_CONFIG may name
@@ -394,7 +389,7 @@ class ReviewedPlan:
                            f"{duration_text(max_age)}; run a fresh "
                            "`zk2kafka diff` and review it, or take this one anyway: "
                            f"`zk2kafka migrate{execute} --plan {self.id} --max-plan-age "
-                           f"{duration_text(max(age * 1.25, age + 60))}`")
+                           f"{duration_text(max(age * 1.25, age + 60)) + flags_text(inputs)}`")
         return reasons
 
 

@@ -4,10 +4,10 @@ report.md and report.html say the same thing.
 
 from __future__ import annotations
 
-import shlex
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
+from migrate.group_map import flags_text
 from migrate.options import flag
 
 MEANING = {
@@ -112,19 +112,12 @@ class Fact(NamedTuple):
     text: str
 
 
-def map_flags(inputs: dict[str, Any]) -> str:
-    """The group mapping a plan was made with, as the flags that give it again (` --map-group
-    'a=b'`), or "": a reviewed plan is executed with the mapping it was made with."""
-    return "".join(f" {shlex.quote(arg)}"
-                   for arg in (inputs.get("group_map") or {}).get("flags") or [])
-
-
 def plan_line(sm: dict[str, Any], quote: str = "") -> list[str]:
     """The plan's identity, for the change ticket, and how to execute exactly this plan."""
     if not sm.get("plan_id"):
         return []
     plan_id = f"{quote}{sm['plan_id']}{quote}"
-    mapping = map_flags(sm.get("inputs", {}))
+    mapping = flags_text(sm.get("inputs", {}))   # a renamed plan runs with its mapping
     command = f"{quote}zk2kafka migrate --execute --plan {sm['plan_id']}{mapping}{quote}"
     return [f"Plan {plan_id}: quote it in the change ticket; {command} writes exactly this plan.",
             ""]

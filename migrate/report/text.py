@@ -12,6 +12,7 @@ from typing import Any
 
 from migrate.diff.retention import expiry_lines
 from migrate.diff.schema import BLOCKERS, CONFLICT, IN_SYNC, KAFKA_ONLY
+from migrate.group_map import flags_text
 from migrate.report import phrases as ph
 
 Data = dict[str, Any]
@@ -216,8 +217,7 @@ def _live_zookeeper(data: Data) -> str:
 def _again(data: Data) -> str:
     """The options a fresh diff of a reviewed plan's groups repeats, and its plan run with: the
     ZooKeeper it reads, and the group mapping the plan was made with."""
-    return _live_zookeeper(data) + "".join(f" {shlex.quote(arg)}"
-                                           for arg in data.get("group_map_flags") or [])
+    return _live_zookeeper(data) + flags_text({"group_map": {"flags": data.get("group_map_flags")}})
 
 
 def _moved(moved: list[str], plan_id: str, report: str, options: str = "") -> list[str]:

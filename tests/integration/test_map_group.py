@@ -18,6 +18,7 @@ from kafka.structs import OffsetAndMetadata
 from migrate.diff import schema as s
 
 from support.cli import selected, zk2kafka_json, zk2kafka_text
+from support.hints import hints, operator_shell, paste
 from support.seeding import kafka_offsets, make_topic, put, zk_tree
 
 
@@ -219,3 +220,13 @@ def test_a_reviewed_plan_applied_with_another_mapping_is_drift(cluster, zk, zk_c
         assert code != 0 and "made with another group mapping" in err and says in err, (out, err)
     assert zk_tree(zk) == before_zk
     assert kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]]) == before_kafka
+
+    # A plan too old: the command that executes it anyway repeats its mapping, and pastes as printed.
+    time.sleep(1.1)
+    code, out, err = zk2kafka_text("migrate", "--execute", "--plan", renamed_plan, "--max-plan-age", "1s", *conn)
+    (anyway,) = [h for h in hints(err) if "--max-plan-age" in h]
+    assert anyway.endswith(f" --map-group '{prefix}legacy-(.*)={prefix}\\1-v2'"), anyway
+    done = paste(operator_shell(cluster, zk_chroot, state), anyway)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [n["new"]])[n["new"]].items()} == {
+        (n["topic"], 0): 10, (n["topic"], 1): 20}
