@@ -230,3 +230,34 @@ def test_a_reviewed_plan_applied_with_another_mapping_is_drift(cluster, zk, zk_c
     assert done.returncode == 0, done.stdout + done.stderr
     assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [n["new"]])[n["new"]].items()} == {
         (n["topic"], 0): 10, (n["topic"], 1): 20}
+
+
+def test_ready_for_kraft_counts_an_old_group_moved_when_its_new_group_holds_its_offsets(
+        cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    from support.hints import paste_lines, reviewed_plan
+
+    topic, old, new = f"{prefix}orders", f"{prefix}legacy-billing", f"{prefix}billing-v2"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 100)
+    put(zk, f"/consumers/{old}/offsets/{topic}/0", b"10")
+    put(zk, f"/consumers/{old}/offsets/{topic}/1", b"20")
+    rule = f"{prefix}legacy-(.*)={prefix}\\1-v2"
+    shell = operator_shell(cluster, zk_chroot, tmp_path / "state")
+    ready = f"zk2kafka ready-for-kraft --quiet-for 1s --map-group '{rule}'"
+
+    # Not in its new group yet: the diff and the reviewed plan of that group, with the mapping, as printed
+    # (no rolling switch: sync takes no mapping).
+    checked = paste(shell, ready)
+    assert checked.returncode == 3, checked.stdout + checked.stderr
+    assert f"renamed: 1 group(s) judged against a Kafka group of another name:\n  {old} -> {new}" in checked.stdout
+    diff, review, execute = reviewed_plan(checked.stdout)
+    assert diff == f"PLAN=$(zk2kafka diff --group {old} --map-group '{rule}' --json | jq -r .plan_id)"
+    assert execute == f"zk2kafka migrate --execute --plan \"$PLAN\" --group {old} --map-group '{rule}'"
+    assert "zk2kafka sync" not in checked.stdout
+    written = paste_lines(shell, diff, review, execute)
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [new])[new].items()} == {(topic, 0): 10, (topic, 1): 20}
+
+    done = paste(shell, ready)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Without the mapping the old name is what Kafka is asked for, and it holds nothing.
+    assert paste(shell, "zk2kafka ready-for-kraft --quiet-for 1s").returncode == 3

@@ -141,8 +141,7 @@ def test_a_bad_rule_on_the_command_line_exits_2_before_anything_is_read(capsys):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["sync"], "a group mapping is taken by diff, migrate and verify"),
-    (["ready-for-kraft"], "a group mapping is taken by diff, migrate and verify"),
+    (["sync"], "a group mapping is taken by diff, migrate, verify and ready-for-kraft"),
     (["rollback", "r1"], "a run's group mapping is the one its journal recorded"),
     (["verify", "--run", "r1"], "a run's group mapping is the one its journal recorded"),
     (["migrate", "--resume", "r1"], "a run's group mapping is the one its journal recorded")])
