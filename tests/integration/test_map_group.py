@@ -261,3 +261,22 @@ def test_ready_for_kraft_counts_an_old_group_moved_when_its_new_group_holds_its_
     assert done.returncode == 0, done.stdout + done.stderr
     # Without the mapping the old name is what Kafka is asked for, and it holds nothing.
     assert paste(shell, "zk2kafka ready-for-kraft --quiet-for 1s").returncode == 3
+
+
+def test_a_renamed_run_killed_mid_way_is_resumed_under_the_new_name_by_its_journal(
+        cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    from support.runs import killed_run
+
+    n = _seed(zk, kafka_admin, cluster, prefix)
+    state = tmp_path / "state"
+    base = selected(cluster, zk_chroot, state, prefix)
+    # A fresh migrate through the mapping, killed -9 once Kafka took its first batch.
+    run = killed_run([*base, "--map-group", f"{prefix}legacy-(.*)={prefix}\\1-v2"], "after-kafka-commit", state)
+    code, resumed, err = zk2kafka_json("migrate", "--execute", "--resume", run, *base[:-2])   # no mapping given
+    assert code == 0, err
+    held = kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]])
+    assert {k: v[0] for k, v in held[n["new"]].items()} == {(n["topic"], 0): 10, (n["topic"], 1): 20}
+    assert {k: v[0] for k, v in held[n["kept"]].items()} == {(n["topic"], 0): 5}
+    assert held[n["old"]] == {(n["topic"], 1): (99, "")}
+    code, status, err = zk2kafka_json("status", run, "--state-dir", str(state))
+    assert code == 0 and status["state"] == "done", (err, status)
