@@ -354,6 +354,8 @@ def status(data: Data) -> str:
     failed = [(g, "failed", why) for g, why in data["failed"].items()]
     failed += [(g, "partial", why) for g, why in data["partial"].items()]
     lines += [f"  {state}: {g}: {why}" for g, state, why in sorted(failed)]
+    if data.get("renamed"):
+        lines += ph.renamed({"renamed": data["renamed"]})
     lines += _blocked(data.get("blocked", {}))
     if data["state"] == "interrupted":
         lines.append("interrupted: its process is gone (nothing holds this state dir's writers' "

@@ -280,3 +280,4 @@ def test_a_renamed_run_killed_mid_way_is_resumed_under_the_new_name_by_its_journ
     assert held[n["old"]] == {(n["topic"], 1): (99, "")}
     code, status, err = zk2kafka_json("status", run, "--state-dir", str(state))
     assert code == 0 and status["state"] == "done", (err, status)
+    assert status["renamed"] == {n["old"]: n["new"]}   # the journal says both names
