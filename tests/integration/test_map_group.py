@@ -64,13 +64,18 @@ def test_each_old_group_is_judged_against_and_planned_for_its_new_group(cluster,
         (n["old"], n["new"], "0"), (n["old"], n["new"], "1"), (n["kept"], n["kept"], "0")}
     report = (Path(data["report"]) / "report.md").read_text()
     assert f"{n['old']} -&gt; {n['new']}" in report   # escaped as Markdown keeps no raw HTML
+    # The plan is executed with the mapping it was made with: the page's command repeats it.
+    assert f"zk2kafka migrate --execute --plan {data['plan_id']} --map-group '{rule}'" in report
 
     # A diff writes nothing, in either store.
     assert zk_tree(zk) == before_zk
     assert kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]]) == before_kafka
 
-    # The text says old -> new; without a mapping the output says nothing of one.
-    code, out, err = zk2kafka_text("diff", *base, "--map-group", rule)
+    # The text says old -> new (the same rename from a file of literal names); without a mapping the output
+    # says nothing of one.
+    names = tmp_path / "groups.csv"
+    names.write_text(f"{n['old']},{n['new']}\n")
+    code, out, err = zk2kafka_text("diff", *base, "--map-group-file", str(names))
     assert code == 0, err
     assert f"renamed: 1 group(s) judged against a Kafka group of another name:\n  {n['old']} -> {n['new']}" in out
     # Kafka deletes offsets no consumer holds: sync, which writes the old names, is not the advice here.
