@@ -130,7 +130,7 @@ def _add_option(parser: argparse.ArgumentParser, opt: Option) -> None:
     common = dict(dest=opt.name, default=argparse.SUPPRESS, help=opt.help + default + extra)
     if opt.kind == "bool":
         parser.add_argument(opt.cli_flag, action="store_true", **common)
-    elif opt.kind == "regexes":
+    elif opt.repeatable:
         parser.add_argument(opt.cli_flag, action="append", metavar=opt.metavar, **common)
     elif opt.kind == "choice":
         parser.add_argument(opt.cli_flag, choices=opt.choices, **common)

@@ -191,7 +191,7 @@ def _option_items(actions: list[argparse.Action]) -> list[str]:
         if opt is None:                      # -v, -q and the sandbox actions' own flags
             out += _wrap(f"- `{_flag_text(action)}`: {_sentence(action.help)}")
             continue
-        repeat = " (repeatable)" if opt.kind == "regexes" and "repeatable" not in opt.help else ""
+        repeat = " (repeatable)" if opt.repeatable and "repeatable" not in opt.help else ""
         out += _wrap(f"- `{_flag_text(action)}`: {_sentence(opt.help + repeat)}")
         facts = _facts(opt)
         if facts:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from migrate import pipeline
-from migrate.errors import EXIT_BLOCKERS, EXIT_OK
+from migrate.errors import EXIT_BLOCKERS, EXIT_OK, ConfigError
+from migrate.options import MAP_COMMANDS, flag
 from migrate.report import text
 from migrate.result import Result
 from migrate.sandbox.commands import (sandbox_down, sandbox_kraft_migrate, sandbox_seed,
@@ -118,6 +119,7 @@ def status(settings: Settings, run_id: str | None = None) -> Result:
 
 def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     """Dispatch a parsed command line to its function."""
+    _mapping_applies(command, settings)
     if command == "sandbox":
         action = args["action"]
         if action == "up":
@@ -139,3 +141,22 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     commands = {"scan": scan, "diff": diff, "migrate": migrate, "verify": verify, "sync": sync,
                 "ready-for-kraft": ready_for_kraft}
     return commands[command](settings)
+
+
+def _mapping_applies(command: str, settings: Settings) -> None:
+    """A group mapping (perhaps from the environment or the --config file) is refused where it
+    would not be applied: a command that writes or judges each group under its own name would
+    go on as if the rename were not meant."""
+    given = [name for name in ("map_group", "map_group_file") if name in settings.given]
+    if not given or command in ("scan", "status", "sandbox"):
+        return
+    journaled = settings.run or settings.resume
+    if command in MAP_COMMANDS and not journaled:
+        return
+    where = "; ".join(f"{flag(name)} from {settings.sources.get(name, 'flag')}" for name in given)
+    if journaled or command == "rollback":
+        raise ConfigError(f"{where}: a run's group mapping is the one its journal recorded, which "
+                          f"{command} takes from there: leave the mapping out")
+    raise ConfigError(f"{where}: a group mapping is taken by diff, migrate, verify and "
+                      "ready-for-kraft; "
+                      f"{command} takes each group under its own name: leave the mapping out")

@@ -20,7 +20,7 @@ class Option:
     """One setting: its flag, environment variable, TOML key, type and help."""
 
     name: str
-    kind: str  # str | path | bool | int | regexes | choice | secret | duration
+    kind: str  # str | path | bool | int | regexes | mappings | choice | secret | duration
     default: Any = None
     help: str = ""
     choices: tuple[str, ...] = ()
@@ -37,8 +37,13 @@ class Option:
         return self.flag or "--" + self.name.replace("_", "-")
 
     @property
+    def repeatable(self) -> bool:
+        """Given once per value (--group a --group b), never from one environment variable."""
+        return self.kind in ("regexes", "mappings")
+
+    @property
     def env_var(self) -> str | None:
-        if not self.env or self.kind == "regexes":
+        if not self.env or self.repeatable:
             return None
         return ENV_PREFIX + self.name.upper()
 
@@ -46,7 +51,7 @@ class Option:
     def flag_only(self) -> bool:
         """Given on the command line only, never by the environment or the --config file: what
         one invocation does (--execute, --resume, --plan, --run)."""
-        return not self.env and self.kind != "regexes"
+        return not self.env and not self.repeatable
 
     @property
     def shown_default(self) -> str:
@@ -61,7 +66,7 @@ class Option:
         none, 24h."""
         if value is None or value == [] or value == ():
             return "none"
-        if self.kind == "regexes":
+        if self.repeatable:
             return ", ".join(repr(v) for v in value)
         if self.kind == "bool":
             return "given" if value else "not given"
@@ -116,6 +121,9 @@ PLAN_COMMANDS = ("diff", "migrate", "verify", "sync")
 WRITE_COMMANDS = ("migrate", "sync", "rollback")
 SCAN_COMMANDS = ("scan",) + PLAN_COMMANDS
 TRANSLATE_COMMANDS = ("diff", "migrate", "verify")   # sync does not translate
+# The commands that carry an old group's offsets into a Kafka group of another name
+# (migrate/group_map.py).
+MAP_COMMANDS = ("diff", "migrate", "verify", "ready-for-kraft")
 
 OPTIONS: tuple[Option, ...] = (
     Option("zookeeper", "str", None,
@@ -154,6 +162,17 @@ OPTIONS: tuple[Option, ...] = (
            flag="--exclude-group", metavar="REGEX", recorded=True),
     Option("topics", "regexes", (), "select topics whose whole name matches REGEX (repeatable)",
            flag="--topic", metavar="REGEX", recorded=True),
+    # A cutover that is also a rename (migrate/group_map.py).
+    Option("map_group", "mappings", (),
+           "judge and write each ZooKeeper group whose whole name matches the regular expression "
+           "OLD against and to the Kafka group NEW, a template holding OLD's groups "
+           "(legacy-(.*)=\\1-v2; split at the last =); ZooKeeper stays the old group's; the "
+           "journal keeps the mapping for resume, rollback and verify --run; two groups meeting "
+           "in one Kafka group are refused (repeatable)",
+           commands=MAP_COMMANDS, metavar="OLD=NEW"),
+    Option("map_group_file", "path", None,
+           "as --map-group, from a CSV file of literal old,new names, one pair a line",
+           commands=MAP_COMMANDS, metavar="FILE"),
     Option("state_dir", "path", Path("zk2kafka-state"), "snapshots, reports and the run journal",
            metavar="DIR"),
     Option("cache_dir", "path", Path("~/.cache/zk2kafka"), "downloaded Kafka jars for the sandbox",

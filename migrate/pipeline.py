@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from migrate import stores
+from migrate import group_map, stores
 from migrate.diff.plan import BLOCKED_SHOWN, Plan, commits, plan_batches, plan_id
 from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY, blocked_groups
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
@@ -106,8 +106,10 @@ def plan(settings: Settings, command: str) -> Plan:
     from migrate.diff.summary import build_summary
     from migrate.diff.translate import Translation
 
-    # The ZooKeeper side is chosen here, once: the stages after it read its snapshot.
+    # The ZooKeeper side and the group mapping are chosen here, once: the stages after them read
+    # the side's snapshot and are given old -> new names.
     side = chosen(settings)
+    mapping = group_map.chosen(settings)
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)
     # Both stores answer before Spark starts: an unreachable one is a short failure, with no JVM
@@ -121,6 +123,8 @@ def plan(settings: Settings, command: str) -> Plan:
                                exit_code=EXIT_BLOCKERS if command == "verify" else EXIT_ERROR)
         zk_snapshot = Path(scanned["snapshot"])
         names = _names(zk_snapshot)
+        # Refused here, with ZooKeeper read and before Kafka is: two groups meeting in one.
+        renamed = mapping.resolve(names.groups)
         selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
         topics, topic_selected = names.topics, selection.topic
         syncs = None
@@ -133,9 +137,9 @@ def plan(settings: Settings, command: str) -> Plan:
         try:
             # The diff says when offsets already in Kafka expire; the other commands do not
             # spend a read of __consumer_offsets on it.
-            kafka = KafkaSnapshot(admin).write(state.kafka_snapshot(run), names.groups,
-                                               topics, topic_selected,
-                                               commit_clocks=command == "diff")
+            kafka = KafkaSnapshot(admin).write(
+                state.kafka_snapshot(run), [renamed.get(g, g) for g in names.groups], topics,
+                topic_selected, commit_clocks=command == "diff")
         finally:
             admin.close()
     except BaseException:
@@ -149,7 +153,10 @@ def plan(settings: Settings, command: str) -> Plan:
     translation = None if syncs is None else Translation(
         settings.translate_via_mm2, settings.replication_policy, syncs.path)
     result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master,
-                      report / "plan.parquet", spark, translation)
+                      report / "plan.parquet", spark, translation, renamed)
+    for group in result.per_group:
+        if group["group"] in renamed:
+            group["kafka_group"] = renamed[group["group"]]
     read = scanned["zookeeper_side"]
     inputs = {"zookeeper": read["zookeeper"], "zk_root": read["zk_root"],
               "bootstrap_server": settings.bootstrap_server,
@@ -162,6 +169,11 @@ def plan(settings: Settings, command: str) -> Plan:
               "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
+    if mapping:
+        # The rules as given and what they made of the selected groups: the plan's kafka_group
+        # column holds the same, so its hash covers it.
+        inputs["group_map"] = {"rules": mapping.to_json(), "flags": mapping.flags(),
+                               "renamed": renamed}
     if syncs is not None:
         inputs["translation"] = {
             "source_alias": settings.translate_via_mm2,
@@ -247,8 +259,11 @@ def plan_data(plan: Plan) -> dict[str, Any]:
     """A computed plan as diff and migrate print it (`--json`): its summary without the per-group
     table, the groups with blocker rows (why, in words), and where the report and its files are."""
     data = {k: v for k, v in plan.summary.items() if k != "per_group"}
+    renamed = (data["inputs"].get("group_map") or {}).get("renamed") or {}
     # per_group is in order of most blockers first: the groups a terminal lists first.
-    return {**data, "blocked": blocked_groups(plan.summary["per_group"], BLOCKED_SHOWN),
+    blocked = blocked_groups(plan.summary["per_group"], BLOCKED_SHOWN)
+    return {**data, "blocked": {group_map.renamed_text(g, renamed): why
+                                for g, why in blocked.items()},
             "report": str(plan.files["summary"].parent),
             "files": {k: str(v) for k, v in plan.files.items()}}
 

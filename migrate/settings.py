@@ -19,6 +19,7 @@ from typing import Any
 
 from migrate.connection import Connection, Secret, required
 from migrate.errors import ConfigError, UnknownOption
+from migrate.group_map import parse_rule
 from migrate.kafka_config import ClientConfig, check_tls, load_client_config
 from migrate.options import OPTIONS, OPTIONS_BY_NAME, Option
 
@@ -40,6 +41,8 @@ class Settings:
     groups: tuple[str, ...] = ()
     exclude_groups: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()
+    map_group: tuple[str, ...] = ()   # OLD=NEW rules (migrate/group_map.py)
+    map_group_file: Path | None = None
     state_dir: Path = Path("zk2kafka-state")
     cache_dir: Path = Path("~/.cache/zk2kafka").expanduser()
     spark_master: str = "local[*]"
@@ -236,6 +239,13 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
                 # a repeat count past 2^32, groups nested thousands deep
                 raise ConfigError(f"{where}: regular expression too large or too deeply nested: "
                                   f"{pattern!r}") from None
+        return tuple(items)
+    if opt.kind == "mappings":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+            raise ConfigError(f"{where}: expected a list of OLD=NEW strings")
+        for text in items:
+            parse_rule(text, f"{opt.cli_flag} {text!r} (from {source})")
         return tuple(items)
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if opt.kind in ("int", "duration") and is_number:

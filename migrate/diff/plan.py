@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
+from migrate.group_map import flags_text, renames_text
 from migrate.options import duration_text, flag, shown
 from migrate.state import ISO_FORMAT
 
@@ -72,16 +73,28 @@ TRANSLATION_SCHEMA = pa.schema([
 TRANSLATED_PLAN_SCHEMA = pa.schema(list(PLAN_SCHEMA) + list(TRANSLATION_SCHEMA))
 
 
+# A plan through a group mapping (--map-group, diff/rename.py) has this column last: the Kafka
+# group each row is judged against and written to (`group` stays ZooKeeper's).
+KAFKA_GROUP = "kafka_group"
+
+
+def is_renamed(plan: pa.Table | Path) -> bool:
+    """Whether a plan maps its ZooKeeper groups onto Kafka groups of other names."""
+    schema = plan.schema if isinstance(plan, pa.Table) else pq.read_schema(plan)
+    return KAFKA_GROUP in schema.names
+
+
 def is_translated(plan: pa.Table | Path) -> bool:
     """Whether a plan (a table, or plan.parquet) was translated through MirrorMaker 2."""
     schema = plan.schema if isinstance(plan, pa.Table) else pq.read_schema(plan)
     return "upstream_offset" in schema.names
 
 
-def plan_schema(translated: bool) -> pa.Schema:
-    """The schema of a plan: PLAN_SCHEMA, and TRANSLATION_SCHEMA's columns after it when
-    translated."""
-    return TRANSLATED_PLAN_SCHEMA if translated else PLAN_SCHEMA
+def plan_schema(translated: bool, renamed: bool = False) -> pa.Schema:
+    """The schema of a plan: PLAN_SCHEMA, TRANSLATION_SCHEMA's columns after it when translated,
+    and KAFKA_GROUP last when renamed."""
+    schema = TRANSLATED_PLAN_SCHEMA if translated else PLAN_SCHEMA
+    return schema.append(pa.field(KAFKA_GROUP, pa.string())) if renamed else schema
 
 
 # The plan's order, which the diff writes it in and every reader relies on (a group's rows are
@@ -357,6 +370,11 @@ class ReviewedPlan:
                      f"{shown(k, list(current[k]))} now"
                      for k in ("groups", "exclude_groups", "topics")
                      if current[k] and list(current[k]) != inputs.get(k)]
+        reviewed_map = (inputs.get("group_map") or {}).get("renamed") or {}
+        if "group_map" in current and current["group_map"] != reviewed_map:   # lands elsewhere
+            reasons.append("made with another group mapping (" + renames_text(reviewed_map)
+                           + " in the plan, " + renames_text(current["group_map"]) + " now): give "
+                           "the plan's --map-group, or make and review a `zk2kafka diff` with it")
         if selection:
             # A selection comes from flags or the --config file, which ZK2KAFKA_CONFIG may name
             # unseen: a change's exclusions kept there are the usual cause.
@@ -371,7 +389,7 @@ class ReviewedPlan:
                            f"{duration_text(max_age)}; run a fresh "
                            "`zk2kafka diff` and review it, or take this one anyway: "
                            f"`zk2kafka migrate{execute} --plan {self.id} --max-plan-age "
-                           f"{duration_text(max(age * 1.25, age + 60))}`")
+                           f"{duration_text(max(age * 1.25, age + 60)) + flags_text(inputs)}`")
         return reasons
 
 

@@ -84,7 +84,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                         default_minutes: int | None = None,
                         empty_since: dict[str, int] | None = None,
                         empty_since_unknown: str | None = None,
-                        now: float | None = None, selection: str = "",
+                        now: float | None = None, selection: str | None = "",
                         commit_clocks: dict[str, list[tuple[int, int | None]]] | None = None,
                         commit_clocks_unknown: str | None = None) -> dict[str, Any]:
     """When Kafka will delete the offsets the migration leaves there, per the broker's release and
@@ -101,7 +101,8 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
     Groups already in Kafka with no member and nothing to commit go by the commits that put
     their offsets there: `commit_clocks` (group -> its (commit ms, expire ms or None) pairs, from
     __consumer_offsets), and why some could not be told; None when not read.
-    `selection`: the diff's selection as flags, for the sync command the warnings advise.
+    `selection`: the diff's selection as flags, for the sync command the warnings advise; None
+    where sync cannot renew them (groups renamed by --map-group: sync writes the old names).
     Returns the figures for summary.json, with the warnings to print.
     """
     version = _release(broker_version)
@@ -120,7 +121,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
         window = f"offsets.retention.minutes (unknown: {RETENTION_FALLBACK})"
     # A quarter of the window between renewals (a day's window: every 6h).
     renew = duration_text((window_minutes or RETENTION_DEFAULT_BEFORE_2_0) * 60 / 4)
-    renewing = f"`zk2kafka sync --execute --renew-every {renew}{selection}`"
+    renewing = (f"`zk2kafka sync --execute --renew-every {renew}{selection}`"
+                if selection is not None else
+                f"reset-offsets.csv committed again under the Kafka names within every {renew}")
     # Before KIP-211 every offset expires by its commit.
     by_commit_time = version is not None and version < (2, 1)
     # An unknown release is taken at its riskiest: the Empty clock applies.

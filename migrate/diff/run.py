@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +27,7 @@ from migrate.diff import cds
 from migrate.diff import schema as s
 from migrate.diff.coverage import NO_OFFSET_FILE, Coverage
 from migrate.diff.offset_diff import Policy, group_splits, offset_diff
+from migrate.diff.rename import kafka_as_zk_names, with_kafka_group
 from migrate.diff.translate import TRANSLATION_COLUMNS, Translation, translate
 from migrate.kafka.offset_syncs import SYNCS_SCHEMA
 from migrate.kafka.snapshot import KAFKA_SCHEMA
@@ -156,14 +157,17 @@ class SparkStarter:
 
 def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: str, plan_path: Path,
              starter: SparkStarter | None = None,
-             translation: Translation | None = None) -> DiffResult:
+             translation: Translation | None = None,
+             renamed: Mapping[str, str] | None = None) -> DiffResult:
     """The plan for two snapshot files, computed on Spark at `master` (or on the session `starter`
     boots).
 
     It is written to `plan_path` (Parquet, in PLAN_ORDER) with its per-group figures summed as it
     is written. With a `translation`, ZooKeeper's offsets are first mapped onto the target's
     partitions through its offset syncs (a third input), and the plan carries
-    TRANSLATION_SCHEMA's columns.
+    TRANSLATION_SCHEMA's columns. With `renamed` (ZooKeeper group -> Kafka group, from
+    migrate/group_map.py), the Kafka snapshot holds the Kafka names, each ZooKeeper group is judged
+    against the Kafka group it maps to, and the plan names it in `kafka_group` (diff/rename.py).
     """
     started = time.monotonic()
     starter = starter or SparkStarter(master)
@@ -172,6 +176,7 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
         waited = time.monotonic() - started
         io = _LocalFiles(spark, plan_path) if master.startswith("local") else _Shipped(spark)
         zk, kafka = io.read(zk_snapshot, ZK_SCHEMA), io.read(kafka_snapshot, KAFKA_SCHEMA)
+        kafka = kafka_as_zk_names(kafka, renamed or {})
         # A partition per shuffle partition Spark is set to, split where the groups' rows are
         # balanced (each ZooKeeper offset is a plan row).
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
@@ -181,13 +186,15 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
             syncs = io.read(translation.syncs, SYNCS_SCHEMA)
             zk = translate(zk, syncs, translation.source_alias, translation.policy)
             carry = TRANSLATION_COLUMNS
-        schema = s.plan_schema(translation is not None)
+        schema = s.plan_schema(translation is not None, renamed=bool(renamed))
         rollup, rows = GroupRollup(), 0
         coverage = Coverage.of_snapshot(kafka_snapshot, plan_path.with_name(NO_OFFSET_FILE))
         with pq.ParquetWriter(plan_path, schema) as out:
             # Spark's part done, its JVM shuts down while the driver copies the plan.
             plan = offset_diff(zk, kafka, policy, carry, splits)
             for chunk in io.in_order(plan, done=lambda: starter.stop(wait=False)):
+                if renamed:
+                    chunk = with_kafka_group(chunk, renamed)
                 chunk = _conform(chunk, schema)
                 out.write_table(chunk, row_group_size=s.BATCH_ROWS)
                 rollup.add(chunk)

@@ -10,6 +10,7 @@ from typing import Any
 from migrate.diff import schema as s
 from migrate.diff.retention import retention_preflight, selection_flags
 from migrate.diff.run import ZK_MOVES, DiffResult
+from migrate.group_map import renamed_text
 from migrate.kafka.compat import HOW_VERSION_IS_KNOWN
 from migrate.kafka.snapshot import SnapshotInfo
 from migrate.state import iso
@@ -38,15 +39,27 @@ def build_summary(run: str, command: str, result: DiffResult, kafka: SnapshotInf
                           "zk_consumers": row["zk_consumers"], "lag": row["lag"],
                           "zk_moves": {change: row[name] for change, name in ZK_MOVES.items()
                                        if row[name]},
-                          "first_blocker": row["first_blocker"]})
+                          "first_blocker": row["first_blocker"],
+                          # the Kafka group it maps to (--map-group), where it is renamed
+                          **{k: row[k] for k in ("kafka_group",) if k in row}})
     blocker_counts = {name: counts[name] for name in s.STATUSES
                       if name in s.BLOCKERS and counts[name]}
     blockers = sum(blocker_counts.values())
-    retention = retention_preflight(per_group, kafka.retention_minutes, kafka.broker_version,
+    # Kafka's clocks are of the Kafka groups: a renamed one is told as `old -> new`, and sync,
+    # which writes the old names, is not what renews it.
+    renamed = {g["group"]: g["kafka_group"] for g in per_group if "kafka_group" in g}
+    label = {new: renamed_text(old, renamed) for old, new in renamed.items()}
+    empty_since = None if kafka.empty_since is None else {
+        label.get(name, name): ms for name, ms in kafka.empty_since.items()}
+    commit_clocks = None if kafka.commit_clocks is None else {
+        label.get(name, name): clocks for name, clocks in kafka.commit_clocks.items()}
+    retention = retention_preflight([{**g, "group": renamed_text(g["group"], renamed)}
+                                     for g in per_group],
+                                    kafka.retention_minutes, kafka.broker_version,
                                     kafka.retention_unknown, kafka.default_retention_minutes,
-                                    kafka.empty_since, kafka.empty_since_unknown,
-                                    selection=selection_flags(selection),
-                                    commit_clocks=kafka.commit_clocks,
+                                    empty_since, kafka.empty_since_unknown,
+                                    selection=None if renamed else selection_flags(selection),
+                                    commit_clocks=commit_clocks,
                                     commit_clocks_unknown=kafka.commit_clocks_unknown)
     warnings = list(retention["warnings"])
     if policies["on_conflict"] == "fail" and counts[s.CONFLICT]:

@@ -127,7 +127,9 @@ class Run:
                 "rolls_back": self.rolls_back, "report": self.report,
                 "created": iso(self.created), "updated": iso(self.updated),
                 "groups": self.groups, "offsets": self.offsets,
-                "reviewed_plan": self.settings.get("reviewed_plan")}
+                "reviewed_plan": self.settings.get("reviewed_plan"),
+                # through --map-group: old -> new of each renamed group (a run without: no key)
+                **({"renamed": m} if (m := self.settings.get("group_map")) else {})}
 
 
 def digest(data: Any) -> str:

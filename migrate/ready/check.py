@@ -37,6 +37,7 @@ from migrate.pipeline import selection_text
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
 from migrate.ready.expiry import HeldGroup, expiring
 from migrate.ready.own import own_differences
+from migrate import group_map
 from migrate.ready.rules import KafkaGroup, judge
 from migrate.ready.watch import COMMIT_INTERVAL, WriteWatch, short_watch
 from migrate.settings import Settings
@@ -60,17 +61,19 @@ def ready_for_kraft(settings: Settings) -> dict[str, Any]:
     refuse_snapshot(settings, "ready-for-kraft")
     settings.require("zookeeper")
     settings.require("bootstrap_server")
+    mapping = group_map.chosen(settings)   # the file read, and the rules checked, before any store
     run, state = new_run_id(), StateDir(settings.state_dir)
     source = f"{settings.zookeeper}{settings.path_template or settings.zk_root}"
     # Both stores reached before the watch: an unreachable Kafka fails now, not after it.
     admin = open_admin(settings.connection)
     try:
-        return _check(settings, admin, run, state, source)
+        return _check(settings, admin, run, state, source, mapping)
     finally:
         admin.close()
 
 
-def _check(settings: Settings, admin, run: str, state: StateDir, source: str) -> dict[str, Any]:
+def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
+           mapping: group_map.GroupMap) -> dict[str, Any]:
     left = LeftBehind(settings.leave_behind)
     if settings.quiet_for < COMMIT_INTERVAL:
         log.warning("ready-for-kraft: %s", short_watch(settings.quiet_for))
@@ -117,16 +120,21 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
     pq.write_table(pa.Table.from_pylist(final, schema=SCHEMA.with_metadata(
         {f"zk2kafka.{k}": v for k, v in side.items()})), zk_snapshot)
     found_rows = [r for tree in searched.trees for r in tree.rows]
+    # Refused here, with ZooKeeper read and before Kafka is: two groups meeting in one.
+    renamed = mapping.resolve(groups)
     kafka, partitions, kafka_snapshot = _kafka(
-        admin, state, run, sorted(set(groups) | {r["group"] for r in found_rows}),
-        final + found_rows)
+        admin, state, run, sorted({renamed.get(g, g) for g in groups}
+                                  | {r["group"] for r in found_rows}), final + found_rows)
+    # A renamed group is judged by the Kafka group it maps to: moved when that one holds its
+    # offsets, taken over by that one's consumers.
+    judged = {**kafka, **{old: kafka.get(new, KafkaGroup()) for old, new in renamed.items()}}
     journal = (Journal.open(settings.state_dir)
                if (settings.state_dir / "journal.sqlite").exists() else None)
     try:
         wrote = _zk2kafka_wrote(journal)
-        verdicts = judge(final, kafka, partitions, moved, liveness, wrote)
+        verdicts = judge(final, judged, partitions, moved, liveness, wrote)
         found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left)
-        own = own_differences(journal, verdicts, final, kafka)
+        own = own_differences(journal, verdicts, final, judged)
     finally:
         if journal is not None:
             journal.close()
@@ -148,6 +156,9 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str) ->
             "verdicts": [v.to_json() for v in verdicts],
             "ensemble": summary(searched, found, left),
             "evidence": {"zookeeper": str(zk_snapshot), "kafka": str(kafka_snapshot)}}
+    if mapping:
+        data["group_map"] = {"rules": mapping.to_json(), "flags": mapping.flags(),
+                             "renamed": renamed}
     data["blocking"] = blocking(data)
     data["ready"] = not data["blocking"] and bool(verdicts)
     data["expiry"] = _expiry(admin, kafka_snapshot, zk_snapshot)

@@ -71,6 +71,9 @@ def write_rows(plan: Plan, path: Path) -> None:
     columns, header = ROWS_COLUMNS, ROWS_COLUMNS
     if p.is_translated(plan):
         columns, header = zip(*TRANSLATED_ROWS)
+    if p.is_renamed(plan):   # the Kafka group beside ZooKeeper's: old and new on every row
+        columns, header = (columns[0], p.KAFKA_GROUP, *columns[1:]), \
+            (header[0], p.KAFKA_GROUP, *header[1:])
     with path.open("wb") as out:
         # Arrow quotes header names; spreadsheets need not
         out.write((",".join(header) + "\n").encode())
@@ -84,11 +87,14 @@ def write_reset_offsets(plan: Plan, path: Path) -> tuple[int, int]:
     --reset-offsets --from-file reads exactly that (it splits lines on commas, without
     quoting). Returns the rows written and the rows left out."""
     columns = list(RESET_COLUMNS)
+    # Kafka's tool commits to Kafka groups: a renamed group's rows go to its Kafka name.
+    read = [p.KAFKA_GROUP if p.is_renamed(plan) else "group", *columns[1:]]
     options = pacsv.WriteOptions(include_header=False, quoting_style="none")
     written = left_out = 0
     with pacsv.CSVWriter(path, _schema(columns), write_options=options) as out:
-        for batch in p.plan_batches(plan, ["action", *columns]):
-            commits = batch.filter(pc.equal(batch.column("action"), p.COMMIT)).select(columns)
+        for batch in p.plan_batches(plan, ["action", *read]):
+            found = batch.filter(pc.equal(batch.column("action"), p.COMMIT)).select(read)
+            commits = pa.RecordBatch.from_arrays(found.columns, names=columns)
             unparsable = pc.or_(_unparsable(commits.column("group")),
                                 _unparsable(commits.column("topic")))
             kept = commits.filter(pc.invert(unparsable))
@@ -99,7 +105,7 @@ def write_reset_offsets(plan: Plan, path: Path) -> tuple[int, int]:
 
 
 def _schema(columns: Sequence[str]) -> pa.Schema:
-    return pa.schema([p.TRANSLATED_PLAN_SCHEMA.field(name) for name in columns])
+    return pa.schema([p.plan_schema(True, renamed=True).field(name) for name in columns])
 
 
 def _unparsable(names: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
+from migrate.group_map import flags_text
 from migrate.options import flag
 
 MEANING = {
@@ -116,7 +117,8 @@ def plan_line(sm: dict[str, Any], quote: str = "") -> list[str]:
     if not sm.get("plan_id"):
         return []
     plan_id = f"{quote}{sm['plan_id']}{quote}"
-    command = f"{quote}zk2kafka migrate --execute --plan {sm['plan_id']}{quote}"
+    mapping = flags_text(sm.get("inputs", {}))   # a renamed plan runs with its mapping
+    command = f"{quote}zk2kafka migrate --execute --plan {sm['plan_id']}{mapping}{quote}"
     return [f"Plan {plan_id}: quote it in the change ticket; {command} writes exactly this plan.",
             ""]
 
@@ -231,3 +233,20 @@ def policies(given: dict[str, Any]) -> list[tuple[str, str]]:
         return "none" if value is None else str(value)
 
     return [(flag(name), word(value)) for name, value in given.items()]
+
+
+RENAMED_SHOWN = 20   # renamed groups the terminal lists
+
+
+def renamed(mapping: dict | None) -> list[str]:
+    """The groups a mapping renames, as `old -> new` (none: no line, the output as it was)."""
+    if mapping is None:
+        return []
+    renamed = list(mapping["renamed"].items())
+    lines = [f"renamed: {len(renamed):,} group(s) judged against a Kafka group of another name"
+             + (":" if renamed else " (no rule matched a selected group)")]
+    lines += [f"  {old} -> {new}" for old, new in renamed[:RENAMED_SHOWN]]
+    if len(renamed) > RENAMED_SHOWN:
+        lines.append(f"  ... and {len(renamed) - RENAMED_SHOWN:,} more (summary.json "
+                     "inputs.group_map.renamed)")
+    return lines

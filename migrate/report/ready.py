@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from migrate.diff.retention import left_text
+from migrate.group_map import flags_text
 from migrate.options import exact_duration, exactly
 from migrate.ready.rules import HEADINGS, PROBLEMS
+from migrate.report import phrases as ph
 
 Data = dict[str, Any]
 SHOWN = 20        # groups the terminal table shows; the report lists every one
@@ -65,6 +67,7 @@ def text(data: Data) -> str:
             f"{len(bad):,} of {data['groups']:,} group(s) under {data['source']} would leave "
             f"offsets behind in ZooKeeper"]) + f" (watched {watched} for writes; exit 3)"]
     lines += _covered(data)
+    lines += ph.renamed(data.get("group_map"))
     if data.get("short_watch"):
         lines.append(f"warning: {data['short_watch']}")
     lines += expiry(data)   # information after the verdict; what the verdict asks comes last
@@ -88,7 +91,8 @@ def text(data: Data) -> str:
                 mine = "; ".join(own[v["group"]][:DETAILS])
                 lines.append(f"  {v['group']}: zk2kafka's own: {mine}")
         found = [p for p in PROBLEMS if any(v[p] for v in bad)]
-        move = _move([v["group"] for v in bad if v["not_in_kafka"]], data["report"])
+        move = _move([v["group"] for v in bad if v["not_in_kafka"]], data["report"],
+                     flags_text(data))
         lines += ["", *(f"{WHAT[p]}: {_do(p, bad, own, move)}" for p in found)]
     lines += _outside(data)
     lines += _taken_over(verdicts.values())
@@ -126,7 +130,9 @@ def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
         lines.append(f"  {g['group']}: {at}; {CLOCKS[g['clock']]}")
     if len(groups) > most:
         lines.append(f"  ... and {len(groups) - most:,} more (report.md, summary.json expiry)")
-    renewable = [g["group"] for g in groups if g["renewable"]]
+    # sync renews a group by its ZooKeeper name: a renamed group's Kafka name is not one.
+    targets = set(((data.get("group_map") or {}).get("renamed") or {}).values())
+    renewable = [g["group"] for g in groups if g["renewable"] and g["group"] not in targets]
     lines.append("  before then: start the new consumers of these groups (a consumer joining "
                  "stops the clock)")
     if renewable:
@@ -256,14 +262,18 @@ def _taken_over(verdicts) -> list[str]:
 MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff of every group
 
 
-def _move(groups: list[str], report: str) -> str:
+def _move(groups: list[str], report: str, mapping: str = "") -> str:
     """What moving the groups not in Kafka takes, as commands to paste: the diff and the reviewed
-    plan of just those groups, or a rolling switch of them."""
+    plan of just those groups (with the group `mapping` the check was given, as flags), or a
+    rolling switch of them (sync, which takes no mapping: not offered with one)."""
     from migrate.report.text import reviewed_plan
 
     sel = _selection(groups)
-    return (f"move it: with its consumers stopped, a reviewed plan ({reviewed_plan(sel, report)}); "
-            f"or a rolling switch with `zk2kafka sync --execute{sel}`")
+    plan = (f"move it: with its consumers stopped, a reviewed plan "
+            f"({reviewed_plan(sel + mapping, report)})")
+    if mapping:
+        return plan
+    return f"{plan}; or a rolling switch with `zk2kafka sync --execute{sel}`"
 
 
 def _selection(groups: list[str]) -> str:

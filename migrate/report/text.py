@@ -12,6 +12,7 @@ from typing import Any
 
 from migrate.diff.retention import expiry_lines
 from migrate.diff.schema import BLOCKERS, CONFLICT, IN_SYNC, KAFKA_ONLY
+from migrate.group_map import flags_text
 from migrate.report import phrases as ph
 
 Data = dict[str, Any]
@@ -86,6 +87,7 @@ def plan(data: Data) -> str:
     lines.append(f"planned: commit {planned['commit_offsets']:,} offsets "
                  f"in {planned['commit_groups']:,} groups")
     lines.append("ZooKeeper side: " + ph.zookeeper_side(data["inputs"]))
+    lines += ph.renamed(data["inputs"].get("group_map"))
     lines += [*ph.zk_changes(data), *ph.no_offset(data)]
     lines.append(f"blockers: {data['blockers']:,}"
                  + (" (see the report; exit 3)" if data["blockers"] else ""))
@@ -138,7 +140,7 @@ def run(data: Data) -> str:
         # a fresh diff is what helps.
         lines = [line for line in lines if not line.startswith("incomplete:")]
     lines += _applied(data.get("already_applied", {}))
-    lines += _moved(moved, data["plan_id"], data["report"], _live_zookeeper(data))
+    lines += _moved(moved, data["plan_id"], data["report"], _again(data))
     return "\n".join([*lines, run_line.replace(" report=", f" plan={data['plan_id']} report=", 1)])
 
 
@@ -158,7 +160,7 @@ def reviewed_dry_run(data: Data) -> str:
     if data["blockers"]:
         lines.append(f"the plan has {data['blockers']:,} blocker row(s), left alone as reviewed "
                      f"(see {Path(data['report']) / 'report.md'})")
-    lines += _moved(list(moved), data["plan_id"], data["report"], _live_zookeeper(data))
+    lines += _moved(list(moved), data["plan_id"], data["report"], _again(data))
     lines.append("dry run: nothing was written; add --execute to write this plan")
     lines.append(f"run={data['run']} plan={data['plan_id']} report={data['report']}")
     return "\n".join(lines)
@@ -210,6 +212,12 @@ def _live_zookeeper(data: Data) -> str:
     checked against, which answers (the diff reads it live; the shell need not name it)."""
     address = (data.get("zookeeper_side") or {}).get("zookeeper")
     return f" --zookeeper {shlex.quote(address)}" if address else ""
+
+
+def _again(data: Data) -> str:
+    """The options a fresh diff of a reviewed plan's groups repeats, and its plan run with: the
+    ZooKeeper it reads, and the group mapping the plan was made with."""
+    return _live_zookeeper(data) + flags_text({"group_map": {"flags": data.get("group_map_flags")}})
 
 
 def _moved(moved: list[str], plan_id: str, report: str, options: str = "") -> list[str]:
@@ -346,6 +354,8 @@ def status(data: Data) -> str:
     failed = [(g, "failed", why) for g, why in data["failed"].items()]
     failed += [(g, "partial", why) for g, why in data["partial"].items()]
     lines += [f"  {state}: {g}: {why}" for g, state, why in sorted(failed)]
+    if data.get("renamed"):
+        lines += ph.renamed({"renamed": data["renamed"]})
     lines += _blocked(data.get("blocked", {}))
     if data["state"] == "interrupted":
         lines.append("interrupted: its process is gone (nothing holds this state dir's writers' "

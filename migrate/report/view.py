@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from migrate.diff import plan as p
 from migrate.diff import schema as s
+from migrate.group_map import renamed_text
 
 BLOCKER_COLUMNS = ("group", "topic", "partition", "status", "reason")
 # The rows that set ZooKeeper's offset, or would and are not planned.
@@ -67,6 +68,11 @@ class ReportView:
                 zk_rows += wanted.select(list(ZK_COLUMNS)).to_pylist()
         groups = sorted(summary["per_group"],
                         key=lambda g: (-g["blockers"], -(g["lag"] or 0), g["group"]))
+        renamed = (summary.get("inputs", {}).get("group_map") or {}).get("renamed") or {}
+        if renamed:   # each renamed group as `old -> new` wherever the pages name it
+            groups, blocker_rows, zk_rows = (
+                [{**row, "group": renamed_text(row["group"], renamed)} for row in rows]
+                for rows in (groups, blocker_rows, zk_rows))
         by_lag = sorted(groups, key=lambda g: -(g["lag"] or 0))[:TOP_LAG_GROUPS]
         top_lag = [Bar(g["group"], g["lag"]) for g in by_lag if g["lag"]]
         return cls(summary, blocker_rows, groups[:MAX_GROUPS], histogram.buckets(), top_lag,

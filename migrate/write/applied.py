@@ -16,6 +16,7 @@ from migrate.connection import Connection
 from migrate.settings import Settings
 from migrate.write import guards
 from migrate.write.kafka_half import committed_offset, shown
+from migrate.write.renamed import of_run
 from migrate.write.sessions import Writers, open_writers
 from migrate.zk.writer import encode
 
@@ -76,7 +77,8 @@ def verify_run(settings: Settings) -> dict[str, Any]:
                            zookeeper=zk)
         written = [g.name for g in journal.groups(run.run_id) if g.state == VERIFIED]
         checked, differ = 0, []
-        with open_writers(settings.connection, settings.parallelism, zk=zk) as writers:
+        with open_writers(settings.connection, settings.parallelism, zk=zk,
+                          renamed=of_run(run.settings)) as writers:
             for _, offsets, wrong in still_holds(journal, run, written, writers):
                 checked += offsets
                 differ += wrong
@@ -115,7 +117,8 @@ def already_applied(journal: Journal, plan_id: str, groups: list[str], connectio
         if not written:
             continue
         wrote_zk = not run.settings.get("no_zk_write")
-        with open_writers(connection, parallelism, zk=wrote_zk) as writers:
+        with open_writers(connection, parallelism, zk=wrote_zk,
+                          renamed=of_run(run.settings)) as writers:
             for g, _, differ in still_holds(journal, run, written, writers):
                 if not differ:
                     found[g] = run.run_id

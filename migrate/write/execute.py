@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from migrate import stores
+from migrate import group_map, stores
 from migrate.diff.plan import Plan, PlannedByGroup, ReviewedPlan, commits, writer_digest
 from migrate.diff.schema import blocked_groups
 from migrate.journal.journal import Journal
@@ -24,6 +24,7 @@ from migrate.state import new_run_id
 from migrate.write import guards, results, writer_shards
 from migrate.write.applied import already_applied
 from migrate.write.phase import write_phase
+from migrate.write.renamed import RECORD_KEY
 from migrate.write.review import Review
 from migrate.write.scratch import scratch_journal
 from migrate.write.sessions import WriterOptions
@@ -49,13 +50,15 @@ def fresh(settings: Settings, plan: Plan) -> dict[str, Any]:
     """migrate --execute: the dual commit of a fresh plan (the diff just made), group by group,
     journaled; the run's data."""
     settings, rechecked = for_writing(settings, plan.summary["inputs"])
-    options = WriterOptions.of(settings)
+    renamed = (plan.summary["inputs"].get("group_map") or {}).get("renamed") or {}
+    options = WriterOptions.of(settings, renamed)
     guards.no_conflicts(settings.on_conflict, plan)
     writer_shards.warm_up(options.writers)
     planned = _journal_plan(plan)
     # The stores the diff reached a moment ago are the ones this run writes.
     reached = stores.Stores.from_json(plan.summary["inputs"].get("stores"))
-    record, report = {**settings.recorded(), "stores": reached.to_json()}, plan.files["summary"]
+    record, report = {**settings.recorded(), "stores": reached.to_json(),
+                      RECORD_KEY: renamed}, plan.files["summary"]
     with Journal.open(settings.state_dir, writer=f"migrate --execute, run {plan.run}") as journal:
         journal.create_run(plan.run, "migrate", writer_digest(plan.files["plan"]), record,
                            planned.groups, planned.skipped, report=str(report.parent),
@@ -76,10 +79,12 @@ def reviewed(settings: Settings) -> dict[str, Any]:
     settings, rechecked = for_writing(settings, plan.summary.get("inputs", {}))
     if rechecked is None:
         settings.require("zookeeper")
-    options, dry_run = WriterOptions.of(settings), not settings.execute
+    # The mapping now, over the plan's groups: another than the plan's is refused as drift.
+    renamed = group_map.chosen(settings).resolve(g["group"] for g in plan.summary["per_group"])
+    options, dry_run = WriterOptions.of(settings, renamed), not settings.execute
     zookeeper = options.reads_zk
     reached = stores.reach(settings.connection, zookeeper=zookeeper)
-    recorded = settings.recorded()
+    recorded = {**settings.recorded(), RECORD_KEY: renamed}
     guards.executable(plan, reached, settings.connection, recorded, execute=settings.execute,
                       max_plan_age=settings.max_plan_age, zookeeper=zookeeper)
     writer_shards.warm_up(options.writers)
@@ -91,7 +96,10 @@ def reviewed(settings: Settings) -> dict[str, Any]:
                                               f"migrate --execute --plan {plan.id}, run {run_id}")
         done = (already_applied(history, plan.id, list(planned.groups), options.connection,
                                 options.parallelism) if history is not None else {})
-        reviewed_as = {"plan_id": plan.id, "already_applied": done}
+        reviewed_as = {"plan_id": plan.id, "already_applied": done,
+                       # what a fresh diff and its plan, printed as advice, repeat
+                       "group_map_flags": (plan.summary["inputs"].get("group_map") or {}).get(
+                           "flags", [])}
         if done and len(done) == len(planned.groups):
             # Nothing left to write: no run is made, and the runs that wrote it stand as they are.
             return {**reviewed_as, "all_applied": True, "run": plan.run,

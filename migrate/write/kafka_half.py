@@ -13,6 +13,7 @@ from typing import NamedTuple
 from migrate.journal import journal as j
 from migrate.kafka import members
 from migrate.kafka.writer import KafkaOffsetWriter, Key
+from migrate.write.renamed import kafka_names
 
 Committed = Mapping[Key, tuple[int, str]]   # what Kafka holds of a group: {key: (offset, metadata)}
 
@@ -68,9 +69,11 @@ class KafkaHalf:
     def states(self, groups: list[str]) -> dict[str, GroupNow]:
         """Each group's Kafka state and member count now (batched per coordinator; a KIP-848
         group's from ConsumerGroupDescribe, where DescribeGroups answers it as Dead)."""
-        found = members.describe(self.writer.admin, self.writer.features, groups,
+        names = kafka_names(self.writer, groups)   # a renamed group is its Kafka group's state
+        found = members.describe(self.writer.admin, self.writer.features, list(names.values()),
                                  call=self.writer.policy.call)
-        return {g: GroupNow(m.state, m.count) for g, m in found.items()}
+        return {g: GroupNow(found[name].state, found[name].count)
+                for g, name in names.items() if name in found}
 
     def put_back(self, group: str, parts: list[j.Partition]) -> str | None:
         """Put what this run committed of `group` back to the journaled before-values; what

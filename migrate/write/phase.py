@@ -45,7 +45,7 @@ def write_phase(options: WriterOptions, journal: Journal, run_id: str, groups: l
                                                      WRITE_BATCH, review, dry_run, progress)
         else:
             with open_writers(options.connection, options.parallelism,
-                              zk=options.reads_zk) as writers:
+                              zk=options.reads_zk, renamed=options.renamed) as writers:
                 writer = migrate_writer(options, journal, run_id, writers, review, dry_run)
                 with Progress(label, total=len(groups)) as progress:
                     # Two batches in flight: one's reads and journal writes overlap the other's

@@ -22,6 +22,7 @@ from migrate.write.phase import UNFINISHED, write_phase
 from migrate.write.review import Review
 from migrate.write.scratch import copy_of_run
 from migrate.write.sessions import WriterOptions
+from migrate.write.renamed import of_run
 from migrate.write.status import shown
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def resume(settings: Settings) -> dict[str, Any]:
     reached = stores.reach(settings.connection)
     guards.same_stores(run, reached, settings.connection, settings.recorded(), "resume",
                        zookeeper=True)
-    options = WriterOptions.of(settings)
+    options = WriterOptions.of(settings, of_run(run.settings))
     if not settings.execute:
         return _dry_run(options, settings.state_dir, run.run_id)
     writer_shards.warm_up(options.writers)

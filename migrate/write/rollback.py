@@ -14,6 +14,7 @@ from migrate.state import new_run_id
 from migrate.write import guards, results
 from migrate.write.batches import run_batches
 from migrate.write.dual_commit import DualCommit
+from migrate.write.renamed import of_run
 from migrate.write.sessions import open_writers
 
 
@@ -34,7 +35,8 @@ def rollback(settings: Settings, run_id: str) -> dict[str, Any]:
                            "roll back")
         previous = guards.not_rolled_back(journal, run_id)
         # Both stores are reachable before anything is journaled.
-        with open_writers(settings.connection, settings.parallelism, zk=wrote_zk) as writers:
+        with open_writers(settings.connection, settings.parallelism, zk=wrote_zk,
+                          renamed=of_run(original.settings)) as writers:
             if previous is not None:
                 rollback_id = previous.run_id  # an interrupted rollback goes on
             else:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from migrate.connection import Connection
@@ -16,6 +17,7 @@ from migrate.kafka.client import open_admin
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings
 from migrate.write.dual_commit import DualCommit
+from migrate.write.renamed import RenamedKafkaWriter
 from migrate.write.review import Review
 from migrate.zk.client import close, connect
 from migrate.zk.writer import ZkOffsetWriter
@@ -33,11 +35,14 @@ class WriterOptions:
     metadata: str | None   # None: the default, which names the run
     no_zk_write: bool
     offset_semantics: str
+    # ZooKeeper group -> the Kafka group it is written to (--map-group), from the plan or the
+    # run's journal; the groups it leaves out keep their names.
+    renamed: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, settings: Settings) -> WriterOptions:
+    def of(cls, settings: Settings, renamed: Mapping[str, str] | None = None) -> WriterOptions:
         return cls(settings.connection, settings.parallelism, settings.writers, settings.metadata,
-                   settings.no_zk_write, settings.offset_semantics)
+                   settings.no_zk_write, settings.offset_semantics, dict(renamed or {}))
 
     @property
     def reads_zk(self) -> bool:
@@ -49,13 +54,15 @@ class WriterOptions:
 class Writers(NamedTuple):
     """The two stores' writers; zk is None when ZooKeeper is neither read nor written."""
 
-    kafka: KafkaOffsetWriter
+    kafka: KafkaOffsetWriter | RenamedKafkaWriter
     zk: ZkOffsetWriter | None
 
 
 @contextmanager
-def open_writers(connection: Connection, parallelism: int, zk: bool) -> Iterator[Writers]:
-    """The two stores' writers (`zk`: ZooKeeper's too), `parallelism` commits in flight."""
+def open_writers(connection: Connection, parallelism: int, zk: bool,
+                 renamed: Mapping[str, str] | None = None) -> Iterator[Writers]:
+    """The two stores' writers (`zk`: ZooKeeper's too), `parallelism` commits in flight; with
+    `renamed`, Kafka's reads and writes each group under the Kafka name it maps to."""
     # Room for two batches' commits, and their reads.
     admin = open_admin(connection, in_flight=2 * parallelism + 8)
     try:
@@ -64,6 +71,8 @@ def open_writers(connection: Connection, parallelism: int, zk: bool) -> Iterator
         admin.close()
         raise
     kafka = KafkaOffsetWriter(admin, in_flight=parallelism)
+    if renamed:
+        kafka = RenamedKafkaWriter(kafka, renamed)
     try:
         yield Writers(kafka, ZkOffsetWriter(client) if client else None)
     finally:

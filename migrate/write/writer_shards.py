@@ -158,7 +158,7 @@ def _shard(pipe, parent: int, options: WriterOptions, journal_dir: Path, run_id:
     try:
         with (Journal.open(journal_dir) as journal,
               open_writers(options.connection, options.parallelism,
-                           zk=options.reads_zk) as writers):
+                           zk=options.reads_zk, renamed=options.renamed) as writers):
             writer = migrate_writer(options, journal, run_id, writers, review, dry_run)
             batched = run_batches(groups, writer.migrate, batch, 2, _Shared(counts), stop.is_set)
             answer = _Done(batched, writer.moved)

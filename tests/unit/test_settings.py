@@ -170,6 +170,7 @@ OPTION_VALUES = {
     "int": st.sampled_from(["4", "²", "٣", " 7 ", "0", "9" * 30, "-1", "1e3"]),
     "duration": st.sampled_from(["30s", "5m", "0s", "9" * 400, "1e400", "1.5h", "10y", "500ms"]),
     "regexes": st.sampled_from(["^a", "(", "a{4294967296}", "(" * 5000 + ")" * 5000, "[", "\\"]),
+    "mappings": st.sampled_from(["a=b", "legacy-(.*)=\\1-v2", "(=x", "a=", "=b", "a=\\2", "a=\\q", "noequals"]),
     "secret": st.sampled_from(["digest:u:p", "digest", ":", "x:"]),
     "choice": st.sampled_from(["text", "json", "skip", "max", "clamp", "last", "storm", "template", "zk", "broker"]),
     "bool": st.sampled_from(["yes", "off", "maybe", "1"]),
