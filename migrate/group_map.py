@@ -65,7 +65,7 @@ def parse_rule(text: str, where: str | None = None) -> Rule:
     Raises ConfigError when there is no `=`, OLD does not compile, NEW is empty, or NEW holds a
     backslash that is no `\\N`, `\\g<name>` or `\\\\`, or names a group OLD does not have.
     """
-    where = where or f"{FLAG} {text!r}"
+    where = where or f"{FLAG} '{text}'"
     old, eq, new = text.rpartition("=")
     if not eq or not old:
         raise ConfigError(f"{where}: expected OLD=NEW (OLD a regular expression matching whole "
@@ -75,19 +75,19 @@ def parse_rule(text: str, where: str | None = None) -> Rule:
     try:
         compiled = re.compile(old)
     except re.error as e:
-        raise ConfigError(f"{where}: bad regular expression {old!r}: {e}") from None
+        raise ConfigError(f"{where}: bad regular expression '{old}': {e}") from None
     except (OverflowError, RecursionError):
         raise ConfigError(f"{where}: regular expression too large or too deeply nested: "
-                          f"{old!r}") from None
+                          f"'{old}'") from None
     for ref in _REFERENCE.finditer(new):
         number, name, backslash, stray = ref.groups()
         if stray is not None:
-            raise ConfigError(f"{where}: NEW {new!r} holds {stray!r}: a backslash in NEW is \\1 "
+            raise ConfigError(f"{where}: NEW '{new}' holds '{stray}': a backslash in NEW is \\1 "
                               "(a group of OLD), \\g<name> or \\\\ (a backslash)")
         if backslash is None and not _has_group(compiled, number or name):
             named = f" named {', '.join(compiled.groupindex)}" if compiled.groupindex else ""
-            raise ConfigError(f"{where}: NEW {new!r} names group {ref.group(0)!r}, and OLD "
-                              f"{old!r} has {compiled.groups} group(s){named}")
+            raise ConfigError(f"{where}: NEW '{new}' names group '{ref.group(0)}', and OLD "
+                              f"'{old}' has {compiled.groups} group(s){named}")
     return Rule(old, new, where)
 
 
@@ -127,17 +127,17 @@ def read_map_file(path: Path) -> tuple[Rule, ...]:
             continue
         if len(row) != 2:
             raise ConfigError(f"expected old,new (two names), got {len(row)} field(s): "
-                              f"{','.join(row)!r}", source=str(path), line=line)
+                              f"'{','.join(row)}'", source=str(path), line=line)
         old, new = row
         if not old or not new:
             raise ConfigError(f"{'old' if not old else 'new'} name is empty", source=str(path),
                               line=line)
         if old in olds:
-            raise ConfigError(f"{old!r} is mapped again (first on line {olds[old]})",
+            raise ConfigError(f"'{old}' is mapped again (first on line {olds[old]})",
                               source=str(path), line=line)
         if new in news:
-            raise ConfigError(f"{old!r} and {news[new][0]!r} (line {news[new][1]}) are both "
-                              f"mapped to {new!r}", source=str(path), line=line)
+            raise ConfigError(f"'{old}' and '{news[new][0]}' (line {news[new][1]}) are both "
+                              f"mapped to '{new}'", source=str(path), line=line)
         olds[old], news[new] = line, (old, line)
         # A literal name is matched as itself: `a.b` maps a.b alone, never axb.
         rules.append(Rule(re.escape(old), new.replace("\\", "\\\\"), f"{path}:{line}"))
@@ -165,10 +165,10 @@ class GroupMap:
         rule, new = found[0]
         for other, other_new in found[1:]:
             if other_new != new:
-                raise GroupMapRefused(f"group {group!r} is mapped twice: to {new!r} by "
-                                      f"{rule.where} and to {other_new!r} by {other.where}")
+                raise GroupMapRefused(f"group '{group}' is mapped twice: to '{new}' by "
+                                      f"{rule.where} and to '{other_new}' by {other.where}")
         if not new:
-            raise GroupMapRefused(f"group {group!r} maps to an empty name by {rule.where}")
+            raise GroupMapRefused(f"group '{group}' maps to an empty name by {rule.where}")
         return new
 
     def resolve(self, groups: Iterable[str]) -> dict[str, str]:
@@ -191,10 +191,10 @@ class GroupMap:
                 continue
             first, second = sorted((other, group), key=lambda g: g in renamed)
             if first in renamed:
-                raise GroupMapRefused(f"groups {first!r} and {second!r} are both mapped to "
-                                      f"{target!r}: one Kafka group cannot take the offsets of two")
-            raise GroupMapRefused(f"group {second!r} is mapped to {target!r}, the name group "
-                                  f"{first!r} keeps (it is selected and no rule renames it): one "
+                raise GroupMapRefused(f"groups '{first}' and '{second}' are both mapped to "
+                                      f"'{target}': one Kafka group cannot take the offsets of two")
+            raise GroupMapRefused(f"group '{second}' is mapped to '{target}', the name group "
+                                  f"'{first}' keeps (it is selected and no rule renames it): one "
                                   "Kafka group cannot take the offsets of two")
         return renamed
 
