@@ -245,7 +245,7 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
         if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
             raise ConfigError(f"{where}: expected a list of OLD=NEW strings")
         for text in items:
-            parse_rule(text, f"{opt.cli_flag} {text!r} (from {source})")
+            parse_rule(text, f"{opt.cli_flag} '{text}' (from {source})")
         return tuple(items)
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if opt.kind in ("int", "duration") and is_number:
