@@ -48,6 +48,7 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
             raise SandboxError(f"a Kafka {running.release.version} sandbox is already running "
                                f"under {home}; `zk2kafka sandbox down` it first, "
                                f"or use another --state-dir")
+        _refuse_other_heaps(running, heaps, home)
         log.info("a Kafka %s sandbox is already running under %s", running.release.version, home)
         endpoints = running.endpoints
     else:
