@@ -269,7 +269,8 @@ def main(argv: list[str] | None = None) -> dict:
             else:
                 ok &= row["exit_code"] == 0
             if name.startswith("diff"):
-                row["plan_rows"] = result.get("plan_rows", result.get("rows"))
+                row.update(_diff_figures(state, result, results.get("diff")))
+                ok &= row.get("same_plan", True)
             row["offsets_per_s"] = round(offsets / row["seconds"]) if row["seconds"] else None
             rows.append(row)
             _say(f"  exit {row['exit_code']} in {row['seconds']}s, peak Pss Python {row['python_peak_mib']} MiB, "
@@ -289,6 +290,22 @@ def main(argv: list[str] | None = None) -> dict:
     print(render(figures))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
+    return figures
+
+
+def _diff_figures(state: Path, result: dict, first: dict | None) -> dict:
+    """Spark's start and diff seconds from the diff's summary; for a second diff (on another master),
+    whether its plan is the first one's, row for row."""
+    import pyarrow.parquet as pq
+
+    reports = state / "reports"
+    summary = json.loads((reports / str(result.get("run")) / "summary.json").read_text())
+    spark = summary["spark"]
+    figures = {"spark_master": spark["master"], "spark_start_s": round(spark["startup_seconds"], 1),
+               "spark_diff_s": round(spark["diff_seconds"], 1), "counts": summary["counts"]}
+    if first is not None:
+        plans = [pq.read_table(reports / str(r.get("run")) / "plan.parquet") for r in (first, result)]
+        figures["same_plan"] = plans[0].equals(plans[1])
     return figures
 
 
@@ -351,6 +368,11 @@ def render(figures: dict) -> str:
             jvm += f" (driver), {r['worker_jvm_peak_mib']:,} MiB (worker and executor)"
         lines.append(f"| `zk2kafka {r['step']}` | {r['seconds']:,} s | {r['offsets_per_s']:,} | "
                      f"{r['python_peak_mib']:,} MiB | {jvm} | {r['exit_code']} |")
+        if "spark_diff_s" in r:
+            same = {True: "; the plan the local diff's, row for row",
+                    False: "; THE PLAN DIFFERS"}.get(r.get("same_plan"), "")
+            lines.append(f"| Spark on {r['spark_master']}: start, diff | {r['spark_start_s']} s, "
+                         f"{r['spark_diff_s']} s{same} | | | | |")
         if "write_phase_s" in r:
             lines.append(f"| the same run, write phase only | {r['write_phase_s']:,} s | "
                          f"{round(figures['offsets'] / r['write_phase_s']) if r['write_phase_s'] else 0:,} | "
