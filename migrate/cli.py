@@ -21,6 +21,7 @@ from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, C
                             MigrateError, UnknownOption)
 from migrate.log import configure_logging, redact, set_secrets
 from migrate.options import OPTIONS, Option
+from migrate.sandbox.jvm import heap_size
 from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, PHASES, RELEASES
 from migrate.settings import DURATION_FORMS, Settings, load_settings, parse_duration
 
@@ -241,6 +242,14 @@ def _add_sandbox_arguments(p: argparse.ArgumentParser) -> dict[str, argparse.Arg
                              help="the ZooKeeper-mode Kafka release, with the ZooKeeper it ships "
                                   f"(default {DEFAULT_KAFKA_VERSION}; supported: "
                                   f"{', '.join(RELEASES)})")
+            own.add_argument("--zookeeper-heap", metavar="SIZE", type=_heap, default=None,
+                             help="ZooKeeper's maximum heap, as the JVM's -Xmx takes it (512m, "
+                                  "4g; default 512m): it holds every znode, a million offsets "
+                                  "need more (docs/sandbox.md)")
+            own.add_argument("--broker-heap", metavar="SIZE", type=_heap, default=None,
+                             help="every broker's maximum heap, the --kraft one's too (default "
+                                  "512m): a broker holds every committed offset "
+                                  "(docs/sandbox.md)")
         elif name == "seed":
             own.add_argument("--groups", dest="seed_groups", metavar="N", type=_count, default=0,
                              help="also seed N groups bulk-00001 ... on the topic `bulk`, in "
@@ -274,6 +283,14 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer below 10,000,000, "
                                          f"got {text!r}")
     return int(text)
+
+
+def _heap(text: str) -> str:
+    """A JVM heap size flag value (argparse makes the error a usage error, exit 2)."""
+    try:
+        return heap_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -124,7 +124,9 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
         action = args["action"]
         if action == "up":
             return sandbox_up(settings, kraft=args.get("kraft", False),
-                              kafka_version=args.get("kafka_version"))
+                              kafka_version=args.get("kafka_version"),
+                              zookeeper_heap=args.get("zookeeper_heap"),
+                              broker_heap=args.get("broker_heap"))
         if action == "seed":
             return sandbox_seed(settings, args["seed_groups"], args["seed_partitions"])
         if action == "kraft-migrate":

@@ -25,8 +25,8 @@ from typing import NamedTuple
 
 from migrate.errors import ConfigError, SandboxError
 from migrate.sandbox.artifacts import ensure_bundle
-from migrate.sandbox.jvm import (JavaServer, free_port, jmx_opts, kafka_ready, wait_for_server,
-                                 zk_answers)
+from migrate.sandbox.jvm import (DEFAULT_HEAP, JavaServer, free_port, jmx_opts, kafka_ready,
+                                 wait_for_server, zk_answers)
 from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, VERSION_FILE, refuse_other_release,
                                       release)
 from migrate.sandbox.security import open_secured_listeners, secured_listeners, super_digest
@@ -97,14 +97,17 @@ class LocalCluster:
     """
 
     def __init__(self, home: Path, cache_dir: Path, *, kraft: bool = False, attached: bool = True,
-                 offsets_partitions: int = 10, zk_heap: str = "512m", broker_heap: str = "512m",
+                 offsets_partitions: int = 10, zk_heap: str = DEFAULT_HEAP,
+                 broker_heap: str = DEFAULT_HEAP,
                  security: bool = False, brokers: int = 1, broker_properties: dict | None = None,
                  kafka_version: str = DEFAULT_KAFKA_VERSION):
         self.release = release(kafka_version)
         if security and self.release.version != DEFAULT_KAFKA_VERSION:
             raise ConfigError(f"the sandbox's SASL and TLS listeners exist on Kafka "
                               f"{DEFAULT_KAFKA_VERSION} only, not {kafka_version}")
-        # brokers hold every committed offset in heap
+        # ZooKeeper holds every znode in heap, brokers every committed offset: a million offsets
+        # need more than the default (docs/sandbox.md); every broker, the KRaft one too, gets
+        # broker_heap.
         self.zk_heap, self.broker_heap = zk_heap, broker_heap
         self.security = security
         self.brokers = brokers
@@ -197,7 +200,7 @@ class LocalCluster:
                 "broker.id": n, "listeners": f"PLAINTEXT://127.0.0.1:{port}",
                 "zookeeper.connect": zk_server + BROKER_CHROOT,
                 **self._broker_common(f"kafka-{n}"),
-            })
+            }, heap=self.broker_heap)
             started.append(_Broker(server, f"127.0.0.1:{port}"))
         return started
 
@@ -243,7 +246,7 @@ class LocalCluster:
         if fmt.process.wait(timeout=timeout) != 0:
             raise SandboxError(f"formatting the KRaft log dir failed: {fmt.cause()} "
                                f"(log: {fmt.log_path})")
-        server = JavaServer("kraft", workdir, jars4, "kafka.Kafka", [config])
+        server = JavaServer("kraft", workdir, jars4, "kafka.Kafka", [config], self.broker_heap)
         server.start(self.attached)
         self.servers.append(server)
         bootstrap = f"127.0.0.1:{port}"
@@ -268,7 +271,7 @@ class LocalCluster:
         return {**props, **self.broker_properties}
 
     def _server(self, name: str, jars: list[Path], main: str, config_name: str, props: dict,
-                heap: str = "512m", jvm_opts: list[str] | None = None) -> JavaServer:
+                heap: str = DEFAULT_HEAP, jvm_opts: list[str] | None = None) -> JavaServer:
         workdir = self.home / name
         workdir.mkdir(parents=True, exist_ok=True)
         write_properties(workdir / config_name, props)
@@ -298,8 +301,8 @@ class LocalCluster:
         """Record the release, mode, endpoints and servers in `<home>/sandbox.json`."""
         state = {"kafka_version": self.release.version, "mode": self.mode,
                  "endpoints": asdict(self.endpoints),
-                 "servers": [{"name": s.name, "pid": s.pid, "workdir": str(s.workdir)}
-                             for s in self.servers]}
+                 "servers": [{"name": s.name, "pid": s.pid, "workdir": str(s.workdir),
+                              "heap": s.heap} for s in self.servers]}
         (self.home / STATE_FILE).write_text(json.dumps(state, indent=1))
 
     @classmethod
@@ -315,7 +318,8 @@ class LocalCluster:
         cluster.endpoints = Endpoints(**state["endpoints"])
         cluster.mode = state.get("mode", "zookeeper")
         for s in state["servers"]:
-            server = JavaServer(s["name"], Path(s["workdir"]), [], "", [])
+            # A state file from before heaps were recorded: the heap is not known.
+            server = JavaServer(s["name"], Path(s["workdir"]), [], "", [], s.get("heap"))
             server.pid = s["pid"]
             cluster.servers.append(server)
         return cluster
@@ -325,8 +329,8 @@ class LocalCluster:
         return {
             "kafka_version": self.release.version, "mode": self.mode,
             "endpoints": asdict(self.endpoints) if self.endpoints else None,
-            "servers": [{"name": s.name, "pid": s.pid, "alive": s.alive(), "log": str(s.log_path)}
-                        for s in self.servers],
+            "servers": [{"name": s.name, "pid": s.pid, "alive": s.alive(), "heap": s.heap,
+                         "log": str(s.log_path)} for s in self.servers],
         }
 
 

@@ -15,14 +15,17 @@ from migrate.settings import Settings
 log = logging.getLogger(__name__)
 
 
-def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | None = None) -> Result:
+def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | None = None,
+               zookeeper_heap: str | None = None, broker_heap: str | None = None) -> Result:
     """Start a detached sandbox of `kafka_version`, or report the one already running.
 
-    Without `kafka_version`: the release the state dir holds, else 3.9.2. Returns its export
-    lines; raises ConfigError for an unsupported version and SandboxError when the running
-    sandbox, or the data in the state dir, is another release's.
+    Without `kafka_version`: the release the state dir holds, else 3.9.2. The heaps (-Xmx, 512m
+    when not given) are ZooKeeper's and every broker's. Returns its export lines; raises
+    ConfigError for an unsupported version and SandboxError when the running sandbox, or the data
+    in the state dir, is another release's, or runs with other heaps than those asked for.
     """
     from migrate.sandbox.cluster import LocalCluster
+    from migrate.sandbox.jvm import DEFAULT_HEAP
     from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, recorded_version,
                                           refuse_other_release, release)
 
@@ -31,8 +34,10 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
     # holds. An unsupported version is a usage error, raised before anything else.
     wanted = release(kafka_version or recorded_version(home) or DEFAULT_KAFKA_VERSION)
     running = LocalCluster.from_state(home)
+    heaps = {name: heap for name, heap in (("zookeeper", zookeeper_heap), ("kafka", broker_heap))
+             if heap is not None}
     if (home / MIGRATED_FILE).exists():
-        return _up_migrated(settings, running, kraft, kafka_version)
+        return _up_migrated(settings, running, kraft or bool(heaps), kafka_version)
     if running is None and (home / "kraft-controller").exists():
         # Stopped between KIP-866's phases: its broker's config is no ZooKeeper-mode one any more.
         raise SandboxError(f"{home} holds a cluster stopped half-way through `sandbox "
@@ -43,6 +48,7 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
             raise SandboxError(f"a Kafka {running.release.version} sandbox is already running "
                                f"under {home}; `zk2kafka sandbox down` it first, "
                                f"or use another --state-dir")
+        _refuse_other_heaps(running, heaps, home)
         log.info("a Kafka %s sandbox is already running under %s", running.release.version, home)
         endpoints = running.endpoints
     else:
@@ -50,11 +56,27 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
             running.stop()
         refuse_other_release(home.resolve(), wanted.version)
         home.mkdir(parents=True, exist_ok=True)
-        log.info("starting ZooKeeper %s and Kafka %s under %s (jars cached in %s)",
-                 wanted.zookeeper, wanted.version, home, settings.cache_dir)
-        endpoints = LocalCluster(home, settings.cache_dir, kraft=kraft, attached=False,
-                                 kafka_version=wanted.version).start()
+        cluster = LocalCluster(home, settings.cache_dir, kraft=kraft, attached=False,
+                               kafka_version=wanted.version,
+                               zk_heap=zookeeper_heap or DEFAULT_HEAP,
+                               broker_heap=broker_heap or DEFAULT_HEAP)
+        log.info("starting ZooKeeper %s (heap %s) and Kafka %s (heap %s) under %s (jars cached "
+                 "in %s)", wanted.zookeeper, cluster.zk_heap, wanted.version, cluster.broker_heap,
+                 home, settings.cache_dir)
+        endpoints = cluster.start()
     return Result(endpoints.exports(), asdict(endpoints))
+
+
+def _refuse_other_heaps(running, heaps: dict[str, str], home) -> None:
+    """A heap asked of a running sandbox must be the one it runs with: its JVMs are not
+    restarted."""
+    for server in running.servers:
+        wanted = heaps.get("kafka" if server.name.startswith(("kafka", "kraft")) else server.name)
+        if wanted is not None and server.heap != wanted:
+            raise SandboxError(f"the sandbox under {home} is running, its {server.name} with a "
+                               f"heap of {server.heap or 'unknown size'}, not {wanted}; `zk2kafka "
+                               "sandbox down` it first (its data is kept), or use another "
+                               "--state-dir")
 
 
 def _up_migrated(settings: Settings, running, kraft: bool, kafka_version: str | None) -> Result:
@@ -66,8 +88,8 @@ def _up_migrated(settings: Settings, running, kraft: bool, kafka_version: str | 
     home = settings.state_dir / "sandbox"
     if kraft or kafka_version not in (None, DEFAULT_KAFKA_VERSION):
         raise SandboxError(f"{home} holds a cluster migrated to KRaft in place: `sandbox up` "
-                           "restarts it as it is, without --kraft or --kafka-version; use another "
-                           "--state-dir for another sandbox")
+                           "restarts it as it is, without --kraft, --kafka-version or a heap; "
+                           "use another --state-dir for another sandbox")
     if running is not None and all(s.alive() for s in running.servers):
         log.info("the sandbox under %s runs in KRaft mode (migrated in place)", home)
         return Result(running.endpoints.exports(), asdict(running.endpoints))
@@ -107,7 +129,8 @@ def sandbox_status(settings: Settings) -> Result:
              + ("; ZooKeeper stopped" if cluster.endpoints.zookeeper is None else "")]
     for s in state["servers"]:
         up = "up" if s["alive"] else "DOWN"
-        lines.append(f"{s['name']:<16} pid {s['pid']:<8} {up:<5} log {s['log']}")
+        heap = s["heap"] or "?"
+        lines.append(f"{s['name']:<16} pid {s['pid']:<8} {up:<5} heap {heap:<5} log {s['log']}")
     healthy = all(s["alive"] for s in state["servers"])
     state["phase"] = phase_of(cluster.mode)
     return Result("\n".join([cluster.endpoints.exports(), *(f"# {line}" for line in lines)]),

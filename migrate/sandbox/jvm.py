@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -21,6 +22,12 @@ from migrate.errors import SandboxError
 log = logging.getLogger(__name__)
 
 JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+DEFAULT_HEAP = "512m"
+# -Xmx's own syntax: bytes, or a number with k, m, g or t (either case).
+_HEAP = re.compile(r"(\d{1,15})([kmgt]?)", re.IGNORECASE)
+_UNIT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+# JVM_OPTS start every heap at 64 MiB: a smaller maximum stops the JVM at its start.
+MIN_HEAP = 64 << 20
 
 LOG4J1 = """log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -64,11 +71,25 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def heap_size(text: str) -> str:
+    """`text` as the JVM's -Xmx takes it (`512m`, `4g`, `4096M`, bytes), at least 64 MiB.
+
+    Returns it unchanged; raises ValueError saying what is wrong.
+    """
+    match = _HEAP.fullmatch(text.strip()) if text.isascii() else None
+    if match is None:
+        raise ValueError(f"expected a JVM heap size such as 512m or 4g, got {text!r}")
+    size = int(match.group(1)) * _UNIT[match.group(2).lower()]
+    if size < MIN_HEAP:
+        raise ValueError(f"a heap of {text!r} is below the 64m the servers start with")
+    return text.strip()
+
+
 class JavaServer:
     """One JVM: started with its own log file, stopped with SIGTERM and killed after a timeout."""
 
     def __init__(self, name: str, workdir: Path, classpath: list[Path], main: str, args: list[str],
-                 heap: str = "512m", jvm_opts: list[str] | None = None):
+                 heap: str = DEFAULT_HEAP, jvm_opts: list[str] | None = None):
         self.name = name
         self.heap = heap
         self.jvm_opts = list(jvm_opts or [])

@@ -225,8 +225,9 @@ def make_topics(bootstrap: str, layout: Layout) -> None:
 
 
 def seed_zookeeper(hosts: str, layout: Layout, prefix: str, groups: int, tx_ops: int = 500,
-                   in_flight: int = 32) -> int:
-    """Create /consumers/<group>/offsets/<topic>/<partition> for `groups` groups with pipelined multi-ops.
+                   in_flight: int = 32, first: int = 0) -> int:
+    """Create /consumers/<group>/offsets/<topic>/<partition> for groups first..first+groups-1 with
+    pipelined multi-ops.
 
     Returns the number of offset znodes. A transaction holds whole groups (parents before children).
     """
@@ -242,7 +243,7 @@ def seed_zookeeper(hosts: str, layout: Layout, prefix: str, groups: int, tx_ops:
                 drain(pending[: in_flight // 2])
                 del pending[: in_flight // 2]
 
-        for i in range(groups):
+        for i in range(first, first + groups):
             base = f"/consumers/{layout.group(prefix, i)}"
             offsets = layout.offsets(i)
             tx.create(base)

@@ -1,24 +1,35 @@
 """Benchmark: a million offsets end to end (`scan`, `diff --zk-snapshot` of that scan, `migrate --execute
---plan`, `verify --run`), time and memory.
+--plan`, `verify --run`), time and memory; ten million with a size of its own.
 
     python tests/perf/bench_scale.py                           # 10,000 groups x 100 partitions = 1,000,000
+    python tests/perf/bench_scale.py --groups 100000 --zookeeper-heap 6g --broker-heap 6g   # 10,000,000
+    python tests/perf/bench_scale.py --spark-master standalone # the same diff on a Spark standalone cluster too
+    python tests/perf/bench_scale.py --dual-commit --profile-migrate migrate.txt   # the road writing both stores
     python tests/perf/bench_scale.py --groups 1000 --json scale.json
     make test-long                                             # the same 1,000,000 as a `slow` test
 
 Starts its own sandbox (ZooKeeper with a 1 GB heap, a ZooKeeper-mode Kafka 3.9 broker with 2 GB, since
-the broker keeps every committed offset in memory) unless --zookeeper and --bootstrap-server are given.
-Group i reads all `--partitions` partitions of topic i mod `--topics`; its offsets lie between 1 and the log
-end, so every row is MIGRATE. The steps are the reviewed-plan cutover of the runbooks: the inventory `scan`,
-a `diff` that reads it (`--zk-snapshot`: no second scan of ZooKeeper) and writes the plan a change ticket
-carries, `migrate --execute --plan`, which writes exactly that plan into Kafka (no scan or Spark start; each
-group's znodes read again first, ZooKeeper itself not written, as from any snapshot), and `verify --run`,
-which reads back what that run wrote; the total is their sum. Each command runs as a child process, as an
-operator would run it; a sampler reads the memory of its process tree from /proc five times a second (each
-process's Pss: shared pages counted once), split into the Python processes (zk2kafka, its ZooKeeper reader
-and writer processes) and the JVMs (Spark's driver, which in local mode runs every task). For `migrate
---execute` it also reports the write phase (the journaled plan to the run marked done) and the Python memory
-when the write phase began and at its peak: the writer works in bounded batches, so the second must not grow
-with the number of offsets.
+the broker keeps every committed offset in memory; `--zookeeper-heap`, `--broker-heap` for more) unless
+--zookeeper and --bootstrap-server are given. `--groups` x `--partitions` is the size: group i reads all
+`--partitions` partitions of topic i mod `--topics`; its offsets lie between 1 and the log end, so every row
+is MIGRATE. ZooKeeper is seeded from `--seeders` processes, each pipelining multi-op transactions. The steps
+are the reviewed-plan cutover of the runbooks: the inventory `scan`, a `diff` that reads it (`--zk-snapshot`:
+no second scan of ZooKeeper) and writes the plan a change ticket carries, `migrate --execute --plan`, which
+writes exactly that plan into Kafka (no scan or Spark start; each group's znodes read again first, ZooKeeper
+itself not written, as from any snapshot), and `verify --run`, which reads back what that run wrote; the
+total is their sum. `--dual-commit` takes the road before it: `diff` scans ZooKeeper again and `migrate`
+writes both stores. `--spark-master URL` runs the same diff again on that master after the local one
+(`standalone` starts a master and a worker from the pyspark install, and stops them); `migrate` writes the
+local diff's plan. `--profile-migrate FILE` runs `migrate` under `py-spy record` (profile_summary.py reads it).
+
+Each command runs as a child process, as an operator would run it; a sampler reads the memory of its process
+tree from /proc five times a second (each process's Pss: shared pages counted once), split into the Python
+processes (zk2kafka, its ZooKeeper reader and writer processes) and the JVMs (Spark's driver, which in local
+mode runs every task; on a standalone master the worker's tree, executors included, is sampled apart). For
+`migrate --execute` it also reports the write phase (the journaled plan to the run marked done) and the Python
+memory when the write phase began and at its peak: the writer works in bounded batches, so the second must not
+grow with the number of offsets. At the end, on its own sandbox, ZooKeeper's and the broker's heap after a
+full collection, their peak RSS and the disk their data dirs use.
 
 Prints a Markdown table; exits 1 when a step failed or `verify` did not find every offset IN_SYNC.
 """
@@ -28,6 +39,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -35,6 +48,7 @@ import tempfile
 import threading
 import time
 import uuid
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench_migrate import Layout, make_topics, seed_zookeeper, stores
@@ -104,6 +118,8 @@ class Sampler(threading.Thread):
             now = time.time()
             for pid in _tree(self.pid):
                 name, rss = _rss(pid)
+                if name == "py-spy":
+                    continue
                 if name == "java":
                     jvm += rss
                 else:
@@ -118,12 +134,14 @@ class Sampler(threading.Thread):
         return max(s[1] for s in window), max(s[2] for s in window)
 
 
-def run_step(name: str, argv: list[str], work: Path) -> tuple[dict, dict, Sampler]:
-    """One zk2kafka command as a child process: wall time, exit code, its JSON, and its memory over time."""
-    log = work / f"{name.split()[0]}.log"
+def run_step(name: str, argv: list[str], work: Path, wrapper: list[str] = ()) -> tuple[dict, dict, Sampler]:
+    """One zk2kafka command as a child process: wall time, exit code, its JSON, and its memory over time.
+
+    `wrapper` runs in front of the interpreter (py-spy record ... --): its own process is not counted."""
+    log = work / f"{re.sub(r'[^a-z-]+', '_', name)}.log"
     with open(log, "w") as err:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "migrate", *argv, "--json"], cwd=ROOT,
+        child = subprocess.Popen([*wrapper, sys.executable, "-m", "migrate", *argv, "--json"], cwd=ROOT,
                                  stdout=subprocess.PIPE, stderr=err, text=True)
         sampler = Sampler(child.pid)
         sampler.start()
@@ -131,8 +149,8 @@ def run_step(name: str, argv: list[str], work: Path) -> tuple[dict, dict, Sample
         seconds = time.perf_counter() - start
         sampler.done.set()
         sampler.join()
-    try:
-        result = json.loads(out)
+    try:   # py-spy, when it wraps the command, says what it does on stdout too
+        result = json.loads("\n".join(line for line in out.splitlines() if not line.startswith("py-spy> ")))
     except ValueError:
         result = {}
     python, jvm = sampler.peak()
@@ -162,6 +180,18 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--parallelism", type=int, default=32, help="zk2kafka migrate --parallelism")
     ap.add_argument("--zk-readers", type=int, default=1, help="zk2kafka --zk-readers for scan and diff")
     ap.add_argument("--writers", type=int, default=1, help="zk2kafka migrate --writers")
+    ap.add_argument("--dual-commit", action="store_true",
+                    help="the road before the scan's snapshot: `diff` scans ZooKeeper again and `migrate` writes "
+                         "both stores (each znode written, conditioned on its version, and read back)")
+    ap.add_argument("--zookeeper-heap", default="1g", help="the own sandbox's ZooKeeper heap (-Xmx)")
+    ap.add_argument("--broker-heap", default="2g", help="the own sandbox's broker heap (-Xmx)")
+    ap.add_argument("--seeders", type=int, default=2, help="processes seeding ZooKeeper, each a slice of groups")
+    ap.add_argument("--spark-master", metavar="URL",
+                    help="also run the same diff on this Spark master, beside local[*]; `standalone` starts a "
+                         "master and a worker from the pyspark install for it (stopped at the end)")
+    ap.add_argument("--worker-memory", default="2g", help="the standalone worker's --memory (executors')")
+    ap.add_argument("--profile-migrate", type=Path, metavar="FILE",
+                    help="run migrate under `py-spy record --idle --subprocesses` into FILE (collapsed stacks)")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
     if (args.zookeeper is None) != (args.bootstrap_server is None):
@@ -171,28 +201,64 @@ def main(argv: list[str] | None = None) -> dict:
     layout = Layout(run, args.topics, args.partitions, args.messages)
     offsets = args.groups * args.partitions
     work = Path(tempfile.mkdtemp(prefix="zk2kafka-bench-scale-"))
-    cluster = None
+    cluster = spark = None
+    stores_used = {}
     try:
         cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work,
-                                               zk_heap="1g", broker_heap="2g")
+                                               zk_heap=args.zookeeper_heap, broker_heap=args.broker_heap)
         t0 = time.perf_counter()
         make_topics(bootstrap, layout)
-        seed_zookeeper(zookeeper, layout, f"{run}-", args.groups)
+        seed_seconds = seed(zookeeper, layout, f"{run}-", args.groups, args.seeders)
         _say(f"{offsets:,} offsets ({args.groups:,} groups x {args.partitions} partitions on {args.topics} topics) "
-             f"seeded in {time.perf_counter() - t0:.0f}s; ZooKeeper {zookeeper}, Kafka {bootstrap}")
+             f"seeded in {time.perf_counter() - t0:.0f}s (ZooKeeper {seed_seconds:.0f}s); "
+             f"ZooKeeper {zookeeper}, Kafka {bootstrap}")
+        master = args.spark_master
+        if master == "standalone":
+            from migrate.testing.spark import StandaloneSpark
+
+            spark = StandaloneSpark(work / "spark", cores=os.cpu_count() or 2, memory=args.worker_memory)
+            master = spark.start()
+            _say(f"Spark standalone master {master}, one worker ({args.worker_memory})")
 
         state = work / "state"
         common = ["--zookeeper", zookeeper, "--bootstrap-server", bootstrap, "--state-dir", str(state),
                   "--group", f"{run}-.*", "--zk-readers", str(args.zk_readers)]
-        rows, ok, result = [], True, {}
-        for name, extra in (("scan", lambda _: []),
-                            ("diff --zk-snapshot", lambda scan: ["--zk-snapshot", str(scan.get("run"))]),
-                            (f"migrate --execute --plan --parallelism {args.parallelism} --writers {args.writers}",
-                             lambda diff: ["--execute", "--plan", str(diff.get("run")),
-                                           "--parallelism", str(args.parallelism), "--writers", str(args.writers)]),
-                            ("verify --run", lambda migrate: ["--run", str(migrate.get("run"))])):
+        migrate_name = f"migrate --execute --plan --parallelism {args.parallelism} --writers {args.writers}"
+        source = "" if args.dual_commit else " --zk-snapshot"
+
+        def diff_args(scan: dict) -> list[str]:
+            return [] if args.dual_commit else ["--zk-snapshot", str(scan.get("run"))]
+
+        steps = [("scan", lambda _: []), (f"diff{source}", diff_args)]
+        if master:
+            steps.append((f"diff{source} --spark-master {master}",
+                          lambda scan: [*diff_args(scan), "--spark-master", master]))
+        steps += [(migrate_name, lambda diff: ["--execute", "--plan", str(diff.get("run")),
+                                               "--parallelism", str(args.parallelism),
+                                               "--writers", str(args.writers)]),
+                  ("verify --run", lambda migrate: ["--run", str(migrate.get("run"))])]
+        rows, ok, results = [], True, {}
+        for name, extra in steps:
             _say(f"zk2kafka {name}")
-            row, result, sampler = run_step(name, [name.split()[0], *common, *extra(result)], work)
+            # Each step reads the result of the one the cutover runs before it (the standalone diff
+            # reads the scan, like the local one; migrate writes the local diff's plan).
+            before = {"scan": None, "diff": "scan", "migrate": "diff", "verify": "migrate"}[name.split()[0]]
+            wrapper = []
+            if name.startswith("migrate") and args.profile_migrate:
+                # Not pausing the process for each sample: its time stays its own.
+                wrapper = [str(Path(sys.executable).parent / "py-spy"), "record", "--idle", "--nonblocking",
+                           "--subprocesses", "--rate", "20", "--format", "raw", "-o", str(args.profile_migrate), "--"]
+            # On a Spark master the executors are the worker's children, not the command's.
+            executors = Sampler(spark.servers[-1].pid) if spark and "--spark-master" in name else None
+            if executors:
+                executors.start()
+            row, result, sampler = run_step(name, [name.split()[0], *common, *extra(results.get(before, {}))],
+                                            work, wrapper)
+            if executors:
+                executors.done.set()
+                executors.join()
+                row["worker_jvm_peak_mib"] = round(executors.peak()[1] / MIB)
+            results.setdefault(name.split()[0], result)
             if name.startswith("migrate"):
                 row.update(write_phase(state, sampler), written=result.get("written"),
                            state=result.get("state"))
@@ -202,20 +268,92 @@ def main(argv: list[str] | None = None) -> dict:
                 ok &= row["exit_code"] == 0 and bool(row["verified"])
             else:
                 ok &= row["exit_code"] == 0
+            if name.startswith("diff"):
+                row.update(_diff_figures(state, result, results.get("diff")))
+                ok &= row.get("same_plan", True)
             row["offsets_per_s"] = round(offsets / row["seconds"]) if row["seconds"] else None
             rows.append(row)
             _say(f"  exit {row['exit_code']} in {row['seconds']}s, peak Pss Python {row['python_peak_mib']} MiB, "
                  f"JVM {row['jvm_peak_mib']} MiB")
+        if cluster:
+            stores_used = store_figures(cluster)
     finally:
+        if spark:
+            spark.stop()
         if cluster:
             cluster.stop()
+        shutil.rmtree(work / "sandbox", ignore_errors=True)   # ten million offsets are gigabytes
 
     figures = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
-               "cores": os.cpu_count(), "steps": rows, "ok": ok,
-               "total_s": round(sum(r["seconds"] for r in rows), 1)}
+               "cores": os.cpu_count(), "steps": rows, "ok": ok, "stores": stores_used,
+               "total_s": round(sum(r["seconds"] for r in rows if "spark-master" not in r["step"]), 1)}
     print(render(figures))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
+    return figures
+
+
+def _diff_figures(state: Path, result: dict, first: dict | None) -> dict:
+    """Spark's start and diff seconds from the diff's summary; for a second diff (on another master),
+    whether its plan is the first one's, row for row."""
+    import pyarrow.parquet as pq
+
+    reports = state / "reports"
+    summary = json.loads((reports / str(result.get("run")) / "summary.json").read_text())
+    spark = summary["spark"]
+    figures = {"spark_master": spark["master"], "spark_start_s": round(spark["startup_seconds"], 1),
+               "spark_diff_s": round(spark["diff_seconds"], 1), "counts": summary["counts"]}
+    if first is not None:
+        plans = [pq.read_table(reports / str(r.get("run")) / "plan.parquet") for r in (first, result)]
+        figures["same_plan"] = plans[0].equals(plans[1])
+    return figures
+
+
+def seed(zookeeper: str, layout: Layout, prefix: str, groups: int, seeders: int) -> float:
+    """Seed the groups' znodes from `seeders` processes, each a slice of the groups (kazoo's
+    transactions cost Python time per znode: one process seeds some 40,000 a second); returns the
+    seconds."""
+    start = time.perf_counter()
+    seeders = max(1, min(seeders, groups))
+    share = -(-groups // seeders)
+    slices = [(first, min(share, groups - first)) for first in range(0, groups, share)]
+    if len(slices) == 1:
+        seed_zookeeper(zookeeper, layout, prefix, groups)
+    else:
+        with ProcessPoolExecutor(len(slices)) as pool:
+            done = [pool.submit(seed_zookeeper, zookeeper, layout, prefix, n, first=first) for first, n in slices]
+            for future in done:
+                future.result()
+    return time.perf_counter() - start
+
+
+def store_figures(cluster) -> dict:
+    """ZooKeeper's and each broker's heap after a full collection (jcmd GC.run, then GC.heap_info:
+    what the data they hold needs), their peak resident memory and the disk their data dirs use."""
+    figures = {}
+    for server in cluster.servers:
+        if not server.alive():
+            continue
+        name, pid = server.name, server.pid
+        entry = {"heap_limit": server.heap}
+        try:
+            subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=300, check=True)
+            info = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True,
+                                  timeout=60, check=True).stdout
+            used = [int(k) for k in re.findall(r"used (\d+)K", info)]
+            entry["heap_used_after_full_gc_mib"] = round(sum(used[:2]) / 1024)   # young + old (serial GC)
+        except (OSError, subprocess.SubprocessError):
+            entry["heap_used_after_full_gc_mib"] = None
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            entry["peak_rss_mib"] = round(int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) / 1024)
+        except (OSError, AttributeError):
+            entry["peak_rss_mib"] = None
+        data = server.workdir / "data"
+        # Blocks, not sizes: the broker preallocates its index files sparse (10 MiB each, a few KiB used).
+        entry["disk_mib"] = round(sum(f.stat().st_blocks * 512 for f in data.rglob("*") if f.is_file()) / MIB) \
+            if data.is_dir() else None
+        figures[name] = entry
     return figures
 
 
@@ -225,14 +363,29 @@ def render(figures: dict) -> str:
              "| step | wall time | offsets/s | peak memory (Pss), Python | peak memory (Pss), Spark JVM | exit |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in figures["steps"]:
+        jvm = f"{r['jvm_peak_mib']:,} MiB"
+        if "worker_jvm_peak_mib" in r:
+            jvm += f" (driver), {r['worker_jvm_peak_mib']:,} MiB (worker and executor)"
         lines.append(f"| `zk2kafka {r['step']}` | {r['seconds']:,} s | {r['offsets_per_s']:,} | "
-                     f"{r['python_peak_mib']:,} MiB | {r['jvm_peak_mib']:,} MiB | {r['exit_code']} |")
+                     f"{r['python_peak_mib']:,} MiB | {jvm} | {r['exit_code']} |")
+        if "spark_diff_s" in r:
+            same = {True: "; the plan the local diff's, row for row",
+                    False: "; THE PLAN DIFFERS"}.get(r.get("same_plan"), "")
+            lines.append(f"| Spark on {r['spark_master']}: start, diff | {r['spark_start_s']} s, "
+                         f"{r['spark_diff_s']} s{same} | | | | |")
         if "write_phase_s" in r:
             lines.append(f"| the same run, write phase only | {r['write_phase_s']:,} s | "
                          f"{round(figures['offsets'] / r['write_phase_s']) if r['write_phase_s'] else 0:,} | "
                          f"{r['python_at_write_start_mib']:,} MiB at its start, {r['python_write_peak_mib']:,} "
                          f"MiB at its peak | | |")
-    lines.append(f"| all four steps | {figures['total_s']:,} s | | | | |")
+    lines.append(f"| the cutover's four steps (scan, diff on local[*], migrate, verify) | {figures['total_s']:,} s "
+                 f"| | | | |")
+    if figures.get("stores"):
+        lines += ["", "| store | heap limit | heap used after a full GC | peak RSS | disk |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        for name, st in figures["stores"].items():
+            lines.append(f"| {name} | {st['heap_limit']} | {st['heap_used_after_full_gc_mib']} MiB | "
+                         f"{st['peak_rss_mib']} MiB | {st['disk_mib']} MiB |")
     return "\n".join(lines)
 
 
