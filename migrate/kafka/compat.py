@@ -27,12 +27,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
+import kafka.errors as Errors
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import KafkaError
 from kafka.protocol.api_key import ApiKey
 
 from migrate.errors import MigrateError
 from migrate.kafka import _compat as lib
+from migrate.kafka.offset_codec import FetchedGroup, FetchRequest
 
 T = TypeVar("T")
 # Wraps one request, e.g. in a retry policy: call(what, fn) returns fn()'s answer.
@@ -264,6 +266,56 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
                 raise answer
         else:
             found.update(answer)
+    return GroupOffsets(found, refused)
+
+
+def fetch_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
+                        groups: Sequence[str]) -> GroupOffsets:
+    """list_group_offsets on zk2kafka's own codec (offset_codec), for sync's every pass: the same
+    requests, `found` as {group: {(topic, partition): Committed}}.
+
+    From Kafka 3.0 one OffsetFetch per coordinator for its groups, else one per group, pipelined.
+    A group Kafka refuses (its error, or a partition's) is in `refused`; a retriable refusal is
+    raised, for the retry policy to send the round again (as kafka-python raises it).
+    """
+    if not groups:
+        return GroupOffsets({}, {})
+    refused: dict[str, KafkaError] = {}
+    fetched: dict[str, FetchedGroup] = {}
+    if offset_fetch_batches(features):
+        answers = features.call("OffsetFetch", lambda: lib.send_to_coordinators(
+            admin, groups, FetchRequest))
+        for answer in answers:
+            fetched.update(answer.value)
+    else:
+        window = max(1, int(admin.config.get("max_in_flight_requests_per_connection", 5)) - 1)
+        answers = lib.pipelined(admin, lib.send_to_coordinator(admin),
+                                {g: (g, FetchRequest([g])) for g in groups}, window)
+        for group, answer in answers.items():
+            if isinstance(answer, KafkaError):
+                if getattr(answer, "retriable", False):
+                    raise answer
+                refused[group] = answer
+            elif isinstance(answer, BaseException):
+                with features.reading("OffsetFetch"):
+                    raise answer
+            else:
+                fetched.update(answer.value)
+    found: dict = {}
+    for group in groups:
+        if group in refused:
+            continue
+        with features.reading("OffsetFetch"):
+            got = fetched[group]   # Kafka answers every group asked: a KeyError is unreadable
+        if not got.error:
+            found[group] = got.offsets
+            continue
+        where = (f"partition {got.failed_partition[0]}-{got.failed_partition[1]}"
+                 if got.failed_partition else f"group '{group}'")
+        error = Errors.for_code(got.error)(f"OffsetFetch failed for {where}")
+        if getattr(error, "retriable", False):
+            raise error
+        refused[group] = error
     return GroupOffsets(found, refused)
 
 
