@@ -250,13 +250,22 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
         fetched = features.call("OffsetFetch",
                                 lambda: admin.list_group_offsets({g: None for g in groups}))
         return GroupOffsets(fetched, {})
-    window = max(1, int(admin.config.get("max_in_flight_requests_per_connection", 5)) - 1)
-
     found: dict = {}
+    answers, refused = _one_per_group(admin, features, lib.list_group_offsets_async(admin),
+                                      {g: ({g: None},) for g in groups})
+    for answer in answers.values():
+        found.update(answer)
+    return GroupOffsets(found, refused)
+
+
+def _one_per_group(admin: KafkaAdminClient, features: BrokerFeatures, coroutine_fn,
+                   calls: dict[str, tuple]) -> tuple[dict[str, Any], dict[str, KafkaError]]:
+    """An OffsetFetch per group, pipelined on the IO loop: the answers, and the groups Kafka
+    refused; a retriable error is raised."""
+    window = max(1, int(admin.config.get("max_in_flight_requests_per_connection", 5)) - 1)
+    answers: dict[str, Any] = {}
     refused: dict[str, KafkaError] = {}
-    fetch = lib.list_group_offsets_async(admin)
-    answers = lib.pipelined(admin, fetch, {g: ({g: None},) for g in groups}, window)
-    for group, answer in answers.items():
+    for group, answer in lib.pipelined(admin, coroutine_fn, calls, window).items():
         if isinstance(answer, KafkaError):
             if getattr(answer, "retriable", False):
                 raise answer
@@ -265,8 +274,8 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
             with features.reading("OffsetFetch"):
                 raise answer
         else:
-            found.update(answer)
-    return GroupOffsets(found, refused)
+            answers[group] = answer
+    return answers, refused
 
 
 def fetch_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
@@ -285,22 +294,12 @@ def fetch_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
     if offset_fetch_batches(features):
         answers = features.call("OffsetFetch", lambda: lib.send_to_coordinators(
             admin, groups, FetchRequest))
-        for answer in answers:
-            fetched.update(answer.value)
     else:
-        window = max(1, int(admin.config.get("max_in_flight_requests_per_connection", 5)) - 1)
-        answers = lib.pipelined(admin, lib.send_to_coordinator(admin),
-                                {g: (g, FetchRequest([g])) for g in groups}, window)
-        for group, answer in answers.items():
-            if isinstance(answer, KafkaError):
-                if getattr(answer, "retriable", False):
-                    raise answer
-                refused[group] = answer
-            elif isinstance(answer, BaseException):
-                with features.reading("OffsetFetch"):
-                    raise answer
-            else:
-                fetched.update(answer.value)
+        by_group, refused = _one_per_group(admin, features, lib.send_to_coordinator(admin),
+                                           {g: (g, FetchRequest([g])) for g in groups})
+        answers = list(by_group.values())
+    for answer in answers:
+        fetched.update(answer.value)
     found: dict = {}
     for group in groups:
         if group in refused:
