@@ -33,7 +33,9 @@ Sync runs with its defaults, as an operator's would: per-group series on `/metri
 log level (stderr goes to a file). The flags the benchmark adds are the connection, the selection, the
 state dir, `--rescan-every`, `--writers` and `--metrics-address`; `--sync-flags` adds more (e.g.
 `--sync-flags="--no-group-metrics -q"`), and the table names them. A scraper reads the whole
-`/metrics` every `--scrape-every` seconds during the streams, as Prometheus would (0: none).
+`/metrics` every `--scrape-every` seconds during the streams, as Prometheus would (0: none), in the
+Prometheus text format (Prometheus itself asks for OpenMetrics first, which costs sync more:
+docs/performance.md).
 
 Prints a Markdown table; exits 1 when a change was missed or sync failed.
 """
@@ -106,8 +108,8 @@ def decode(key: bytes | None, value: bytes | None) -> tuple[tuple[str, str, int]
 
 
 class Scraper(threading.Thread):
-    """Reads sync's whole /metrics every `every` seconds, as Prometheus would; the text is only
-    counted (Prometheus parses it on its own host)."""
+    """Reads sync's whole /metrics (text format) every `every` seconds, as Prometheus would; the
+    text is only counted (Prometheus parses it on its own host)."""
 
     def __init__(self, address: str, every: float):
         super().__init__(daemon=True)
