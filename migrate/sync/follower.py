@@ -359,8 +359,8 @@ class Follower:
         group.last_mirrored = now
         self.metrics.offsets_mirrored.inc(len(offsets))
         self.status.last_change_at = now
-        if log.isEnabledFor(logging.INFO):   # the line is built for -v only
-            log.info("sync: group %s: committed %s", name, _show(offsets))
+        if log.isEnabledFor(logging.DEBUG):   # -v's: a line a commit cost 17 µs (performance.md)
+            log.debug("sync: group %s: committed %s", name, _show(offsets))
         return rows
 
     def _stop(self, name: str, why: str, reason: str) -> None:
