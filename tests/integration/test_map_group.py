@@ -16,10 +16,15 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from migrate.diff import schema as s
+from migrate.journal.journal import Journal
 
 from support.cli import selected, zk2kafka_json, zk2kafka_text
+from support.consumers import joined
 from support.hints import hints, operator_shell, paste
 from support.seeding import kafka_offsets, make_topic, put, zk_tree
+from support.sync_process import scraped_when, start_sync, stop_sync
+from support.sync_process import value as sample
+from support.wait import free_port, wait_for
 
 
 def _seed(zk, kafka_admin, cluster, prefix: str) -> dict[str, str]:
@@ -286,3 +291,64 @@ def test_a_renamed_run_killed_mid_way_is_resumed_under_the_new_name_by_its_journ
     code, status, err = zk2kafka_json("status", run, "--state-dir", str(state))
     assert code == 0 and status["state"] == "done", (err, status)
     assert status["renamed"] == {n["old"]: n["new"]}   # the journal says both names
+
+
+def test_sync_mirrors_an_old_group_into_its_new_name_until_a_new_consumer_takes_the_new_group_over(
+        cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 100)
+    old, new = f"{prefix}legacy-billing", f"{prefix}billing-v2"
+    other, other_new = f"{prefix}legacy-audit", f"{prefix}audit-v2"   # mirrored on: the pass that reads it
+    rule = f"{prefix}legacy-(.*)={prefix}\\1-v2"
+    put(zk, f"/consumers/{old}/offsets/{topic}/0", b"10")
+    put(zk, f"/consumers/{other}/offsets/{topic}/0", b"5")
+    # Under the old name Kafka holds a value of its own, which sync neither reads nor writes.
+    kafka_admin.alter_group_offsets(old, {TopicPartition(topic, 0): OffsetAndMetadata(99, "", -1)})
+
+    def held(group):
+        return kafka_offsets(kafka_admin, [group])[group].get((topic, 0), (None, None))
+
+    log, address = tmp_path / "sync.log", f"127.0.0.1:{free_port()}"
+    state = tmp_path / "state"
+    consumer = None
+    with open(log, "w") as err:
+        sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, state, address, err, "--map-group", rule)
+        try:
+            wait_for("sync to mirror the old groups into their new names",
+                     lambda: held(new)[0] == 10 and held(other_new)[0] == 5, timeout=60)
+            assert held(new)[1].startswith("zk2kafka sync ")
+            zk.set(f"/consumers/{old}/offsets/{topic}/0", b"40")   # the old consumer commits on
+            wait_for("sync to mirror the old consumer's commit", lambda: held(new)[0] == 40)
+
+            # The new application joins the new group: sync leaves it alone, named old -> new.
+            consumer = joined(cluster.bootstrap_server, new, topic)
+            samples = scraped_when("the new group stopped, by its members", address, lambda s: sample(
+                s, "zk2kafka_sync_group_state", group=f"{old} -> {new}", state="stopped") == 1)
+            assert sample(samples, "zk2kafka_sync_groups_stopped", reason="kafka_members") == 1
+            # The old consumer's next commit is not written: the other group's, written after it, is (one
+            # ZooKeeper session tells the watches in order), while the new group keeps 40.
+            zk.set(f"/consumers/{old}/offsets/{topic}/0", b"70")
+            zk.set(f"/consumers/{other}/offsets/{topic}/0", b"8")
+            wait_for("sync to mirror the other group's change", lambda: held(other_new)[0] == 8)
+            assert held(new)[0] == 40
+        finally:
+            if consumer is not None:
+                consumer.close()   # leaves the group, committing nothing
+            stop_sync(sync, log)
+    assert held(old) == (99, "")
+    said = log.read_text()
+    assert f"group {old} -> {new} is no longer synced: Kafka group is" in said
+    assert f"{old} -> {new}" in said and f"{other} -> {other_new}" in said, said[-3000:]
+
+    # The run's journal keeps both names: status and rollback need no flag.
+    with Journal.open(state) as journal:
+        (run,) = journal.runs()
+    assert run.kind == "sync" and run.to_json()["renamed"] == {old: new, other: other_new}
+    code, status, err = zk2kafka_json("status", run.run_id, "--state-dir", str(state))
+    assert code == 0 and status["renamed"] == {old: new, other: other_new}, err
+    code, rolled, err = zk2kafka_json("rollback", run.run_id, "--execute", "--bootstrap-server",
+                                      cluster.bootstrap_server, "--state-dir", str(state))
+    assert code == 0, (err, rolled)
+    # Kafka held nothing for the new groups before sync: nothing again; the old name's value untouched.
+    assert held(new) == (None, None) and held(other_new) == (None, None)
+    assert held(old) == (99, "")
