@@ -34,23 +34,23 @@ def follow(settings: Settings) -> dict[str, Any]:
     settings.require("bootstrap_server")
     run_id, state = new_run_id(), StateDir(settings.state_dir)
     report = state.reports(run_id)
+    options = FollowOptions.of(settings)   # a --map-group-file read, its rules checked
     # The writers' lock first: a second writer stops before it connects to anything.
     journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
                if settings.execute else None)
     # As migrate: an explicit --metadata, even "", is what is written; the journal records it
     # for later runs.
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
-    options = FollowOptions.of(settings)   # a --map-group-file read, its rules checked
-    # The mapping over the groups listed now, refused (exit 2) before Kafka is reached; groups
-    # later re-scans find are admitted by the followers (sync/renames.py).
-    renamed = resolved_at_start(options.mapping, options)
-    if options.mapping:
-        log.info("sync %s: renamed: %s (each mirrored into its Kafka group; ZooKeeper stays the"
-                 " old group's)", run_id, renames_text(renamed))
     stop = threading.Event()
     followers = endpoint = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
+        # The mapping over the groups listed now, refused (exit 2) before Kafka is reached; the
+        # groups later re-scans find are admitted by the followers (sync/renames.py).
+        renamed = resolved_at_start(options.mapping, options)
+        if options.mapping:
+            log.info("sync %s: renamed: %s (each mirrored into its Kafka group; ZooKeeper stays"
+                     " the old group's)", run_id, renames_text(renamed))
         if options.writers > 1:
             followers = FollowerShards(options, run_id, metadata, report / "sync-status.json")
         else:

@@ -156,6 +156,15 @@ def test_groups_that_would_meet_in_one_kafka_group_are_refused_before_kafka_is_r
     assert list((state / "snapshots").glob("zk-*.parquet"))
     assert not list((state / "snapshots").glob("kafka-*.parquet"))
 
+    # sync refuses them the same way, before it journals a run or reaches Kafka.
+    code, out, err = zk2kafka_text("sync", "--execute", *base, "--stop-after", "30s",
+                                   "--map-group", f"{prefix}(legacy-billing|audit)={prefix}one")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"groups '{n['kept']}' and '{n['old']}' are both mapped to '{prefix}one'" in err
+    with Journal.open(state) as journal:
+        assert journal.runs() == []
+    assert kafka_offsets(kafka_admin, [f"{prefix}one"]) == {f"{prefix}one": {}}
+
 
 def _first_offsets(cluster, group: str, topic: str) -> dict[int, int]:
     """Where a new consumer of `group` starts on each of the topic's two partitions: its first record's offset."""
