@@ -7,6 +7,7 @@ name's Kafka offsets untouched; a reviewed plan applied with another mapping is 
 from __future__ import annotations
 
 import csv
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -83,9 +84,10 @@ def test_each_old_group_is_judged_against_and_planned_for_its_new_group(cluster,
     code, out, err = zk2kafka_text("diff", *base, "--map-group-file", str(names))
     assert code == 0, err
     assert f"renamed: 1 group(s) judged against a Kafka group of another name:\n  {n['old']} -> {n['new']}" in out
-    # Kafka deletes offsets no consumer holds: sync, which writes the old names, is not the advice here.
-    assert f"({n['old']} -> {n['new']}, {n['kept']})" in out and "reset-offsets.csv committed again" in out
-    assert "zk2kafka sync" not in out, out
+    # Kafka deletes offsets no consumer holds: the sync that renews them repeats the mapping.
+    assert f"({n['old']} -> {n['new']}, {n['kept']})" in out
+    (renew,) = [h for h in hints(out) if h.startswith("zk2kafka sync")]
+    assert renew.endswith(f" --execute --renew-every 42h --group '{prefix}.*' --map-group-file {names}"), renew
     code, out, err = zk2kafka_text("diff", *base)
     assert code == 3 and "renamed" not in out, out   # judged against the old name: a CONFLICT
 
@@ -263,18 +265,33 @@ def test_ready_for_kraft_counts_an_old_group_moved_when_its_new_group_holds_its_
     shell = operator_shell(cluster, zk_chroot, tmp_path / "state")
     ready = f"zk2kafka ready-for-kraft --quiet-for 1s --map-group '{rule}'"
 
-    # Not in its new group yet: the diff and the reviewed plan of that group, with the mapping, as printed
-    # (no rolling switch: sync takes no mapping).
+    # Not in its new group yet: the diff and the reviewed plan of that group, or a rolling switch, each with the
+    # mapping, as printed.
     checked = paste(shell, ready)
     assert checked.returncode == 3, checked.stdout + checked.stderr
     assert f"renamed: 1 group(s) judged against a Kafka group of another name:\n  {old} -> {new}" in checked.stdout
     diff, review, execute = reviewed_plan(checked.stdout)
     assert diff == f"PLAN=$(zk2kafka diff --group {old} --map-group '{rule}' --json | jq -r .plan_id)"
     assert execute == f"zk2kafka migrate --execute --plan \"$PLAN\" --group {old} --map-group '{rule}'"
-    assert "zk2kafka sync" not in checked.stdout
+    (switch,) = [h for h in hints(checked.stdout) if h.startswith("zk2kafka sync")]
+    assert switch == f"zk2kafka sync --execute --group {old} --map-group '{rule}'"
     written = paste_lines(shell, diff, review, execute)
     assert written.returncode == 0, written.stdout + written.stderr
     assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [new])[new].items()} == {(topic, 0): 10, (topic, 1): 20}
+
+    # The old consumer committed on since: the rolling switch, pasted, mirrors it into the new group (over the
+    # migrate run's own value), never into the old name.
+    zk.set(f"/consumers/{old}/offsets/{topic}/0", b"15")
+    syncing = subprocess.Popen(["bash", "-c", f"exec {switch}"], env=shell, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for("the pasted sync to mirror the change into the new group",
+                 lambda: kafka_offsets(kafka_admin, [new])[new][(topic, 0)][0] == 15, timeout=120)
+    finally:
+        syncing.send_signal(signal.SIGTERM)
+        synced, err = syncing.communicate(timeout=120)
+    assert syncing.returncode == 0, synced + err
+    assert kafka_offsets(kafka_admin, [old]) == {old: {}}
 
     done = paste(shell, ready)
     assert done.returncode == 0, done.stdout + done.stderr
