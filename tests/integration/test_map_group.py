@@ -338,7 +338,9 @@ def test_sync_mirrors_an_old_group_into_its_new_name_until_a_new_consumer_takes_
     state = tmp_path / "state"
     consumer = None
     with open(log, "w") as err:
-        sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, state, address, err, "--map-group", rule)
+        # Two follower processes: each admits every group listed, journals the renames, and follows its own.
+        sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, state, address, err, "--map-group", rule,
+                          "--writers", "2")
         try:
             wait_for("sync to mirror the old groups into their new names",
                      lambda: held(new)[0] == 10 and held(other_new)[0] == 5, timeout=60)
