@@ -183,10 +183,10 @@ class Follower:
             self._stop(name, refused[name], "map_refused")
         states = self.list_groups()
         for name in names:
-            state = states.get(self.renames.kafka_name(name))   # the group it is mirrored into
-            if state is not None and state not in IDLE_STATES:
-                self._stop(name, f"Kafka group is {state}: consumers joined in Kafka{LEFT_ALONE}",
-                           "kafka_members")
+            kafka = self.renames.kafka_name(name)   # the group it is mirrored into
+            if (state := states.get(kafka)) is not None and state not in IDLE_STATES:
+                self._stop(name, f"Kafka group {'' if kafka == name else repr(kafka) + ' '}is "
+                           f"{state}: consumers joined in Kafka{LEFT_ALONE}", "kafka_members")
         self.sweep = Sweep(names, started, spread)
 
     def continue_rescan(self) -> None:

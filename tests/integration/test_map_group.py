@@ -365,7 +365,7 @@ def test_sync_mirrors_an_old_group_into_its_new_name_until_a_new_consumer_takes_
             stop_sync(sync, log)
     assert held(old) == (99, "")
     said = log.read_text()
-    assert f"group {old} -> {new} is no longer synced: Kafka group is" in said
+    assert f"group {old} -> {new} is no longer synced: Kafka group '{new}' is Stable" in said
     assert f"{old} -> {new}" in said and f"{other} -> {other_new}" in said, said[-3000:]
 
     # The run's journal keeps both names: status and rollback need no flag.

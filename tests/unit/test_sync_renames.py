@@ -123,6 +123,7 @@ def test_liveness_is_judged_on_the_kafka_group_a_group_maps_to():
     f.begin_rescan(0.0)
     # The old name's Kafka group is nobody's business here; the new group's members take it over.
     assert f.groups["legacy-billing"].stop_reason == "kafka_members"
+    assert f.groups["legacy-billing"].stopped.startswith("Kafka group 'billing-v2' is Stable: consumers joined")
     assert f.groups["billing"].stopped is None
 
 
