@@ -159,6 +159,6 @@ def _mapping_applies(command: str, settings: Settings) -> None:
     if journaled or command == "rollback":
         raise ConfigError(f"{where}: a run's group mapping is the one its journal recorded, which "
                           f"{command} takes from there: leave the mapping out")
-    raise ConfigError(f"{where}: a group mapping is taken by diff, migrate, verify and "
-                      "ready-for-kraft; "
+    raise ConfigError(f"{where}: a group mapping is taken by diff, migrate, verify, "
+                      "ready-for-kraft and sync; "
                       f"{command} takes each group under its own name: leave the mapping out")

@@ -26,6 +26,7 @@ from typing import Any
 from migrate.errors import ConfigError
 
 FLAG, FILE_FLAG = "--map-group", "--map-group-file"
+RECORD_KEY = "group_map"   # in a run's recorded settings: {zookeeper group: kafka group}
 # What NEW may hold besides plain text: OLD's groups by number or name, and a backslash itself.
 _REFERENCE = re.compile(r"\\(?:(\d{1,2})|g<([^>]*)>|(\\))|(\\.?)")
 

@@ -123,7 +123,7 @@ SCAN_COMMANDS = ("scan",) + PLAN_COMMANDS
 TRANSLATE_COMMANDS = ("diff", "migrate", "verify")   # sync does not translate
 # The commands that carry an old group's offsets into a Kafka group of another name
 # (migrate/group_map.py).
-MAP_COMMANDS = ("diff", "migrate", "verify", "ready-for-kraft")
+MAP_COMMANDS = ("diff", "migrate", "verify", "ready-for-kraft", "sync")
 
 OPTIONS: tuple[Option, ...] = (
     Option("zookeeper", "str", None,

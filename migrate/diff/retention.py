@@ -101,8 +101,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
     Groups already in Kafka with no member and nothing to commit go by the commits that put
     their offsets there: `commit_clocks` (group -> its (commit ms, expire ms or None) pairs, from
     __consumer_offsets), and why some could not be told; None when not read.
-    `selection`: the diff's selection as flags, for the sync command the warnings advise; None
-    where sync cannot renew them (groups renamed by --map-group: sync writes the old names).
+    `selection`: the diff's selection as flags (and its --map-group, which sync repeats to renew
+    the renamed groups under their new names), for the sync command the warnings advise; None
+    where no sync is to be advised (reset-offsets.csv committed again instead).
     Returns the figures for summary.json, with the warnings to print.
     """
     version = _release(broker_version)

@@ -10,7 +10,7 @@ from typing import Any
 from migrate.diff import schema as s
 from migrate.diff.retention import retention_preflight, selection_flags
 from migrate.diff.run import ZK_MOVES, DiffResult
-from migrate.group_map import renamed_text
+from migrate.group_map import flags_text, renamed_text
 from migrate.kafka.compat import HOW_VERSION_IS_KNOWN
 from migrate.kafka.snapshot import SnapshotInfo
 from migrate.state import iso
@@ -45,8 +45,8 @@ def build_summary(run: str, command: str, result: DiffResult, kafka: SnapshotInf
     blocker_counts = {name: counts[name] for name in s.STATUSES
                       if name in s.BLOCKERS and counts[name]}
     blockers = sum(blocker_counts.values())
-    # Kafka's clocks are of the Kafka groups: a renamed one is told as `old -> new`, and sync,
-    # which writes the old names, is not what renews it.
+    # Kafka's clocks are of the Kafka groups: a renamed one is told as `old -> new`, and the sync
+    # that renews it repeats the mapping.
     renamed = {g["group"]: g["kafka_group"] for g in per_group if "kafka_group" in g}
     label = {new: renamed_text(old, renamed) for old, new in renamed.items()}
     empty_since = None if kafka.empty_since is None else {
@@ -58,7 +58,7 @@ def build_summary(run: str, command: str, result: DiffResult, kafka: SnapshotInf
                                     kafka.retention_minutes, kafka.broker_version,
                                     kafka.retention_unknown, kafka.default_retention_minutes,
                                     empty_since, kafka.empty_since_unknown,
-                                    selection=None if renamed else selection_flags(selection),
+                                    selection=selection_flags(selection) + flags_text(inputs),
                                     commit_clocks=commit_clocks,
                                     commit_clocks_unknown=kafka.commit_clocks_unknown)
     warnings = list(retention["warnings"])

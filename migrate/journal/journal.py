@@ -96,11 +96,8 @@ class Transition(NamedTuple):
 
 
 class Before(NamedTuple):
-    """What both stores held of a group before a run wrote it: what rollback restores.
-
-    kafka: {(topic, partition): (offset, metadata) or None}; zk: {path: (bytes or None,
-    version or None)}.
-    """
+    """What both stores held of a group before a run wrote it, which rollback restores: kafka
+    {(topic, partition): (offset, metadata) or None}, zk {path: (bytes or None, version)}."""
 
     kafka: Mapping[tuple[str, int], tuple[int, str] | None]
     zk: Mapping[str, tuple[bytes | None, int | None]]
@@ -310,6 +307,12 @@ class Journal:
                 ((run_id, group, p.topic, p.partition, p.offset, p.zk_path, p.zk_version,
                   p.layout, p.kafka_offset, *(before or (None, None)))
                  for group, rows in mirrored.items() for p, before in rows))
+
+    def add_renames(self, run_id: str, renamed: Mapping[str, str]) -> None:
+        """Renames a sync run found once running (--map-group), merged into its `group_map`."""
+        with self._transaction() as db:   # a JSON merge patch: one statement, whatever the names
+            db.execute("UPDATE runs SET settings=json_patch(settings, ?) WHERE run_id=?",
+                       (json.dumps({"group_map": dict(renamed)}), run_id))
 
     def set_run(self, run_id: str, state: str) -> None:
         with self._transaction() as db:

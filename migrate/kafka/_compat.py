@@ -37,8 +37,6 @@ check_names("kafka-python", TESTED, {
     "KafkaAdminClient._get_cluster_metadata": hasattr(KafkaAdminClient, "_get_cluster_metadata"),
     "KafkaAdminClient._async_list_group_offsets":
         hasattr(KafkaAdminClient, "_async_list_group_offsets"),
-    "KafkaAdminClient._async_alter_group_offsets":
-        hasattr(KafkaAdminClient, "_async_alter_group_offsets"),
     "KafkaConnectionManager.run": hasattr(KafkaConnectionManager, "run"),
     "KafkaConnectionManager.call_soon": hasattr(KafkaConnectionManager, "call_soon"),
     "KafkaConnectionManager.cluster": _sets(KafkaConnectionManager, "cluster"),
@@ -47,6 +45,7 @@ check_names("kafka-python", TESTED, {
     "ClusterMetadata._coordinators": _sets(ClusterMetadata, "_coordinators"),
     "KafkaAdminClient._parse_group_offsets": hasattr(KafkaAdminClient, "_parse_group_offsets"),
     "KafkaAdminClient._find_coordinator_ids": hasattr(KafkaAdminClient, "_find_coordinator_ids"),
+    "KafkaAdminClient._find_coordinator_id": hasattr(KafkaAdminClient, "_find_coordinator_id"),
     "KafkaConnectionManager.send": hasattr(KafkaConnectionManager, "send"),
 })
 
@@ -134,11 +133,6 @@ def list_group_offsets_async(admin: KafkaAdminClient):
     return admin._async_list_group_offsets
 
 
-def alter_group_offsets_async(admin: KafkaAdminClient):
-    """The coroutine behind `admin.alter_group_offsets`: a group's OffsetCommit (generation -1)."""
-    return admin._async_alter_group_offsets
-
-
 def forget_coordinators(admin: KafkaAdminClient, groups: Iterable[str]) -> None:
     """Drop the cached coordinators of `groups`: kafka-python never drops one that moved or died."""
     # Keyed (CoordinatorType, name); popped by key: a walk of the whole cache (a key per group
@@ -146,6 +140,16 @@ def forget_coordinators(admin: KafkaAdminClient, groups: Iterable[str]) -> None:
     coordinators = admin._manager.cluster._coordinators
     for group in groups:
         coordinators.pop((CoordinatorType.GROUP, group), None)
+
+
+def send_to_coordinator(admin: KafkaAdminClient):
+    """The coroutine that sends `request` to the coordinator of `group` (cached as kafka-python's
+    own calls cache it) on the admin client's connection, and gives its answer: for pipelined,
+    with a request kafka-python has no class for (offset_codec's)."""
+    async def send(group: str, request):
+        node = await admin._find_coordinator_id(group)
+        return await admin._manager.send(request, node_id=node)
+    return send
 
 
 def send_to_coordinators(admin: KafkaAdminClient, groups: Iterable[str], request_of) -> list:

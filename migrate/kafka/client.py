@@ -83,8 +83,11 @@ class _Refusals(logging.Handler):
 
 def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequence[str],
                     on_retry: Callable[[BaseException], None] | None = None,
-                    features: BrokerFeatures | None = None) -> GroupOffsets:
-    """Committed offsets of many groups, retried on retriable errors.
+                    features: BrokerFeatures | None = None,
+                    read: Callable[[KafkaAdminClient, BrokerFeatures, Sequence[str]],
+                                   GroupOffsets] = list_group_offsets) -> GroupOffsets:
+    """Committed offsets of many groups, retried on retriable errors. `read` sends the requests:
+    kafka-python's list_group_offsets, or compat.fetch_group_offsets on zk2kafka's own codec.
 
     One OffsetFetch per coordinator where the broker batches groups (v8, Kafka 3.0+), else one per
     group, pipelined (see compat.list_group_offsets). kafka-python fails a whole batched request
@@ -98,7 +101,7 @@ def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequen
     def fetch(chunk: Sequence[str]) -> None:
         try:
             got = policy.call(f"read committed offsets of {len(chunk)} group(s)",
-                              lambda: list_group_offsets(admin, features, chunk), on_retry)
+                              lambda: read(admin, features, chunk), on_retry)
             committed.update(got.found)
             refused.update(got.refused)
         except KafkaError as exc:

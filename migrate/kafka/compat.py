@@ -27,12 +27,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
+import kafka.errors as Errors
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import KafkaError
 from kafka.protocol.api_key import ApiKey
 
 from migrate.errors import MigrateError
 from migrate.kafka import _compat as lib
+from migrate.kafka.offset_codec import FetchedGroup, FetchRequest
 
 T = TypeVar("T")
 # Wraps one request, e.g. in a retry policy: call(what, fn) returns fn()'s answer.
@@ -248,13 +250,22 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
         fetched = features.call("OffsetFetch",
                                 lambda: admin.list_group_offsets({g: None for g in groups}))
         return GroupOffsets(fetched, {})
-    window = max(1, int(admin.config.get("max_in_flight_requests_per_connection", 5)) - 1)
-
     found: dict = {}
+    answers, refused = _one_per_group(admin, features, lib.list_group_offsets_async(admin),
+                                      {g: ({g: None},) for g in groups})
+    for answer in answers.values():
+        found.update(answer)
+    return GroupOffsets(found, refused)
+
+
+def _one_per_group(admin: KafkaAdminClient, features: BrokerFeatures, coroutine_fn,
+                   calls: dict[str, tuple]) -> tuple[dict[str, Any], dict[str, KafkaError]]:
+    """An OffsetFetch per group, pipelined on the IO loop: the answers, and the groups Kafka
+    refused; a retriable error is raised."""
+    window = max(1, int(admin.config.get("max_in_flight_requests_per_connection", 5)) - 1)
+    answers: dict[str, Any] = {}
     refused: dict[str, KafkaError] = {}
-    fetch = lib.list_group_offsets_async(admin)
-    answers = lib.pipelined(admin, fetch, {g: ({g: None},) for g in groups}, window)
-    for group, answer in answers.items():
+    for group, answer in lib.pipelined(admin, coroutine_fn, calls, window).items():
         if isinstance(answer, KafkaError):
             if getattr(answer, "retriable", False):
                 raise answer
@@ -263,7 +274,47 @@ def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
             with features.reading("OffsetFetch"):
                 raise answer
         else:
-            found.update(answer)
+            answers[group] = answer
+    return answers, refused
+
+
+def fetch_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
+                        groups: Sequence[str]) -> GroupOffsets:
+    """list_group_offsets on zk2kafka's own codec (offset_codec), for sync's every pass: the same
+    requests, `found` as {group: {(topic, partition): Committed}}.
+
+    From Kafka 3.0 one OffsetFetch per coordinator for its groups, else one per group, pipelined.
+    A group Kafka refuses (its error, or a partition's) is in `refused`; a retriable refusal is
+    raised, for the retry policy to send the round again (as kafka-python raises it).
+    """
+    if not groups:
+        return GroupOffsets({}, {})
+    refused: dict[str, KafkaError] = {}
+    fetched: dict[str, FetchedGroup] = {}
+    if offset_fetch_batches(features):
+        answers = features.call("OffsetFetch", lambda: lib.send_to_coordinators(
+            admin, groups, FetchRequest))
+    else:
+        by_group, refused = _one_per_group(admin, features, lib.send_to_coordinator(admin),
+                                           {g: (g, FetchRequest([g])) for g in groups})
+        answers = list(by_group.values())
+    for answer in answers:
+        fetched.update(answer.value)
+    found: dict = {}
+    for group in groups:
+        if group in refused:
+            continue
+        with features.reading("OffsetFetch"):
+            got = fetched[group]   # Kafka answers every group asked: a KeyError is unreadable
+        if not got.error:
+            found[group] = got.offsets
+            continue
+        where = (f"partition {got.failed_partition[0]}-{got.failed_partition[1]}"
+                 if got.failed_partition else f"group '{group}'")
+        error = Errors.for_code(got.error)(f"OffsetFetch failed for {where}")
+        if getattr(error, "retriable", False):
+            raise error
+        refused[group] = error
     return GroupOffsets(found, refused)
 
 

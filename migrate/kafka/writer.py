@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
@@ -23,6 +22,7 @@ from migrate.errors import MigrateError
 from migrate.kafka import _compat as lib
 from migrate.kafka import compat
 from migrate.kafka.client import fetch_committed
+from migrate.kafka.offset_codec import CommitRequest, Committed
 from migrate.kafka.retry import RetryPolicy, is_retriable
 
 log = logging.getLogger(__name__)
@@ -40,13 +40,6 @@ def label(key: Key) -> str:
     """How a partition is named in reasons and logs: `topic-partition`."""
     topic, partition = key
     return f"{topic}-{partition}"
-
-
-class Committed(NamedTuple):
-    """What Kafka holds for one partition of a group."""
-
-    offset: int
-    metadata: str
 
 
 class GroupRejected(MigrateError):
@@ -92,14 +85,15 @@ class KafkaOffsetWriter:
 
         A group Kafka refuses gets its GroupRejected instead.
         """
+        # On zk2kafka's own codec: sync asks this of every group it commits, every pass.
         found, refused = fetch_committed(self.admin, self.policy, groups,
                                          on_retry=lambda exc: self._forget(groups),
-                                         features=self.features)
+                                         features=self.features, read=compat.fetch_group_offsets)
         out: dict = {g: GroupRejected(g, f"read committed offsets: {type(exc).__name__}: {exc}")
                      for g, exc in refused.items()}
         for g in groups:
             if g not in out:
-                out[g] = _by_key(found.get(g, {}))
+                out[g] = found.get(g, {})
         return out
 
     def commit_many(self, commits: Mapping[str, Mapping[Key, int]],
@@ -112,10 +106,10 @@ class KafkaOffsetWriter:
         commits/s of blocking calls from a thread pool); a group whose first try fails for any
         reason goes through commit(), with its retries and reasons.
         """
-        first = self._pipelined({g: _request(offsets, metadata) for g, offsets in commits.items()})
+        first = self._pipelined(commits, metadata)
         out: dict[str, Exception | None] = {
             g: None for g, answer in first.items()
-            if isinstance(answer, dict) and all(err is NoError for err in answer.values())}
+            if not isinstance(answer, BaseException) and _all_accepted(commits[g], answer.value)}
         # Most often the first try failed because the coordinator moved or died: look it up afresh
         # for each, rather than have every group's own retry back off against it first.
         self._forget([g for g in first if g not in out])
@@ -129,30 +123,34 @@ class KafkaOffsetWriter:
                 out[group] = exc
         return out
 
-    def _pipelined(self, requests: dict[str, dict]) -> dict[str, dict | BaseException]:
-        # `in_flight` commits on the wire at once (kafka-python's admin offers only a blocking
-        # alter_group_offsets); a first-try failure is the group's answer, and commit() retries it.
-        calls = {group: (group, request, None) for group, request in requests.items()}
-        return lib.pipelined(self.admin, lib.alter_group_offsets_async(self.admin), calls,
+    def _pipelined(self, commits: Mapping[str, Mapping[Key, int]],
+                   metadata: str) -> dict[str, object]:
+        # `in_flight` commits on the wire at once, each on zk2kafka's own codec (offset_codec); a
+        # first-try failure is the group's answer, and commit() retries it.
+        calls = {group: (group, CommitRequest(group, offsets, metadata))
+                 for group, offsets in commits.items()}
+        return lib.pipelined(self.admin, lib.send_to_coordinator(self.admin), calls,
                              self.in_flight)
 
     def commit(self, group: str, offsets: Mapping[Key, int], metadata: str) -> None:
         """Commit `offsets` for `group` in one OffsetCommit; every partition must be accepted."""
-        request = _request(offsets, metadata)
+        send_one = lib.send_to_coordinator(self.admin)
 
         def send():
-            errors = self.features.call("OffsetCommit",
-                                        lambda: self.admin.alter_group_offsets(group, request))
-            failed = {tp: err for tp, err in errors.items() if err is not NoError}
+            answer = self.features.call("OffsetCommit", lambda: lib.run(
+                self.admin, send_one, group, CommitRequest(group, offsets, metadata)))
+            errors = {key: Errors.for_code(code) for key, code in answer.value.items()}
+            # A partition asked and not answered was not written either.
+            errors.update({key: Errors.UnknownServerError for key in offsets if key not in errors})
+            failed = {key: err for key, err in errors.items() if err is not NoError}
             if failed:
-                tp, err = next(iter(sorted(failed.items())))
+                key, err = min(failed.items())
                 # The rest is written: a retry cannot undo that, the caller must.
                 if len(failed) < len(errors):
                     raise GroupRejected(group, f"commit offsets: {len(failed)} of {len(errors)} "
                                                f"partition(s) refused ({err.__name__}, "
-                                               f"e.g. {tp.topic}-{tp.partition}); "
-                                               "the others were written")
-                raise err(f"{len(failed)} partition(s) refused, e.g. {tp.topic}-{tp.partition}")
+                                               f"e.g. {label(key)}); the others were written")
+                raise err(f"{len(failed)} partition(s) refused, e.g. {label(key)}")
         self._call(group, "commit offsets", send)
 
     def delete(self, group: str, partitions: list[Key]) -> None:
@@ -190,10 +188,9 @@ class KafkaOffsetWriter:
         lib.forget_coordinators(self.admin, groups)
 
 
-def _request(offsets: Mapping[Key, int],
-             metadata: str) -> dict[TopicPartition, OffsetAndMetadata]:
-    return {TopicPartition(t, p): OffsetAndMetadata(o, metadata, -1)
-            for (t, p), o in offsets.items()}
+def _all_accepted(offsets: Mapping[Key, int], errors: Mapping[Key, int]) -> bool:
+    """Whether Kafka answered every partition of the commit with no error."""
+    return all(errors.get(key) == 0 for key in offsets)
 
 
 def _by_key(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[Key, Committed]:

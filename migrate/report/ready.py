@@ -264,15 +264,13 @@ MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff o
 
 def _move(groups: list[str], report: str, mapping: str = "") -> str:
     """What moving the groups not in Kafka takes, as commands to paste: the diff and the reviewed
-    plan of just those groups (with the group `mapping` the check was given, as flags), or a
-    rolling switch of them (sync, which takes no mapping: not offered with one)."""
+    plan of just those groups, or a rolling switch of them (sync), each with the group `mapping`
+    the check was given, as flags."""
     from migrate.report.text import reviewed_plan
 
-    sel = _selection(groups)
+    sel = _selection(groups) + mapping
     plan = (f"move it: with its consumers stopped, a reviewed plan "
-            f"({reviewed_plan(sel + mapping, report)})")
-    if mapping:
-        return plan
+            f"({reviewed_plan(sel, report)})")
     return f"{plan}; or a rolling switch with `zk2kafka sync --execute{sel}`"
 
 

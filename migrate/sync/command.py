@@ -12,10 +12,12 @@ import time
 from typing import Any
 
 from migrate import stores
+from migrate.group_map import RECORD_KEY, renames_text
 from migrate.journal.journal import DONE, Journal
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards
+from migrate.sync.renames import resolved_at_start
 from migrate.sync.service import Endpoint
 from migrate.sync.sessions import FollowOptions, OneFollower
 
@@ -32,17 +34,23 @@ def follow(settings: Settings) -> dict[str, Any]:
     settings.require("bootstrap_server")
     run_id, state = new_run_id(), StateDir(settings.state_dir)
     report = state.reports(run_id)
+    options = FollowOptions.of(settings)   # a --map-group-file read, its rules checked
     # The writers' lock first: a second writer stops before it connects to anything.
     journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
                if settings.execute else None)
     # As migrate: an explicit --metadata, even "", is what is written; the journal records it
     # for later runs.
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
-    options = FollowOptions.of(settings)
     stop = threading.Event()
     followers = endpoint = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
+        # The mapping over the groups listed now, refused (exit 2) before Kafka is reached; the
+        # groups later re-scans find are admitted by the followers (sync/renames.py).
+        renamed = resolved_at_start(options.mapping, options)
+        if options.mapping:
+            log.info("sync %s: renamed: %s (each mirrored into its Kafka group; ZooKeeper stays"
+                     " the old group's)", run_id, renames_text(renamed))
         if options.writers > 1:
             followers = FollowerShards(options, run_id, metadata, report / "sync-status.json")
         else:
@@ -55,7 +63,8 @@ def follow(settings: Settings) -> dict[str, Any]:
             # After the endpoint is bound: a port in use journals no run that never ran.
             # Sync only reads ZooKeeper.
             reached = stores.reach(settings.connection, zookeeper=False)
-            record = {**settings.recorded(), "stores": reached.to_json(), "no_zk_write": True}
+            record = {**settings.recorded(), "stores": reached.to_json(), "no_zk_write": True,
+                      RECORD_KEY: renamed}
             journal.create_run(run_id, "sync", "", record, {}, report=str(report))
         if settings.stop_after:
             timer = threading.Timer(settings.stop_after, stop.set)

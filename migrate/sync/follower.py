@@ -10,12 +10,10 @@ group but reads again only the offset znodes whose watch is not armed. The first
 group at once; later ones read their groups a slice at a time between passes, spread over half
 the interval, so that a change never waits behind a re-scan of the whole fleet (some 25 s at
 10,000 groups). `--renew-every` re-commits the unchanged offsets of groups nobody consumes in
-Kafka yet, so they do not expire. A group whose Kafka group gained members is left alone from
-then on; a group whose old consumers all left `ids/` is reported ready to switch. Both are said
-once.
-ZooKeeper is only read: it is the source. What sync does is counted in `Follower.metrics`
-(migrate.sync.metrics), which `--metrics-address` serves with a health check
-(migrate.sync.service).
+Kafka yet, so they do not expire. A group whose Kafka group (the one it maps to, under
+--map-group) gained members is left alone from then on; a group whose old consumers all left
+`ids/` is reported ready to switch. Both are said once. ZooKeeper is only read. What sync does is
+counted in `Follower.metrics`, served by `--metrics-address` (migrate.sync.service).
 
 Never backwards by surprise: sync writes a partition's offset only where Kafka holds none or
 holds a value zk2kafka wrote, told by the commit metadata and the journal (`Authorship`), so
@@ -40,6 +38,7 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
 from migrate.diff.plan import Planned
+from migrate.group_map import GroupMap
 from migrate.journal import journal as j
 from migrate.journal.authorship import Authorship, Held
 from migrate.kafka.snapshot import IDLE_STATES
@@ -48,8 +47,10 @@ from migrate.stores import OUTAGES
 from migrate.sync.decide import decide
 from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.sync.readiness import Readiness, journaled_zk_writes, note_moves
-from migrate.sync.state import GroupState, Sweep, SyncStatus, freeze_survivors, settle_heap
-from migrate.sync.watch import GroupWatches, ZkOffset
+from migrate.sync.renames import SyncRenames
+from migrate.sync.state import (GroupState, Sweep, SyncStatus, freeze_survivors, planned_row,
+                                  settle_heap, show_offsets)
+from migrate.sync.watch import GroupWatches
 from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader
 
@@ -74,7 +75,7 @@ class Follower:
     at the lowest write point (no commit, nothing journaled); a writing run needs `journal`.
     `owns`: the selected groups this Follower takes (one shard of `sync --writers N`); all of them
     by default. `status_every`: seconds between two status lines; None logs none (a shard: the
-    command logs the shards' figures merged).
+    command logs the shards' figures merged). `renames`: the mapping (--map-group, sync/renames.py).
     """
 
     def __init__(self, client: KazooClient, reader: ZkOffsetReader, kafka: KafkaOffsetWriter,
@@ -84,10 +85,12 @@ class Follower:
                  renew_every: float | None, status_file: Path | None = None, *, dry_run: bool,
                  status_every: float | None = 10.0, tick: float = 0.5,
                  per_group_metrics: bool = True, owns: Callable[[str], bool] = lambda group: True,
-                 quiet_for: float = QUIET_FOR, gather: float = GATHER):
+                 quiet_for: float = QUIET_FOR, gather: float = GATHER,
+                 renames: SyncRenames | None = None):
         if not dry_run and journal is None:
             raise ValueError("a sync that writes needs a journal")
-        self.reader, self.kafka = reader, kafka
+        self.renames = renames or SyncRenames(GroupMap())
+        self.reader, self.kafka = reader, self.renames.writer(kafka)
         self.list_groups, self.partitions = list_groups, partitions
         self.journal, self.run_id, self.metadata, self.dry_run = journal, run_id, metadata, dry_run
         self.authorship = Authorship(journal, metadata)
@@ -96,7 +99,8 @@ class Follower:
         self.gather = gather
         self.groups: dict[str, GroupState] = {}
         self.status = SyncStatus()
-        self.metrics = SyncMetrics(lambda: self.groups, per_group=per_group_metrics)
+        self.metrics = SyncMetrics(lambda: self.groups, per_group=per_group_metrics,
+                                   named=self.renames.named)
         self.watches = GroupWatches(client, reader, self._mark, self._armed)
         self.last_rescan: float | None = None   # time.monotonic() when the last re-scan finished
         self.sweep: Sweep | None = None           # the re-scan under way
@@ -167,15 +171,22 @@ class Follower:
         """List the selected groups, stop those with Kafka members, and start reading them all
         whole over `spread` seconds (continue_rescan)."""
         started = time.monotonic()
-        names = [n for n in self.reader.groups() if self.owns(n)]
+        listed = self.reader.groups()
+        names = [n for n in listed if self.owns(n)]
         for name in names:
             self.groups.setdefault(name, GroupState())
+        # The mapping over every group listed (each shard's alike), journaled before any commit.
+        renamed, refused = self.renames.admit(listed)
+        if renamed and not self.dry_run:
+            self.journal.add_renames(self.run_id, renamed)
+        for name in filter(self.owns, refused):
+            self._stop(name, refused[name], "map_refused")
         states = self.list_groups()
         for name in names:
-            state = states.get(name)
-            if state is not None and state not in IDLE_STATES:
-                self._stop(name, f"Kafka group is {state}: consumers joined in Kafka{LEFT_ALONE}",
-                           "kafka_members")
+            kafka = self.renames.kafka_name(name)   # the group it is mirrored into
+            if (state := states.get(kafka)) is not None and state not in IDLE_STATES:
+                self._stop(name, f"Kafka group {'' if kafka == name else repr(kafka) + ' '}is "
+                           f"{state}: consumers joined in Kafka{LEFT_ALONE}", "kafka_members")
         self.sweep = Sweep(names, started, spread)
 
     def continue_rescan(self) -> None:
@@ -248,8 +259,8 @@ class Follower:
                     group.unmirrored[label((topic, partition))] = UNKNOWN
 
     def _judge_again(self) -> None:
-        """Judge again the groups whose quiet window ended with no change read since (a group
-        with a fired watch is judged when it is read)."""
+        """Judge again the groups whose quiet window ended with no change read since (one with
+        a fired watch is judged when read)."""
         with self._lock:
             dirty = set(self._dirty)
         for name in self.readiness.due():
@@ -271,12 +282,9 @@ class Follower:
         self.metrics.rearm_seconds.observe(seconds)
 
     def _on_session(self, state: KazooState) -> None:
-        """kazoo's connection listener (on its thread): count a lost session.
-
-        Nothing more to do: on a lost connection or session kazoo calls every watcher once (an
-        event of type NONE), so every group read is marked and read again, whole, which arms its
-        watches again.
-        """
+        """kazoo's connection listener (on its thread): count a lost session. Nothing more to do:
+        kazoo then calls every watcher once (an event of type NONE), so every group read is read
+        again, whole, which arms its watches again."""
         if state == KazooState.LOST:
             self.metrics.sessions_lost.inc()
 
@@ -305,7 +313,8 @@ class Follower:
             return set()
         if self.dry_run:   # the lowest write point
             for name, offsets in commits.items():
-                log.warning("sync (dry run): would commit %s for group %s", _show(offsets), name)
+                log.warning("sync (dry run): would commit %s for group %s", show_offsets(offsets),
+                            self.renames.named(name))
                 self.groups[name].mirrored.update(offsets)
             return set(commits)
         results = self.kafka.commit_many(commits, self.metadata)
@@ -322,7 +331,7 @@ class Follower:
                 self.status.errors += 1
                 self.metrics.commit_errors.labels(type(error).__name__).inc()
                 log.warning("sync: group %s: %s: %s; trying again",
-                            name, type(error).__name__, error)
+                            self.renames.named(name), type(error).__name__, error)
                 self._mark(name)
             else:
                 done.add(name)
@@ -330,7 +339,7 @@ class Follower:
                                                  now)
         if accepted and not renewal:   # the status shows the pass's last change
             name = next(reversed(accepted))
-            self.status.last_change = f"{name} {_show(commits[name])}"
+            self.status.last_change = f"{self.renames.named(name)} {show_offsets(commits[name])}"
         # One transaction for the pass. A crash before it leaves Kafka ahead of the journal, as
         # a crash between any commit and its row could: the default metadata still names this
         # run; under a custom one the restarted sync stops the group as taken over (never
@@ -348,7 +357,7 @@ class Follower:
         group.last_commit = now
         self.status.commits += 1
         self.metrics.commits.inc()
-        rows = [(_planned(key, offset, group.offsets[key], held.get(key)), held.get(key))
+        rows = [(planned_row(key, offset, group.offsets[key], held.get(key)), held.get(key))
                 for key, offset in offsets.items()]
         if renewal:
             self.status.renewals += 1
@@ -359,8 +368,9 @@ class Follower:
         group.last_mirrored = now
         self.metrics.offsets_mirrored.inc(len(offsets))
         self.status.last_change_at = now
-        if log.isEnabledFor(logging.INFO):   # the line is built for -v only
-            log.info("sync: group %s: committed %s", name, _show(offsets))
+        if log.isEnabledFor(logging.DEBUG):   # -v's: a line a commit cost 17 µs (performance.md)
+            log.debug("sync: group %s: committed %s", self.renames.named(name),
+                      show_offsets(offsets))
         return rows
 
     def _stop(self, name: str, why: str, reason: str) -> None:
@@ -370,7 +380,7 @@ class Follower:
             return
         group.stopped, group.stop_reason = why, reason
         self.changes += 1
-        log.warning("sync: group %s is no longer synced: %s", name, why)
+        log.warning("sync: group %s is no longer synced: %s", self.renames.named(name), why)
         if not self.dry_run:
             self.journal.set_group(self.run_id, name, j.SKIPPED, why)
 
@@ -388,13 +398,3 @@ class Follower:
             tmp.write_text(json.dumps(self.status.to_json(self.groups), indent=2) + "\n")
             tmp.replace(self.status_file)
 
-
-def _planned(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None) -> Planned:
-    topic, partition = key
-    return Planned(topic, partition, offset, zk_path=zk.path, zk_version=zk.version,
-                     layout=zk.layout, kafka_offset=before[0] if before else None)
-
-
-def _show(offsets: dict[Key, int], most: int = 3) -> str:
-    shown = ", ".join(f"{t}-{p} -> {o}" for (t, p), o in sorted(offsets.items())[:most])
-    return shown + (f" (+{len(offsets) - most} more)" if len(offsets) > most else "")

@@ -5,7 +5,8 @@ Counters are counted as sync works; the per-state and per-group figures are read
 Follower's groups when Prometheus scrapes (a group's lag as its last pass worked it out), so a
 group's series need no bookkeeping when it stops. Label cardinality is bounded: `group` at most
 (never a partition), and `per_group=False` (`--no-group-metrics`) drops every series labelled by
-group, for fleets of 10,000+ groups; the totals over all groups stay.
+group, for fleets of 10,000+ groups; the totals over all groups stay. Under --map-group a renamed
+group's `group` label is `old -> new` (the label set stays the same).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 if TYPE_CHECKING:
     from migrate.sync.state import GroupState
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
 PREFIX = "zk2kafka_sync"
 STATES = ("mirroring", "ready", "stopped")
 # Why a group stopped being synced: a fixed set, so the label stays bounded.
-STOP_REASONS = ("kafka_members", "taken_over", "other_run", "offsets_refused", "commit_refused")
+STOP_REASONS = ("kafka_members", "taken_over", "other_run", "offsets_refused", "commit_refused",
+                "map_refused")
 # Re-arming a batch of groups' watches takes a round trip; a re-scan of 10,000 groups ~20 s.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -50,7 +53,8 @@ def lag(group: GroupState) -> tuple[int, int]:
 class SyncMetrics:
     """The counters sync feeds, and the registry a `/metrics` endpoint serves."""
 
-    def __init__(self, groups: Callable[[], dict[str, GroupState]], *, per_group: bool = True):
+    def __init__(self, groups: Callable[[], dict[str, GroupState]], *, per_group: bool = True,
+                 named: Callable[[str], str] = str):
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.offsets_mirrored = Counter(
@@ -80,14 +84,16 @@ class SyncMetrics:
             f"{PREFIX}_rescan_duration_seconds", "Time of one full re-scan of the selected groups"
             " (after the first, spread over half of --rescan-every)",
             buckets=BUCKETS, registry=r)
-        r.register(_GroupCollector(groups, per_group))
+        r.register(_GroupCollector(groups, per_group, named))
 
 
 class _GroupCollector(Collector):
     """The per-state and per-group series, read from the Follower's groups at scrape time."""
 
-    def __init__(self, groups: Callable[[], dict[str, GroupState]], per_group: bool):
-        self.groups, self.per_group = groups, per_group
+    def __init__(self, groups: Callable[[], dict[str, GroupState]], per_group: bool,
+                 named: Callable[[str], str]):
+        # `named`: a group as its label names it (`old -> new` when renamed)
+        self.groups, self.per_group, self.named = groups, per_group, named
 
     def describe(self) -> list[Metric]:
         return []   # read at scrape time: nothing to describe before
@@ -109,7 +115,7 @@ class _GroupCollector(Collector):
             differ, total = group.lag if state != "stopped" else (0, 0)
             differ_all, total_all = differ_all + differ, total_all + total
             if self.per_group:
-                per_group.append((name, state, group, differ, total))
+                per_group.append((self.named(name), state, group, differ, total))
         for state, n in counts.items():
             by_state.add_metric([state], n)
         yield by_state
@@ -140,11 +146,22 @@ class _GroupCollector(Collector):
         lag_offsets = GaugeMetricFamily(f"{PREFIX}_group_lag_offsets",
                                         "Sum of the differences between the group's ZooKeeper"
                                         " and Kafka offsets", labels=["group"])
+        # The samples add_metric would make, made directly: its call, zip and dict per sample were a
+        # quarter of a scrape of 10,000 groups (docs/performance.md).
+        new = tuple.__new__
+        states, lasts, counts = state.samples, last.samples, mirrored.samples
+        lag_rows, lag_sums = lag_partitions.samples, lag_offsets.samples
+        state_name, last_name = state.name, last.name
+        count_name = f"{mirrored.name}_total"
+        rows_name, sums_name = lag_partitions.name, lag_offsets.name
+        no = (None, None, None)   # timestamp, exemplar, native histogram
         for name, group_state, group, differ, total in sorted(per_group, key=lambda row: row[0]):
             for s in STATES:
-                state.add_metric([name, s], 1 if s == group_state else 0)
-            last.add_metric([name], group.last_mirrored)
-            mirrored.add_metric([name], group.offsets_mirrored)
-            lag_partitions.add_metric([name], differ)
-            lag_offsets.add_metric([name], total)
+                states.append(new(Sample, (state_name, {"group": name, "state": s},
+                                           1 if s == group_state else 0, *no)))
+            label = {"group": name}
+            lasts.append(new(Sample, (last_name, label, group.last_mirrored, *no)))
+            counts.append(new(Sample, (count_name, label, group.offsets_mirrored, *no)))
+            lag_rows.append(new(Sample, (rows_name, label, differ, *no)))
+            lag_sums.append(new(Sample, (sums_name, label, total, *no)))
         yield from (state, last, mirrored, lag_partitions, lag_offsets)

@@ -12,7 +12,9 @@ from typing import Any
 from kafka.admin import KafkaAdminClient
 from kazoo.client import KazooClient
 
+from migrate import group_map
 from migrate.connection import Connection
+from migrate.group_map import GroupMap
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, group_states
@@ -20,6 +22,7 @@ from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings
 from migrate.sync.follower import Follower
+from migrate.sync.renames import SyncRenames
 from migrate.sync.service import Health
 from migrate.zk.client import close, connect
 from migrate.zk.scan import ReaderOptions, make_reader
@@ -29,7 +32,8 @@ from migrate.zk.scan import ReaderOptions, make_reader
 class FollowOptions:
     """What a follower takes from the settings: how to reach the stores, what to read there, the
     state dir its journal is in, and how it follows (--parallelism, --rescan-every,
-    --renew-every, --quiet-for, --no-group-metrics, --writers; a dry run without --execute)."""
+    --renew-every, --quiet-for, --no-group-metrics, --writers; a dry run without --execute), and
+    the group mapping (--map-group, --map-group-file)."""
 
     connection: Connection
     reading: ReaderOptions
@@ -41,13 +45,14 @@ class FollowOptions:
     quiet_for: float
     per_group_metrics: bool
     writers: int
+    mapping: GroupMap = GroupMap()
 
     @classmethod
     def of(cls, settings: Settings) -> FollowOptions:
         return cls(settings.connection, ReaderOptions.of(settings), settings.state_dir,
                    not settings.execute, settings.parallelism, settings.rescan_every,
                    settings.renew_every, settings.quiet_for, not settings.no_group_metrics,
-                   settings.writers)
+                   settings.writers, group_map.chosen(settings))
 
 
 def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdminClient,
@@ -72,7 +77,7 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
                     kafka_groups, kafka_partitions, journal, run_id, metadata,
                     options.rescan_every, options.renew_every, status_file,
                     dry_run=options.dry_run, per_group_metrics=options.per_group_metrics,
-                    quiet_for=options.quiet_for, **extra)
+                    quiet_for=options.quiet_for, renames=SyncRenames(options.mapping), **extra)
 
 
 def open_sessions(options: FollowOptions) -> tuple[KafkaAdminClient, KazooClient]:

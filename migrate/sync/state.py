@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from migrate.diff.plan import Planned
 from migrate.kafka.writer import Key
 from migrate.state import ISO_FORMAT, iso
 from migrate.sync.watch import ZkOffset
@@ -144,3 +145,15 @@ def freeze_survivors() -> None:
     """
     gc.collect(1)
     gc.freeze()
+
+
+def planned_row(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None) -> Planned:
+    """A committed offset as the journal keeps it, with what Kafka held before."""
+    topic, partition = key
+    return Planned(topic, partition, offset, zk_path=zk.path, zk_version=zk.version,
+                   layout=zk.layout, kafka_offset=before[0] if before else None)
+
+
+def show_offsets(offsets: dict[Key, int], most: int = 3) -> str:
+    shown = ", ".join(f"{t}-{p} -> {o}" for (t, p), o in sorted(offsets.items())[:most])
+    return shown + (f" (+{len(offsets) - most} more)" if len(offsets) > most else "")

@@ -12,41 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from migrate.kafka.writer import Committed, GroupRejected, Key, KafkaOffsetWriter
-
-RECORD_KEY = "group_map"   # in a run's recorded settings: {zookeeper group: kafka group}
-
-
-class RenamedKafkaWriter:
-    """A KafkaOffsetWriter whose callers name ZooKeeper groups: each is read, committed and
-    deleted under its Kafka name (a group the mapping leaves alone, under its own)."""
-
-    def __init__(self, writer: KafkaOffsetWriter, renamed: Mapping[str, str]):
-        self.writer, self.renamed = writer, dict(renamed)
-        # What KafkaHalf and the review use of the writer as it is.
-        self.admin, self.policy, self.features = writer.admin, writer.policy, writer.features
-
-    def kafka_name(self, group: str) -> str:
-        return self.renamed.get(group, group)
-
-    def committed(self, group: str) -> dict[Key, Committed]:
-        return self.writer.committed(self.kafka_name(group))
-
-    def committed_many(self, groups: Sequence[str]) -> dict[str, Any]:
-        found = self.writer.committed_many([self.kafka_name(g) for g in groups])
-        return {g: found[self.kafka_name(g)] for g in groups}
-
-    def commit_many(self, commits: Mapping[str, Mapping[Key, int]],
-                    metadata: str) -> dict[str, Exception | None]:
-        sent = self.writer.commit_many({self.kafka_name(g): o for g, o in commits.items()},
-                                       metadata)
-        return {g: sent[self.kafka_name(g)] for g in commits}
-
-    def commit(self, group: str, offsets: Mapping[Key, int], metadata: str) -> None:
-        self.writer.commit(self.kafka_name(group), offsets, metadata)
-
-    def delete(self, group: str, partitions: list[Key]) -> None:
-        self.writer.delete(self.kafka_name(group), partitions)
+from migrate.group_map import RECORD_KEY
+from migrate.kafka.renamed import RenamedKafkaWriter
+from migrate.kafka.writer import GroupRejected
 
 
 def kafka_names(writer: Any, groups: Sequence[str]) -> dict[str, str]:

@@ -7,6 +7,7 @@ name's Kafka offsets untouched; a reviewed plan applied with another mapping is 
 from __future__ import annotations
 
 import csv
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -16,10 +17,15 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from migrate.diff import schema as s
+from migrate.journal.journal import Journal
 
 from support.cli import selected, zk2kafka_json, zk2kafka_text
+from support.consumers import joined
 from support.hints import hints, operator_shell, paste
 from support.seeding import kafka_offsets, make_topic, put, zk_tree
+from support.sync_process import scraped_when, start_sync, stop_sync
+from support.sync_process import value as sample
+from support.wait import free_port, wait_for
 
 
 def _seed(zk, kafka_admin, cluster, prefix: str) -> dict[str, str]:
@@ -78,9 +84,10 @@ def test_each_old_group_is_judged_against_and_planned_for_its_new_group(cluster,
     code, out, err = zk2kafka_text("diff", *base, "--map-group-file", str(names))
     assert code == 0, err
     assert f"renamed: 1 group(s) judged against a Kafka group of another name:\n  {n['old']} -> {n['new']}" in out
-    # Kafka deletes offsets no consumer holds: sync, which writes the old names, is not the advice here.
-    assert f"({n['old']} -> {n['new']}, {n['kept']})" in out and "reset-offsets.csv committed again" in out
-    assert "zk2kafka sync" not in out, out
+    # Kafka deletes offsets no consumer holds: the sync that renews them repeats the mapping.
+    assert f"({n['old']} -> {n['new']}, {n['kept']})" in out
+    (renew,) = [h for h in hints(out) if h.startswith("zk2kafka sync")]
+    assert renew.endswith(f" --execute --renew-every 42h --group '{prefix}.*' --map-group-file {names}"), renew
     code, out, err = zk2kafka_text("diff", *base)
     assert code == 3 and "renamed" not in out, out   # judged against the old name: a CONFLICT
 
@@ -150,6 +157,15 @@ def test_groups_that_would_meet_in_one_kafka_group_are_refused_before_kafka_is_r
     # ZooKeeper was read (its snapshots are there), Kafka was not.
     assert list((state / "snapshots").glob("zk-*.parquet"))
     assert not list((state / "snapshots").glob("kafka-*.parquet"))
+
+    # sync refuses them the same way, before it journals a run or reaches Kafka.
+    code, out, err = zk2kafka_text("sync", "--execute", *base, "--stop-after", "30s",
+                                   "--map-group", f"{prefix}(legacy-billing|audit)={prefix}one")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"groups '{n['kept']}' and '{n['old']}' are both mapped to '{prefix}one'" in err
+    with Journal.open(state) as journal:
+        assert journal.runs() == []
+    assert kafka_offsets(kafka_admin, [f"{prefix}one"]) == {f"{prefix}one": {}}
 
 
 def _first_offsets(cluster, group: str, topic: str) -> dict[int, int]:
@@ -249,18 +265,33 @@ def test_ready_for_kraft_counts_an_old_group_moved_when_its_new_group_holds_its_
     shell = operator_shell(cluster, zk_chroot, tmp_path / "state")
     ready = f"zk2kafka ready-for-kraft --quiet-for 1s --map-group '{rule}'"
 
-    # Not in its new group yet: the diff and the reviewed plan of that group, with the mapping, as printed
-    # (no rolling switch: sync takes no mapping).
+    # Not in its new group yet: the diff and the reviewed plan of that group, or a rolling switch, each with the
+    # mapping, as printed.
     checked = paste(shell, ready)
     assert checked.returncode == 3, checked.stdout + checked.stderr
     assert f"renamed: 1 group(s) judged against a Kafka group of another name:\n  {old} -> {new}" in checked.stdout
     diff, review, execute = reviewed_plan(checked.stdout)
     assert diff == f"PLAN=$(zk2kafka diff --group {old} --map-group '{rule}' --json | jq -r .plan_id)"
     assert execute == f"zk2kafka migrate --execute --plan \"$PLAN\" --group {old} --map-group '{rule}'"
-    assert "zk2kafka sync" not in checked.stdout
+    (switch,) = [h for h in hints(checked.stdout) if h.startswith("zk2kafka sync")]
+    assert switch == f"zk2kafka sync --execute --group {old} --map-group '{rule}'"
     written = paste_lines(shell, diff, review, execute)
     assert written.returncode == 0, written.stdout + written.stderr
     assert {k: v[0] for k, v in kafka_offsets(kafka_admin, [new])[new].items()} == {(topic, 0): 10, (topic, 1): 20}
+
+    # The old consumer committed on since: the rolling switch, pasted, mirrors it into the new group (over the
+    # migrate run's own value), never into the old name.
+    zk.set(f"/consumers/{old}/offsets/{topic}/0", b"15")
+    syncing = subprocess.Popen(["bash", "-c", f"exec {switch}"], env=shell, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for("the pasted sync to mirror the change into the new group",
+                 lambda: kafka_offsets(kafka_admin, [new])[new][(topic, 0)][0] == 15, timeout=120)
+    finally:
+        syncing.send_signal(signal.SIGTERM)
+        synced, err = syncing.communicate(timeout=120)
+    assert syncing.returncode == 0, synced + err
+    assert kafka_offsets(kafka_admin, [old]) == {old: {}}
 
     done = paste(shell, ready)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -286,3 +317,66 @@ def test_a_renamed_run_killed_mid_way_is_resumed_under_the_new_name_by_its_journ
     code, status, err = zk2kafka_json("status", run, "--state-dir", str(state))
     assert code == 0 and status["state"] == "done", (err, status)
     assert status["renamed"] == {n["old"]: n["new"]}   # the journal says both names
+
+
+def test_sync_mirrors_an_old_group_into_its_new_name_until_a_new_consumer_takes_the_new_group_over(
+        cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 100)
+    old, new = f"{prefix}legacy-billing", f"{prefix}billing-v2"
+    other, other_new = f"{prefix}legacy-audit", f"{prefix}audit-v2"   # mirrored on: the pass that reads it
+    rule = f"{prefix}legacy-(.*)={prefix}\\1-v2"
+    put(zk, f"/consumers/{old}/offsets/{topic}/0", b"10")
+    put(zk, f"/consumers/{other}/offsets/{topic}/0", b"5")
+    # Under the old name Kafka holds a value of its own, which sync neither reads nor writes.
+    kafka_admin.alter_group_offsets(old, {TopicPartition(topic, 0): OffsetAndMetadata(99, "", -1)})
+
+    def held(group):
+        return kafka_offsets(kafka_admin, [group])[group].get((topic, 0), (None, None))
+
+    log, address = tmp_path / "sync.log", f"127.0.0.1:{free_port()}"
+    state = tmp_path / "state"
+    consumer = None
+    with open(log, "w") as err:
+        # Two follower processes: each admits every group listed, journals the renames, and follows its own.
+        sync = start_sync(zk_chroot, cluster.bootstrap_server, prefix, state, address, err, "--map-group", rule,
+                          "--writers", "2")
+        try:
+            wait_for("sync to mirror the old groups into their new names",
+                     lambda: held(new)[0] == 10 and held(other_new)[0] == 5, timeout=60)
+            assert held(new)[1].startswith("zk2kafka sync ")
+            zk.set(f"/consumers/{old}/offsets/{topic}/0", b"40")   # the old consumer commits on
+            wait_for("sync to mirror the old consumer's commit", lambda: held(new)[0] == 40)
+
+            # The new application joins the new group: sync leaves it alone, named old -> new.
+            consumer = joined(cluster.bootstrap_server, new, topic)
+            samples = scraped_when("the new group stopped, by its members", address, lambda s: sample(
+                s, "zk2kafka_sync_group_state", group=f"{old} -> {new}", state="stopped") == 1)
+            assert sample(samples, "zk2kafka_sync_groups_stopped", reason="kafka_members") == 1
+            # The old consumer's next commit is not written: the other group's, written after it, is (one
+            # ZooKeeper session tells the watches in order), while the new group keeps 40.
+            zk.set(f"/consumers/{old}/offsets/{topic}/0", b"70")
+            zk.set(f"/consumers/{other}/offsets/{topic}/0", b"8")
+            wait_for("sync to mirror the other group's change", lambda: held(other_new)[0] == 8)
+            assert held(new)[0] == 40
+        finally:
+            if consumer is not None:
+                consumer.close()   # leaves the group, committing nothing
+            stop_sync(sync, log)
+    assert held(old) == (99, "")
+    said = log.read_text()
+    assert f"group {old} -> {new} is no longer synced: Kafka group '{new}' is Stable" in said
+    assert f"{old} -> {new}" in said and f"{other} -> {other_new}" in said, said[-3000:]
+
+    # The run's journal keeps both names: status and rollback need no flag.
+    with Journal.open(state) as journal:
+        (run,) = journal.runs()
+    assert run.kind == "sync" and run.to_json()["renamed"] == {old: new, other: other_new}
+    code, status, err = zk2kafka_json("status", run.run_id, "--state-dir", str(state))
+    assert code == 0 and status["renamed"] == {old: new, other: other_new}, err
+    code, rolled, err = zk2kafka_json("rollback", run.run_id, "--execute", "--bootstrap-server",
+                                      cluster.bootstrap_server, "--state-dir", str(state))
+    assert code == 0, (err, rolled)
+    # Kafka held nothing for the new groups before sync: nothing again; the old name's value untouched.
+    assert held(new) == (None, None) and held(other_new) == (None, None)
+    assert held(old) == (99, "")

@@ -29,6 +29,14 @@ sync's own only when nothing else runs on its cores: `--pin STORES:CLIENT` puts 
 and this benchmark's writer and reader on the cores of STORES and sync on those of CLIENT ("0:1" on 2
 cores). The drain time is from the stream's end until Kafka held its last change.
 
+Sync runs with its defaults, as an operator's would: per-group series on `/metrics` and the default
+log level (stderr goes to a file). The flags the benchmark adds are the connection, the selection, the
+state dir, `--rescan-every`, `--writers` and `--metrics-address`; `--sync-flags` adds more (e.g.
+`--sync-flags="--no-group-metrics -q"`), and the table names them. A scraper reads the whole
+`/metrics` every `--scrape-every` seconds during the streams, as Prometheus would (0: none), in the
+Prometheus text format (Prometheus itself asks for OpenMetrics first, which costs sync more:
+docs/performance.md).
+
 Prints a Markdown table; exits 1 when a change was missed or sync failed.
 """
 
@@ -38,6 +46,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import signal
 import statistics
 import struct
@@ -68,9 +77,11 @@ PASSES = ("zk2kafka_sync_commits_total", "zk2kafka_sync_watch_rearm_duration_sec
 
 
 def scrape(address: str) -> dict[str, float]:
-    """Unlabelled samples of sync's /metrics, by name; {} while it does not answer."""
+    """Unlabelled samples of sync's /metrics, by name (only `names` asked: the per-group series of
+    10,000 groups are 70,000 lines); {} while it does not answer."""
+    query = "&".join(f"name[]={n}" for n in ("zk2kafka_sync_offsets_mirrored_total", *PASSES))
     try:
-        with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
+        with urllib.request.urlopen(f"http://{address}/metrics?{query}", timeout=10) as answer:
             text = answer.read().decode()
     except OSError:
         return {}
@@ -94,6 +105,26 @@ def decode(key: bytes | None, value: bytes | None) -> tuple[tuple[str, str, int]
     (partition,) = struct.unpack_from(">i", key, at)
     (offset,) = struct.unpack_from(">q", value, 2)   # after the value's int16 version, in every version
     return (fields[0], fields[1], partition), offset
+
+
+class Scraper(threading.Thread):
+    """Reads sync's whole /metrics (text format) every `every` seconds, as Prometheus would; the
+    text is only counted (Prometheus parses it on its own host)."""
+
+    def __init__(self, address: str, every: float):
+        super().__init__(daemon=True)
+        self.address, self.every = address, every
+        self.halt = threading.Event()
+        self.scrapes = self.size = 0
+
+    def run(self) -> None:
+        while self.every > 0 and not self.halt.wait(self.every):
+            try:
+                with urllib.request.urlopen(f"http://{self.address}/metrics", timeout=30) as answer:
+                    self.size = len(answer.read())
+                self.scrapes += 1
+            except OSError:
+                continue
 
 
 class Commits(threading.Thread):
@@ -197,6 +228,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--pin", metavar="STORES:CLIENT",
                     help="cores for the stores and this benchmark, and cores for sync, e.g. 0:1")
+    ap.add_argument("--sync-flags", default="",
+                    help='more flags for sync, as one shell word, e.g. --sync-flags="--no-group-metrics -q"')
+    ap.add_argument("--scrape-every", type=float, default=15.0,
+                    help="seconds between two scrapes of sync's whole /metrics during the streams (0: none)")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
     if (args.zookeeper is None) != (args.bootstrap_server is None):
@@ -217,7 +252,8 @@ def main(argv: list[str] | None = None) -> dict:
     figures: dict = {"run": run, "groups": args.groups, "partitions": args.partitions, "offsets": offsets,
                      "rates": args.rate, "minutes": args.minutes, "writers": args.writers,
                      "rescan_every": args.rescan_every, "window": args.window, "cores": os.cpu_count(),
-                     "pin": args.pin, "ok": False}
+                     "pin": args.pin, "sync_flags": args.sync_flags, "scrape_every": args.scrape_every,
+                     "ok": False}
     try:
         cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work,
                                                zk_heap="1g", broker_heap="2g")
@@ -234,8 +270,7 @@ def main(argv: list[str] | None = None) -> dict:
                 [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zookeeper,
                  "--bootstrap-server", bootstrap, "--group", f"{prefix}.*", "--state-dir", str(work / "state"),
                  "--rescan-every", args.rescan_every, "--writers", str(args.writers),
-                 "--metrics-address", address, "--no-group-metrics",
-                 "-q"],   # warnings only: a line per commit would be 1,000 lines a second
+                 "--metrics-address", address, *shlex.split(args.sync_flags)],
                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True,
                 preexec_fn=pin.client_preexec())
         sampler = Sampler(sync.pid, interval=1.0)   # every second: reading Pss costs CPU sync shares
@@ -245,12 +280,14 @@ def main(argv: list[str] | None = None) -> dict:
         while scrape(address).get("zk2kafka_sync_offsets_mirrored_total", 0) < offsets:
             if sync.poll() is not None:
                 raise SystemExit(f"sync exited {sync.returncode} before the first mirror; see {log}")
-            time.sleep(0.2)
+            time.sleep(0.5)
         figures["first_mirror_s"] = round(time.monotonic() - started, 1)
         figures["first_mirror_peak_mib"] = round(sampler.peak()[0] / MIB)
         _say(f"sync mirrored every offset in {figures['first_mirror_s']}s")
         commits = Commits(bootstrap, prefix)
         commits.start()
+        scraper = Scraper(address, args.scrape_every)
+        scraper.start()
         rng, current = random.Random(args.seed), {}
         figures["streams"] = []
         for rate in args.rate:
@@ -262,6 +299,8 @@ def main(argv: list[str] | None = None) -> dict:
                  f"missed {last['missed']}, sync CPU {last['cpu_ms_per_change']} ms a change")
         commits.halt.set()
         commits.join(timeout=10)
+        scraper.halt.set()
+        figures["scrapes"], figures["scrape_bytes"] = scraper.scrapes, scraper.size
         figures["log"] = str(log)
         figures["ok"] = not any(s["missed"] for s in figures["streams"]) and sync.poll() is None
     finally:
@@ -420,6 +459,9 @@ def render(f: dict) -> str:
     lines = [
         f"\n{f['offsets']:,} offsets ({f['groups']:,} groups x {f['partitions']} partitions), {f['cores']} cores, "
         f"sync --writers {f['writers']} --rescan-every {f['rescan_every']}"
+        + (f" {f['sync_flags']}" if f.get("sync_flags") else " (its defaults otherwise)")
+        + (f", /metrics scraped every {f['scrape_every']:g} s ({f.get('scrapes', 0)} scrapes, "
+           f"{f.get('scrape_bytes', 0):,} bytes each)" if f.get("scrape_every") else ", /metrics not scraped")
         + (f", pinned {f['pin']} (stores and this benchmark : sync)" if f.get("pin") else ", not pinned")
         + f"; first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)\n",
         "| changes/s asked | achieved | minutes | changes | p50 | p99 | max | drained after | missed |"

@@ -10,6 +10,7 @@ import pytest
 
 import bench_diff
 import bench_migrate
+import bench_offset_codec
 import bench_scale
 import bench_scan
 import bench_sync
@@ -91,6 +92,15 @@ def test_scale_benchmark_runs_every_step(cluster, zk_chroot, tmp_path, capsys):
     _scale_checks(figures, 120)
     assert json.loads(out.read_text()) == figures
     assert "| `zk2kafka verify --run` |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("version", [2, 3, 6, 8])
+def test_offset_codec_benchmark_times_both_paths_to_the_same_answers(version, capsys):
+    figures = bench_offset_codec.main(["--version", str(version), "--rounds", "20", "--repeat", "1",
+                                       "--partitions", "3"])   # it asserts the two paths agree first
+    assert all(figures[f"{side} {api}"] > 0 for side in ("kafka-python", "codec") for api in ("OffsetCommit",
+                                                                                               "OffsetFetch"))
+    assert "| codec OffsetFetch |" in capsys.readouterr().out
 
 
 def test_sync_benchmark_times_every_change_it_sent(cluster, zk_chroot, tmp_path, capsys):

@@ -141,14 +141,12 @@ def test_a_bad_rule_on_the_command_line_exits_2_before_anything_is_read(capsys):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["sync"], "a group mapping is taken by diff, migrate, verify and ready-for-kraft"),
     (["rollback", "r1"], "a run's group mapping is the one its journal recorded"),
     (["verify", "--run", "r1"], "a run's group mapping is the one its journal recorded"),
     (["migrate", "--resume", "r1"], "a run's group mapping is the one its journal recorded")])
 def test_a_mapping_from_the_config_file_is_refused_where_it_would_not_be_applied(tmp_path: Path, capsys, argv,
                                                                                   says):
-    # sync and ready-for-kraft take each group under its own name, a journaled run the mapping it
-    # recorded: a rename meant in the config file must not be passed over.
+    # A journaled run takes the mapping it recorded: a rename meant in the config file must not be passed over.
     cfg = tmp_path / "zk2kafka.toml"
     cfg.write_text("map-group = ['legacy-(.*)=\\\\1-v2']\n")
     code = cli.main([*argv, "--config", str(cfg), "--zookeeper", "127.0.0.1:1",

@@ -21,7 +21,7 @@ PRIVATE = re.compile(r"\._manager\b|\._coordinators\b|(?<!self)\._call\(|_prefix
 
 
 @pytest.mark.parametrize("module, cls, name, library", [
-    (kafka_compat, KafkaAdminClient, "_async_alter_group_offsets", "kafka-python"),
+    (kafka_compat, KafkaAdminClient, "_find_coordinator_id", "kafka-python"),
     (zk_compat, KazooClient, "_call", "kazoo"),
 ])
 def test_a_renamed_private_name_fails_at_import_with_one_line_naming_the_release(monkeypatch, module, cls, name,

@@ -3,25 +3,18 @@ retried, and the group's GroupRejected says so (writer.LIVE_GROUP_ERRORS), for b
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import kafka.errors as Errors
 import pytest
 
 from migrate.kafka.retry import RetryPolicy, is_retriable
 from migrate.kafka.writer import LIVE_GROUP_ERRORS, GroupRejected, KafkaOffsetWriter
 
+from support.kafka_answers import CodecAdmin, commit_answer
 
-class Admin:
-    """What the writer asks of kafka-python's admin for one commit: each partition answered `error`."""
 
-    def __init__(self, error):
-        self.error, self.sent = error, 0
-        self._manager = SimpleNamespace(broker_version_data=None)
-
-    def alter_group_offsets(self, group, request):
-        self.sent += 1
-        return dict.fromkeys(request, self.error)
+def Admin(error):
+    """Each partition of each commit answered `error` (a kafka-python error class)."""
+    return CodecAdmin(lambda request: commit_answer(request, error.errno))
 
 
 @pytest.mark.parametrize("error", LIVE_GROUP_ERRORS)
@@ -29,7 +22,7 @@ def test_a_live_groups_refusal_is_sent_once_and_named_live(error):
     admin = Admin(error)
     with pytest.raises(GroupRejected) as refused:
         KafkaOffsetWriter(admin, RetryPolicy(sleep=lambda s: None)).commit("g", {("orders", 0): 5}, "m")
-    assert admin.sent == 1 and refused.value.live
+    assert len(admin.sent) == 1 and refused.value.live
     assert "the group is live in Kafka" in refused.value.reason and error.__name__ in refused.value.reason
 
 
@@ -37,7 +30,7 @@ def test_other_refusals_are_not_live_and_retriable_ones_are_retried():
     admin = Admin(Errors.GroupAuthorizationFailedError)
     with pytest.raises(GroupRejected) as refused:
         KafkaOffsetWriter(admin, RetryPolicy(sleep=lambda s: None)).commit("g", {("orders", 0): 5}, "m")
-    assert not refused.value.live and admin.sent == 1
+    assert not refused.value.live and len(admin.sent) == 1
     assert is_retriable(Errors.CoordinatorLoadInProgressError())
 
 
