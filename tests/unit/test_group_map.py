@@ -129,7 +129,7 @@ def test_the_config_file_takes_the_mapping_like_other_options(tmp_path: Path):
     assert load_settings({"config": str(cfg)}, environ={}).map_group == (
         r"legacy-(.*)=\1-v2", "a=b")
     cfg.write_text("map-group = ['a=\\2']\n")
-    with pytest.raises(ConfigError, match=rf"--map-group 'a=\\\\2' \(from {cfg}\): NEW"):
+    with pytest.raises(ConfigError, match=rf"--map-group 'a=\\2' \(from {cfg}\): NEW"):
         load_settings({"config": str(cfg)}, environ={})
 
 
