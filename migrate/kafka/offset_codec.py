@@ -20,7 +20,7 @@ tagged fields). Flexible versions (commit v8, fetch v6+) write strings and array
 length + 1, 0 for null) and end each struct with tagged fields (none here); the others an int16-
 length string and an int32-length array (-1 for null).
 
-- OffsetCommit: group, generation -1, member "" , v7+ group instance null, v2-v4 retention -1,
+- OffsetCommit: group, generation -1, member "", v7+ group instance null, v2-v4 retention -1,
   topics [name, partitions [index, offset, v6+ leader epoch -1, metadata]]. Answer: v3+ throttle
   time, topics [name, partitions [index, error]].
 - OffsetFetch v2-v7: group, topics null (every partition), v7 require_stable false. Answer: v3+
@@ -52,7 +52,7 @@ class Committed(NamedTuple):
     """What Kafka holds for one partition of a group."""
 
     offset: int
-    metadata: str
+    metadata: str | None
 
 
 class FetchedGroup(NamedTuple):
