@@ -71,13 +71,13 @@ class SyncRenames:
             owner = self._owner.get(target)
             if owner is not None:
                 for name in claimants:
-                    refused[name] = (f"not synced: {_as(name, target)} would meet group {owner!r}, "
-                                     f"which sync mirrors into {target!r}: {MEET}")
+                    refused[name] = (f"not synced: {_as(name, target)} would meet group '{owner}', "
+                                     f"which sync mirrors into '{target}': {MEET}")
             elif len(claimants) > 1:
-                both = " and ".join(repr(n) for n in claimants)
+                both = " and ".join(f"'{n}'" for n in claimants)
                 for name in claimants:
                     refused[name] = (f"not synced: groups {both}, found by one re-scan, would "
-                                     f"meet in Kafka group {target!r}: {MEET}")
+                                     f"meet in Kafka group '{target}': {MEET}")
             else:
                 self._owner[target] = claimants[0]
                 if target != claimants[0]:
@@ -88,8 +88,8 @@ class SyncRenames:
 
 
 def _as(name: str, target: str) -> str:
-    return (f"group {name!r}, mapped to {target!r}," if name != target
-            else f"group {name!r}, which keeps its name,")
+    return (f"group '{name}', mapped to '{target}'," if name != target
+            else f"group '{name}', which keeps its name,")
 
 
 def resolved_at_start(mapping: GroupMap, options: Any) -> dict[str, str]:
