@@ -17,8 +17,9 @@ class RenamedKafkaWriter:
     deleted under its Kafka name (a group the mapping leaves alone, under its own)."""
 
     def __init__(self, writer: KafkaOffsetWriter, renamed: Mapping[str, str]):
-        # A copy: a run's mapping is fixed when it starts (sync adds the groups it finds later).
-        self.writer, self.renamed = writer, dict(renamed)
+        # The caller's mapping itself: a run's is fixed when it starts, sync's grows as its
+        # re-scans admit groups.
+        self.writer, self.renamed = writer, renamed
         # What KafkaHalf and the review use of the writer as it is.
         self.admin, self.policy, self.features = writer.admin, writer.policy, writer.features
 

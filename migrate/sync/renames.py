@@ -38,11 +38,7 @@ class SyncRenames:
     def writer(self, kafka: Any) -> Any:
         """`kafka` (a KafkaOffsetWriter) as sync calls it: through `renamed` when there is a
         mapping (one dict: what a re-scan admits reaches every later call), else itself."""
-        if not self.mapping:
-            return kafka
-        wrapped = RenamedKafkaWriter(kafka, {})
-        wrapped.renamed = self.renamed
-        return wrapped
+        return RenamedKafkaWriter(kafka, self.renamed) if self.mapping else kafka
 
     def kafka_name(self, group: str) -> str:
         return self.renamed.get(group, group)

@@ -72,7 +72,7 @@ def open_writers(connection: Connection, parallelism: int, zk: bool,
         raise
     kafka = KafkaOffsetWriter(admin, in_flight=parallelism)
     if renamed:
-        kafka = RenamedKafkaWriter(kafka, renamed)
+        kafka = RenamedKafkaWriter(kafka, dict(renamed))
     try:
         yield Writers(kafka, ZkOffsetWriter(client) if client else None)
     finally:
