@@ -276,20 +276,13 @@ class Journal:
                 ((version, run_id, group, path) for group, change in changes.items()
                  for path, version in (change.zk_after or {}).items()))
 
-    def record_mirrored(self, run_id: str, group: str,
-                        mirrored: Iterable[tuple[Planned, tuple[int, str] | None]]) -> None:
-        """A sync run committed `mirrored` to Kafka for `group`: each offset with what Kafka
-        held before.
-
-        The group's row appears at its first commit; a partition's before-value is the one from
-        its first commit, its planned offset the latest one, which is what rollback restores from.
-        """
-        self.record_mirrored_many(run_id, {group: mirrored})
-
     def record_mirrored_many(
             self, run_id: str,
             mirrored: Mapping[str, Iterable[tuple[Planned, tuple[int, str] | None]]]) -> None:
-        """record_mirrored for several groups, in one transaction (a sync pass's commits)."""
+        """A sync pass committed `mirrored` to Kafka: per group, each offset with what Kafka held
+        before; one transaction. A group's row appears at its first commit; a partition's
+        before-value is the one from its first commit, its planned offset the latest one, which is
+        what rollback restores from."""
         now = time.time()
         with self._transaction() as db:
             db.executemany(
@@ -328,6 +321,12 @@ class Journal:
     def runs(self) -> list[Run]:
         rows = self._select("SELECT * FROM runs ORDER BY created, run_id")
         return [self._run(row) for row in rows]
+
+    def run_ids(self, kind: str) -> list[str]:
+        """The runs of `kind`, oldest first: runs() without counting each one's offsets (a sync
+        run's grow with every change it mirrors)."""
+        return [row[0] for row in self._select(
+            "SELECT run_id FROM runs WHERE kind=? ORDER BY created, run_id", kind, rows=tuple)]
 
     def rollback_of(self, run_id: str) -> Run | None:
         """The latest rollback run of `run_id`, to resume rather than start another."""

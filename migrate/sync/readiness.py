@@ -168,11 +168,9 @@ def journaled_zk_writes(journal: Journal | None, group: str,
     if journal is None or not versions:
         return {}
     found = {}
-    for run in journal.runs():
-        if run.kind != "migrate":
-            continue
-        for part in journal.partitions_of(run.run_id, [group]).get(group, []):
+    for run_id in journal.run_ids("migrate"):   # asked per group: runs() counts a sync's rows
+        for part in journal.partitions_of(run_id, [group]).get(group, []):
             now = versions.get(part.zk_path)
             if now is not None and part.after_zk_version == now:
-                found[part.zk_path] = run.run_id
+                found[part.zk_path] = run_id
     return found

@@ -125,6 +125,9 @@ def test_zk2kafkas_own_migrate_write_is_no_unregistered_writer(tmp_path, caplog)
         journal.create_run("20261126T010203Z-ab12", "migrate", "h", {},
                            {"g": [j.Planned("t", 0, 5, path, 2, "standard", None)]})
         journal.set_groups("20261126T010203Z-ab12", {"g": j.Transition(j.VERIFIED, zk_after={path: 3})})
+        journal.create_run("20261126T020203Z-cd34", "sync", "", {}, {})   # a sync run: no migrate write
+        assert journal.run_ids("migrate") == ["20261126T010203Z-ab12"]
+        assert journal.run_ids("sync") == ["20261126T020203Z-cd34"]
         assert journaled_zk_writes(journal, "g", {path: 3}) == {path: "20261126T010203Z-ab12"}
         assert journaled_zk_writes(journal, "g", {path: 4}) == {}   # written again since: not by that run
         assert journaled_zk_writes(journal, "other", {path: 3}) == {}

@@ -14,9 +14,10 @@ def journal_with(tmp_path, runs):
     journal = Journal.open(tmp_path)
     for run_id, kind, metadata, written in runs:
         journal.create_run(run_id, kind, "", {"metadata": metadata}, {})
-        for group, offsets in written.items():
-            journal.record_mirrored(run_id, group, [(Planned(t, p, o, f"/consumers/{group}/offsets/{t}/{p}", 1,
-                                                             "standard"), None) for (t, p), o in offsets.items()])
+        journal.record_mirrored_many(run_id, {
+            group: [(Planned(t, p, o, f"/consumers/{group}/offsets/{t}/{p}", 1, "standard"), None)
+                    for (t, p), o in offsets.items()]
+            for group, offsets in written.items()})
     return journal
 
 
