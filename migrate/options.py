@@ -180,6 +180,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("spark_master", "str", "local[*]",
            "Spark master: local[*], spark://host:7077, yarn, k8s://...",
            metavar="URL"),
+    Option("spark_shared_dir", "path", None,
+           "a directory every Spark executor sees at this same path (a shared file system; on "
+           "one machine, any): on a cluster the executors read the snapshots and write the plan "
+           "there, where without it the driver ships them and collects the plan whole (unused "
+           "on local[*])",
+           metavar="DIR"),
     Option("log_format", "choice", "text", "log format on stderr", choices=("text", "json")),
     Option("json", "bool", False, "print the result as JSON on stdout"),
     Option("debug", "bool", False, "show tracebacks of errors"),

@@ -153,7 +153,8 @@ def plan(settings: Settings, command: str) -> Plan:
     translation = None if syncs is None else Translation(
         settings.translate_via_mm2, settings.replication_policy, syncs.path)
     result = run_diff(zk_snapshot, kafka.path, policy, settings.spark_master,
-                      report / "plan.parquet", spark, translation, renamed)
+                      report / "plan.parquet", spark, translation, renamed,
+                      shared_dir=settings.spark_shared_dir)
     for group in result.per_group:
         if group["group"] in renamed:
             group["kafka_group"] = renamed[group["group"]]

@@ -46,6 +46,7 @@ class Settings:
     state_dir: Path = Path("zk2kafka-state")
     cache_dir: Path = Path("~/.cache/zk2kafka").expanduser()
     spark_master: str = "local[*]"
+    spark_shared_dir: Path | None = None
     log_format: str = "text"
     json: bool = False
     debug: bool = False
@@ -343,6 +344,8 @@ def _check(s: Settings) -> None:
                           f"got {s.metrics_address!r}")
     if s.zookeeper_data is not None or s.zookeeper_data_log is not None:
         _check_data_dir(s)
+    if s.spark_shared_dir is not None and not s.spark_shared_dir.is_dir():
+        raise ConfigError(f"--spark-shared-dir {s.spark_shared_dir}: no such directory")
     if s.zookeeper is not None:
         hosts, _, chroot = s.zookeeper.partition("/")
         for host in hosts.split(","):

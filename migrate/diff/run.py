@@ -1,8 +1,10 @@
 """Runs OffsetDiff on Spark: snapshots in as Arrow, the plan out to plan.parquet, per-group figures.
 
 The same job runs on `local[*]` and on a cluster. Locally Spark reads the snapshot files and writes
-the plan itself, so the driver's memory does not grow with the plan; a cluster's executors may
-not see the state dir, so there the snapshots are shipped from the driver and the plan collected.
+the plan itself, so the driver's memory does not grow with the plan; on a cluster it does the same
+from copies in a directory every executor sees (--spark-shared-dir). Without one, a cluster's
+executors may not see the state dir, so the snapshots are shipped from the driver and the plan
+collected.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +32,7 @@ from migrate.diff.coverage import NO_OFFSET_FILE, Coverage
 from migrate.diff.offset_diff import Policy, group_splits, offset_diff
 from migrate.diff.rename import kafka_as_zk_names, with_kafka_group
 from migrate.diff.translate import TRANSLATION_COLUMNS, Translation, translate
+from migrate.errors import MigrateError
 from migrate.kafka.offset_syncs import SYNCS_SCHEMA
 from migrate.kafka.snapshot import KAFKA_SCHEMA
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
@@ -158,7 +162,8 @@ class SparkStarter:
 def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: str, plan_path: Path,
              starter: SparkStarter | None = None,
              translation: Translation | None = None,
-             renamed: Mapping[str, str] | None = None) -> DiffResult:
+             renamed: Mapping[str, str] | None = None,
+             shared_dir: Path | None = None) -> DiffResult:
     """The plan for two snapshot files, computed on Spark at `master` (or on the session `starter`
     boots).
 
@@ -168,13 +173,20 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
     TRANSLATION_SCHEMA's columns. With `renamed` (ZooKeeper group -> Kafka group, from
     migrate/group_map.py), the Kafka snapshot holds the Kafka names, each ZooKeeper group is judged
     against the Kafka group it maps to, and the plan names it in `kafka_group` (diff/rename.py).
+    `shared_dir`: on a cluster master, a directory the executors see at the same path.
     """
     started = time.monotonic()
     starter = starter or SparkStarter(master)
+    io = None
     try:
         spark = starter.session()
         waited = time.monotonic() - started
-        io = _LocalFiles(spark, plan_path) if master.startswith("local") else _Shipped(spark)
+        if master.startswith("local"):
+            io = _LocalFiles(spark, plan_path)
+        elif shared_dir is not None:
+            io = _LocalFiles(spark, plan_path, shared=shared_dir)
+        else:
+            io = _Shipped(spark)
         zk, kafka = io.read(zk_snapshot, ZK_SCHEMA), io.read(kafka_snapshot, KAFKA_SCHEMA)
         kafka = kafka_as_zk_names(kafka, renamed or {})
         # A partition per shuffle partition Spark is set to, split where the groups' rows are
@@ -200,7 +212,15 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
                 rollup.add(chunk)
                 coverage.add(chunk)
                 rows += chunk.num_rows
+    except Exception as exc:
+        if shared_dir is None or not _not_found(exc):
+            raise
+        raise MigrateError(f"the Spark executors cannot read what the driver wrote to"
+                           f" --spark-shared-dir {shared_dir}: it must be the same directory on"
+                           f" every executor (a shared file system): {_first_line(exc)}") from exc
     finally:
+        if isinstance(io, _LocalFiles):
+            io.close()
         starter.stop()
     no_offset = coverage.close()
     elapsed = time.monotonic() - started
@@ -218,16 +238,33 @@ INTERMEDIATE_OFF = ("enable.dictionary", "column.statistics.enabled",
 
 
 class _LocalFiles:
-    """On a local master Spark reads the snapshots and writes the sorted plan itself: the driver's
-    Python process only copies the plan into one file, a batch at a time, whatever its size."""
+    """Spark reads the snapshots and writes the sorted plan itself: the driver's Python process
+    only copies the plan into one file, a batch at a time, whatever its size. On a local master
+    where they lie; on a cluster from copies in a directory of this diff's own under `shared`,
+    which every executor sees at the same path (--spark-shared-dir), removed by close()."""
 
-    def __init__(self, spark, plan_path: Path):
+    def __init__(self, spark, plan_path: Path, shared: Path | None = None):
         self.spark = spark
-        self.parts = plan_path.with_name(plan_path.name + ".parts")
+        self.stage = None
+        if shared is not None:
+            try:
+                self.stage = Path(tempfile.mkdtemp(prefix="zk2kafka-diff-", dir=shared))
+            except OSError as exc:
+                raise MigrateError(f"--spark-shared-dir {shared}: cannot write there:"
+                                   f" {exc.strerror or exc}") from None
+        self.parts = (self.stage or plan_path.parent) / (plan_path.name + ".parts")
 
     def read(self, snapshot: Path, schema: pa.Schema):
+        if self.stage is not None:
+            copy = self.stage / Path(snapshot).name
+            shutil.copyfile(snapshot, copy)
+            snapshot = copy
         # The file was written with `schema`: given, Spark reads no footer to learn it (a job).
         return self.spark.read.schema(from_arrow_schema(schema)).parquet(str(snapshot))
+
+    def close(self) -> None:
+        if self.stage is not None:
+            shutil.rmtree(self.stage, ignore_errors=True)
 
     def in_order(self, plan, done: Callable[[], None]) -> Iterator[pa.Table]:
         """The plan's rows in order, a batch at a time; `done()` once Spark is no longer needed."""
@@ -261,6 +298,16 @@ class _Shipped:
         table = plan.toArrow()
         done()
         yield table
+
+
+def _not_found(exc: BaseException) -> bool:
+    """A Spark job failed on a file an executor could not find (it does not see the directory)."""
+    text = str(exc)
+    return "FileNotFoundException" in text or "PATH_NOT_FOUND" in text or "does not exist" in text
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def _conform(table: pa.Table, schema: pa.Schema = s.PLAN_SCHEMA) -> pa.Table:

@@ -132,6 +132,30 @@ def test_standalone_cluster_plan_equals_local_plan(standalone, tmp_path):
     assert executors and all((e / "stderr").is_file() for e in executors)
 
 
+def test_with_a_shared_dir_the_executors_read_the_snapshots_and_write_the_plan(standalone, tmp_path,
+                                                                             monkeypatch):
+    """--spark-shared-dir: the cluster's executors read copies of the snapshots and write the plan's parts
+    there, as a local master does in the state dir; the driver ships nothing and collects nothing."""
+    from migrate.diff import run
+
+    zk_path, kafka_path = snapshots(tmp_path)
+    policy = Policy(on_conflict="max", out_of_range="clamp")
+    local = run_diff(zk_path, kafka_path, policy, "local[2]", tmp_path / "local.parquet")
+
+    def shipped(*args):
+        raise AssertionError("the driver shipped a snapshot or collected the plan")
+    monkeypatch.setattr(run._Shipped, "read", shipped)
+    monkeypatch.setattr(run._Shipped, "in_order", shipped)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    remote = run_diff(zk_path, kafka_path, policy, standalone.master_url, tmp_path / "remote.parquet",
+                      shared_dir=shared)
+
+    assert pq.read_table(remote.plan).to_pylist() == pq.read_table(local.plan).to_pylist()
+    assert remote.per_group == local.per_group
+    assert list(shared.iterdir()) == []   # its copies and Spark's parts are gone
+
+
 def test_a_plan_copied_in_small_batches_equals_the_plan_copied_whole(tmp_path, monkeypatch):
     """Locally Spark writes the plan and the driver copies it a batch at a time; groups split between
     batches (and between Spark's part files) add up to the same per-group figures."""

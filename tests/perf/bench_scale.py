@@ -4,6 +4,7 @@
     python tests/perf/bench_scale.py                           # 10,000 groups x 100 partitions = 1,000,000
     python tests/perf/bench_scale.py --groups 100000 --zookeeper-heap 6g --broker-heap 6g   # 10,000,000
     python tests/perf/bench_scale.py --spark-master standalone # the same diff on a Spark standalone cluster too
+    python tests/perf/bench_scale.py --spark-master standalone --spark-shared --until diff   # executors read, write
     python tests/perf/bench_scale.py --dual-commit --profile-migrate migrate.txt   # the road writing both stores
     python tests/perf/bench_scale.py --groups 1000 --json scale.json
     make test-long                                             # the same 1,000,000 as a `slow` test
@@ -20,7 +21,8 @@ itself not written, as from any snapshot), and `verify --run`, which reads back 
 total is their sum. `--dual-commit` takes the road before it: `diff` scans ZooKeeper again and `migrate`
 writes both stores. `--spark-master URL` runs the same diff again on that master after the local one
 (`standalone` starts a master and a worker from the pyspark install, and stops them); `migrate` writes the
-local diff's plan. `--profile-migrate FILE` runs `migrate` under `py-spy record` (profile_summary.py reads it).
+local diff's plan; with `--spark-shared` it runs with `--spark-shared-dir`, so its executors read the
+snapshots and write the plan instead of the driver. `--until STEP` stops after that step. `--profile-migrate FILE` runs `migrate` under `py-spy record` (profile_summary.py reads it).
 
 Each command runs as a child process, as an operator would run it; a sampler reads the memory of its process
 tree from /proc five times a second (each process's Pss: shared pages counted once), split into the Python
@@ -190,6 +192,11 @@ def main(argv: list[str] | None = None) -> dict:
                     help="also run the same diff on this Spark master, beside local[*]; `standalone` starts a "
                          "master and a worker from the pyspark install for it (stopped at the end)")
     ap.add_argument("--worker-memory", default="2g", help="the standalone worker's --memory (executors')")
+    ap.add_argument("--spark-shared", action="store_true",
+                    help="the diff on --spark-master with --spark-shared-dir (a directory under the work dir, which a "
+                         "worker on this machine sees): its executors read the snapshots and write the plan")
+    ap.add_argument("--until", choices=("scan", "diff", "migrate", "verify"), default="verify",
+                    help="the last step run (the total counts those run)")
     ap.add_argument("--profile-migrate", type=Path, metavar="FILE",
                     help="run migrate under `py-spy record --idle --subprocesses` into FILE (collapsed stacks)")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -231,12 +238,17 @@ def main(argv: list[str] | None = None) -> dict:
 
         steps = [("scan", lambda _: []), (f"diff{source}", diff_args)]
         if master:
-            steps.append((f"diff{source} --spark-master {master}",
-                          lambda scan: [*diff_args(scan), "--spark-master", master]))
+            shared = ["--spark-shared-dir", str(work / "spark-shared")] if args.spark_shared else []
+            if shared:
+                Path(shared[1]).mkdir()
+            steps.append((f"diff{source} --spark-master {master}{' --spark-shared-dir DIR' if shared else ''}",
+                          lambda scan: [*diff_args(scan), "--spark-master", master, *shared]))
         steps += [(migrate_name, lambda diff: ["--execute", "--plan", str(diff.get("run")),
                                                "--parallelism", str(args.parallelism),
                                                "--writers", str(args.writers)]),
                   ("verify --run", lambda migrate: ["--run", str(migrate.get("run"))])]
+        order = ("scan", "diff", "migrate", "verify")
+        steps = [step for step in steps if order.index(step[0].split()[0]) <= order.index(args.until)]
         rows, ok, results = [], True, {}
         for name, extra in steps:
             _say(f"zk2kafka {name}")
@@ -378,8 +390,10 @@ def render(figures: dict) -> str:
                          f"{round(figures['offsets'] / r['write_phase_s']) if r['write_phase_s'] else 0:,} | "
                          f"{r['python_at_write_start_mib']:,} MiB at its start, {r['python_write_peak_mib']:,} "
                          f"MiB at its peak | | |")
-    lines.append(f"| the cutover's four steps (scan, diff on local[*], migrate, verify) | {figures['total_s']:,} s "
-                 f"| | | | |")
+    run = [r["step"].split()[0] for r in figures["steps"] if "spark-master" not in r["step"]]
+    named = "the cutover's four steps" if len(run) == 4 else "the steps run"
+    lines.append(f"| {named} ({', '.join('diff on local[*]' if x == 'diff' else x for x in run)}) | "
+                 f"{figures['total_s']:,} s | | | | |")
     if figures.get("stores"):
         lines += ["", "| store | heap limit | heap used after a full GC | peak RSS | disk |",
                   "| --- | ---: | ---: | ---: | ---: |"]

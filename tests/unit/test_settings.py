@@ -81,6 +81,7 @@ def test_missing_config_file_names_it(tmp_path: Path):
     ({"bootstrap_server": "localhost"}, "not host:port"),
     ({"zookeeper": "zk1:2181,zk2/kafka"}, "'zk2' is not host:port"),
     ({"zk_auth": "digest"}, "SCHEME:CREDENTIAL"),
+    ({"spark_shared_dir": "/no/such/dir"}, "--spark-shared-dir /no/such/dir: no such directory"),
 ])
 def test_values_are_checked(flags, message):
     with pytest.raises(ConfigError, match=message):
