@@ -7,6 +7,7 @@ every status, so the job spans several tasks on the cluster's executor.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -154,6 +155,29 @@ def test_with_a_shared_dir_the_executors_read_the_snapshots_and_write_the_plan(s
     assert pq.read_table(remote.plan).to_pylist() == pq.read_table(local.plan).to_pylist()
     assert remote.per_group == local.per_group
     assert list(shared.iterdir()) == []   # its copies and Spark's parts are gone
+
+
+def test_a_shared_dir_the_executors_do_not_see_is_one_clear_error(standalone, tmp_path, monkeypatch):
+    """The driver saw its copy, the executors find none (as on a directory that is not shared): one line
+    naming --spark-shared-dir, not a Java stack trace; the diff's own directory there is removed."""
+    from migrate.diff import run
+    from migrate.errors import MigrateError
+
+    zk_path, kafka_path = snapshots(tmp_path)
+    read = run._LocalFiles.read
+
+    def seen_by_the_driver_only(self, snapshot, schema):
+        frame = read(self, snapshot, schema)   # Spark listed the copy on the driver
+        (self.stage / Path(snapshot).name).unlink()
+        return frame
+    monkeypatch.setattr(run._LocalFiles, "read", seen_by_the_driver_only)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    with pytest.raises(MigrateError, match=r"the Spark executors cannot read what the driver wrote to "
+                                           r"--spark-shared-dir .*shared: it must be the same directory") as caught:
+        run_diff(zk_path, kafka_path, Policy(), standalone.master_url, tmp_path / "plan.parquet", shared_dir=shared)
+    assert "\n" not in str(caught.value)
+    assert list(shared.iterdir()) == []
 
 
 def test_a_plan_copied_in_small_batches_equals_the_plan_copied_whole(tmp_path, monkeypatch):
