@@ -98,7 +98,7 @@ class Follower:
         self.status_file, self.status_every, self.tick = status_file, status_every, tick
         self.gather = gather
         self.groups: dict[str, GroupState] = {}
-        self.status = SyncStatus()
+        self.status = SyncStatus(renamed=self.renames.renamed)
         self.metrics = SyncMetrics(lambda: self.groups, per_group=per_group_metrics,
                                    named=self.renames.named)
         self.watches = GroupWatches(client, reader, self._mark, self._armed)

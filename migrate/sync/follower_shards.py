@@ -215,7 +215,9 @@ def merged_status(parts: list[dict[str, Any]], shards: int, started: float) -> d
     """The SyncStatus figures (to_json) of the shards that reported, as one sync's."""
     latest = max((p for p in parts if p["last_change_at"]), default=None,
                  key=lambda p: p["last_change_at"])
+    renamed = dict(sorted((g, new) for p in parts for g, new in p.get("groups_renamed", {}).items()))
     return {"started": iso(started), "updated": iso(time.time()),
+            **({"groups_renamed": renamed} if renamed else {}),
             **{k: sum(p[k] for p in parts)
                for k in ("commits", "offsets_mirrored", "renewals", "errors")},
             # whole re-scans: as many as every shard finished

@@ -7,6 +7,7 @@ import calendar
 import gc
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,12 +75,14 @@ class SyncStatus:
     last_change: str | None = None
     last_change_at: float | None = None
     errors: int = 0
+    # --map-group: old -> new of the groups renamed so far (sync's own dict, which grows)
+    renamed: Mapping[str, str] = field(default_factory=dict)
 
     def line(self, groups: dict[str, GroupState]) -> str:
         return status_line(self.to_json(groups))
 
     def to_json(self, groups: dict[str, GroupState]) -> dict[str, Any]:
-        return {**self.figures(), **group_lists(groups)}
+        return {**self.figures(), **group_lists(groups, self.renamed)}
 
     def figures(self) -> dict[str, Any]:
         """The run's figures, without the groups."""
@@ -90,10 +93,14 @@ class SyncStatus:
                 "last_change_at": iso(self.last_change_at) if self.last_change_at else None}
 
 
-def group_lists(groups: dict[str, GroupState]) -> dict[str, Any]:
-    """The groups by state, as sync-status.json names them."""
+def group_lists(groups: dict[str, GroupState],
+                renamed: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The groups by state, as sync-status.json names them (by their ZooKeeper names; with
+    --map-group, `groups_renamed` gives the Kafka group of each renamed one)."""
     live = {name: g for name, g in sorted(groups.items()) if g.stopped is None}
-    return {"groups_synced": list(live),
+    moved = {name: renamed[name] for name in sorted(groups) if name in (renamed or {})}
+    return {**({"groups_renamed": moved} if moved else {}),
+            "groups_synced": list(live),
             "groups_ready": sorted(name for name, g in live.items() if g.ready),
             "groups_unmirrored": {name: dict(sorted(g.unmirrored.items()))
                                   for name, g in live.items() if g.unmirrored},

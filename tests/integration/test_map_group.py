@@ -7,6 +7,7 @@ name's Kafka offsets untouched; a reviewed plan applied with another mapping is 
 from __future__ import annotations
 
 import csv
+import json
 import signal
 import subprocess
 import time
@@ -372,6 +373,10 @@ def test_sync_mirrors_an_old_group_into_its_new_name_until_a_new_consumer_takes_
     with Journal.open(state) as journal:
         (run,) = journal.runs()
     assert run.kind == "sync" and run.to_json()["renamed"] == {old: new, other: other_new}
+    # sync-status.json names the groups by their ZooKeeper names, and says which Kafka group each went to.
+    synced = json.loads((state / "reports" / run.run_id / "sync-status.json").read_text())
+    assert synced["groups_renamed"] == {old: new, other: other_new}
+    assert old in synced["groups_stopped"] and other in synced["groups_synced"]
     code, status, err = zk2kafka_json("status", run.run_id, "--state-dir", str(state))
     assert code == 0 and status["renamed"] == {old: new, other: other_new}, err
     code, rolled, err = zk2kafka_json("rollback", run.run_id, "--execute", "--bootstrap-server",
