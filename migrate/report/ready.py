@@ -130,13 +130,16 @@ def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
         lines.append(f"  {g['group']}: {at}; {CLOCKS[g['clock']]}")
     if len(groups) > most:
         lines.append(f"  ... and {len(groups) - most:,} more (report.md, summary.json expiry)")
-    # sync renews a group by its ZooKeeper name: a renamed group's Kafka name is not one.
-    targets = set(((data.get("group_map") or {}).get("renamed") or {}).values())
-    renewable = [g["group"] for g in groups if g["renewable"] and g["group"] not in targets]
+    # sync renews a group by its ZooKeeper name: a renamed one's Kafka group through the mapping
+    # (repeated), and not a Kafka group named as an old group that maps elsewhere.
+    renamed = (data.get("group_map") or {}).get("renamed") or {}
+    zk_name = {new: old for old, new in renamed.items()}
+    renewable = [zk_name.get(g["group"], g["group"]) for g in groups
+                 if g["renewable"] and g["group"] not in renamed]
     lines.append("  before then: start the new consumers of these groups (a consumer joining "
                  "stops the clock)")
     if renewable:
-        sel = _selection(renewable)
+        sel = _selection(renewable) + (flags_text(data) if set(renewable) & renamed.keys() else "")
         lines.append(f"  while ZooKeeper still answers, keep those by commit time: "
                      f"`zk2kafka sync --execute{sel} --renew-every {found['renew_every']}` "
                      f"({RENEWS})")

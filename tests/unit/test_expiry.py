@@ -78,6 +78,24 @@ def test_ready_for_kraft_names_each_group_with_its_time_and_whether_a_renewal_he
     assert {g["unknown"] for g in unread["groups"]} == {"reading __consumer_offsets took longer than 30s"}
 
 
+def test_ready_for_kraft_renews_a_renamed_group_by_its_old_name_through_the_mapping():
+    """sync renews by ZooKeeper name: a renamed group's Kafka group is renewed through the mapping, repeated; a
+    Kafka group named as an old group that maps elsewhere is not one sync with the mapping renews."""
+    from migrate.report.ready import expiry
+
+    clocks = {g: GroupClock(None, (OffsetClock(T0, None),)) for g in ("billing-v2", "plain", "legacy-billing")}
+    held = [HeldGroup(g, "Empty", "", 1) for g in clocks]
+    found = expiring(held, clocks, None, 10080, "3.9", T0 / 1000, "e")
+    data = {"expiry": found, "group_map": {"renamed": {"legacy-billing": "billing-v2"},
+                                           "flags": ["--map-group", "legacy-(.*)=\\1-v2"]}}
+    (renew,) = [line for line in expiry(data) if "keep those by commit time" in line]
+    assert ("`zk2kafka sync --execute --group legacy-billing --group plain --map-group 'legacy-(.*)=\\1-v2'"
+            " --renew-every 42h`") in renew, renew
+    plain = {"expiry": found, "group_map": {"renamed": {}, "flags": []}}
+    (renew,) = [line for line in expiry(plain) if "keep those by commit time" in line]
+    assert "--group billing-v2 --group legacy-billing --group plain --renew-every 42h`" in renew, renew
+
+
 def test_the_diff_lists_the_first_few_expiring_groups_and_counts_the_rest():
     now = T0 / 1000
     groups = [{"group": f"e{i}", "group_state": "Empty", "protocol_type": "consumer", "planned": 0, "offsets": 1}
