@@ -307,7 +307,8 @@ def _not_found(exc: BaseException) -> bool:
 
 
 def _first_line(exc: BaseException) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    lines = (line.strip() for line in str(exc).splitlines())
+    return next((line for line in lines if line), type(exc).__name__)
 
 
 def _conform(table: pa.Table, schema: pa.Schema = s.PLAN_SCHEMA) -> pa.Table:

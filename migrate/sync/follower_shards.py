@@ -215,7 +215,8 @@ def merged_status(parts: list[dict[str, Any]], shards: int, started: float) -> d
     """The SyncStatus figures (to_json) of the shards that reported, as one sync's."""
     latest = max((p for p in parts if p["last_change_at"]), default=None,
                  key=lambda p: p["last_change_at"])
-    renamed = dict(sorted((g, new) for p in parts for g, new in p.get("groups_renamed", {}).items()))
+    renamed = dict(sorted((g, new) for p in parts
+                          for g, new in p.get("groups_renamed", {}).items()))
     return {"started": iso(started), "updated": iso(time.time()),
             **({"groups_renamed": renamed} if renamed else {}),
             **{k: sum(p[k] for p in parts)
@@ -290,7 +291,7 @@ def _follow_shard(pipe, options: FollowOptions, run_id: str, metadata: str, k: i
                     now, changes = time.monotonic(), follower.changes
                     if final or changes != lists_sent[0] or now >= lists_sent[1] + STATUS_EVERY:
                         # dict() copies in one step under the GIL: the follower adds groups.
-                        groups = group_lists(dict(follower.groups))
+                        groups = group_lists(dict(follower.groups), dict(follower.status.renamed))
                         lists_sent[:] = changes, now
                     message = Report(k, list(follower.metrics.registry.collect()),
                                      follower.status.figures(), groups, str(client.state),

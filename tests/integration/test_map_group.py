@@ -125,6 +125,32 @@ def test_the_new_groups_consumer_resumes_exactly_where_the_old_group_stopped(clu
     assert kafka_offsets(kafka_admin, [n["old"]])[n["old"]] == {(n["topic"], 1): (99, "")}
 
 
+def test_the_cutovers_snapshot_road_renames_too(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    """scan, then `diff --zk-snapshot` of that scan with the mapping, then the reviewed plan executed with it and
+    `verify --run` with no flag: the new group gets the old one's offsets, ZooKeeper and the old name's Kafka
+    offsets stay as they were."""
+    n = _seed(zk, kafka_admin, cluster, prefix)
+    rule = f"{prefix}legacy-(.*)={prefix}\\1-v2"
+    base = selected(cluster, zk_chroot, tmp_path / "state", prefix)
+    before_zk = zk_tree(zk)
+    code, scan, err = zk2kafka_json("scan", *base)
+    assert code == 0, err
+
+    code, diff, err = zk2kafka_json("diff", *base, "--zk-snapshot", scan["run"], "--map-group", rule)
+    assert code == 0, err
+    assert diff["inputs"]["group_map"]["renamed"] == {n["old"]: n["new"]}
+    code, run, err = zk2kafka_json("migrate", *base[:-2], "--execute", "--plan", diff["plan_id"],
+                                   "--map-group", rule)
+    assert code == 0, err
+    held = kafka_offsets(kafka_admin, [n["old"], n["new"], n["kept"]])
+    assert {k: v[0] for k, v in held[n["new"]].items()} == {(n["topic"], 0): 10, (n["topic"], 1): 20}
+    assert {k: v[0] for k, v in held[n["kept"]].items()} == {(n["topic"], 0): 5}
+    assert held[n["old"]] == {(n["topic"], 1): (99, "")}
+    assert zk_tree(zk) == before_zk   # the snapshot's road writes Kafka alone
+    code, verified, err = zk2kafka_json("verify", "--run", run["run"], *base[:-2])   # the journal's mapping
+    assert code == 0 and verified["verified"], (err, verified.get("mismatched"))
+
+
 def test_a_live_new_group_is_a_blocker_named_old_to_new(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
     n = _seed(zk, kafka_admin, cluster, prefix)
     consumer = KafkaConsumer(n["topic"], group_id=n["new"], bootstrap_servers=cluster.bootstrap_server,

@@ -22,7 +22,8 @@ total is their sum. `--dual-commit` takes the road before it: `diff` scans ZooKe
 writes both stores. `--spark-master URL` runs the same diff again on that master after the local one
 (`standalone` starts a master and a worker from the pyspark install, and stops them); `migrate` writes the
 local diff's plan; with `--spark-shared` it runs with `--spark-shared-dir`, so its executors read the
-snapshots and write the plan instead of the driver. `--until STEP` stops after that step. `--profile-migrate FILE` runs `migrate` under `py-spy record` (profile_summary.py reads it).
+snapshots and write the plan instead of the driver. `--until STEP` stops after that step.
+`--profile-migrate FILE` runs `migrate` under `py-spy record` (profile_summary.py reads it).
 
 Each command runs as a child process, as an operator would run it; a sampler reads the memory of its process
 tree from /proc five times a second (each process's Pss: shared pages counted once), split into the Python
