@@ -213,7 +213,7 @@ def run_diff(zk_snapshot: Path, kafka_snapshot: Path, policy: Policy, master: st
                 coverage.add(chunk)
                 rows += chunk.num_rows
     except Exception as exc:
-        if shared_dir is None or not _not_found(exc):
+        if not (isinstance(io, _LocalFiles) and io.missed(exc)):
             raise
         raise MigrateError(f"the Spark executors cannot read what the driver wrote to"
                            f" --spark-shared-dir {shared_dir}: it must be the same directory on"
@@ -262,6 +262,13 @@ class _LocalFiles:
         # The file was written with `schema`: given, Spark reads no footer to learn it (a job).
         return self.spark.read.schema(from_arrow_schema(schema)).parquet(str(snapshot))
 
+    def missed(self, exc: BaseException) -> bool:
+        """Spark failed on a file of the shared directory an executor could not find (it does not
+        see that directory)."""
+        text = str(exc)
+        return self.stage is not None and str(self.stage) in text and (
+            "FileNotFoundException" in text or "PATH_NOT_FOUND" in text or "does not exist" in text)
+
     def close(self) -> None:
         if self.stage is not None:
             shutil.rmtree(self.stage, ignore_errors=True)
@@ -298,12 +305,6 @@ class _Shipped:
         table = plan.toArrow()
         done()
         yield table
-
-
-def _not_found(exc: BaseException) -> bool:
-    """A Spark job failed on a file an executor could not find (it does not see the directory)."""
-    text = str(exc)
-    return "FileNotFoundException" in text or "PATH_NOT_FOUND" in text or "does not exist" in text
 
 
 def _first_line(exc: BaseException) -> str:
