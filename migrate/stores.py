@@ -20,7 +20,7 @@ from kafka.errors import KafkaError
 from kazoo.exceptions import KazooException, NoNodeError
 
 from migrate.connection import Connection
-from migrate.errors import ZkUnavailable
+from migrate.errors import KafkaUnavailable, ZkUnavailable
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.zk.client import close, connect
@@ -75,6 +75,10 @@ def reach(connection: Connection, *, kafka: bool = True, zookeeper: bool = True)
         admin = open_admin(connection)
         try:
             kafka_id = describe_cluster(admin, BrokerFeatures.of(admin)).cluster_id
+        except KafkaError as exc:   # reached, then gone before it answered (a broker restarting)
+            raise KafkaUnavailable(f"Kafka at {connection.bootstrap_server} went away before it"
+                                   f" told its cluster id: {exc}",
+                                   bootstrap_server=connection.bootstrap_server) from exc
         finally:
             admin.close()
     return Stores(kafka_id, zk_id, servers, chroot)

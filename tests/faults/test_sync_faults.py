@@ -223,6 +223,8 @@ def test_healthz_says_503_while_kafka_is_down(stores, fault_log):
     case.seed(2, random.Random(f"{fault_log.seed}-sync-kafka-down"))
     sync = Sync(case, stores.tmp / "sync-kafka-down.log")
     try:
+        # Following, not just serving /healthz: its endpoint answers while it still reads the stores.
+        wait_for("sync to mirror every group", lambda: not differing(case, case.groups), 90)
         wait_for("sync healthy", sync.healthy, 90)
         dead = brokers(stores.cluster)
         for broker in dead.values():

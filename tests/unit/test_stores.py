@@ -44,3 +44,26 @@ def test_connect_strings_resolve_to_their_servers_and_chroot():
     servers, chroot = zk_servers("localhost:2181,127.0.0.1:2181/kafka/")
     assert "127.0.0.1:2181" in servers and chroot == "/kafka"
     assert zk_servers("127.0.0.1:2181") == (("127.0.0.1:2181",), "")
+
+
+def test_a_kafka_gone_between_connecting_and_answering_is_one_clear_error(monkeypatch):
+    """Reached, then killed before it told its cluster id (a broker restarting): KafkaUnavailable, one line, never
+    kafka-python's own error."""
+    import pytest
+    from kafka.errors import KafkaConnectionError
+
+    from migrate import stores
+    from migrate.errors import KafkaUnavailable
+
+    closed = []
+    admin = type("Admin", (), {"close": lambda self: closed.append(True)})()
+    monkeypatch.setattr(stores, "open_admin", lambda connection: admin)
+    monkeypatch.setattr(stores.BrokerFeatures, "of", staticmethod(lambda admin: None))
+
+    def gone(admin, features):
+        raise KafkaConnectionError("socket disconnected")
+    monkeypatch.setattr(stores, "describe_cluster", gone)
+    with pytest.raises(KafkaUnavailable, match=r"^Kafka at 127\.0\.0\.1:9092 went away before it told its cluster "
+                                               r"id: .*socket disconnected"):
+        stores.reach(Settings(bootstrap_server="127.0.0.1:9092").connection, zookeeper=False)
+    assert closed == [True]
