@@ -7,7 +7,8 @@ its GC counters (`jstat -gc`), and how busy each core was.
 
 Starts once `--wait-for` appears in `--log` (at once without it), finds the JVMs by their main
 class, and prints a line per JVM and interval; the figure is that of the interval ending at the
-time shown. Reads /proc and runs the JDK's `jstat`; no JMX port needed.
+time shown. Reads /proc and runs the JDK's `jstat` (with a JRE alone, no GC counters); no JMX port
+needed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +25,7 @@ from pathlib import Path
 
 MAINS = {"broker": "kafka.Kafka", "zookeeper": "org.apache.zookeeper.server"}
 TICK = os.sysconf("SC_CLK_TCK")
+JSTAT = shutil.which("jstat")   # the JDK's; a JRE has none, and the GC counters are left out
 
 
 def jvms() -> dict[str, int]:
@@ -53,7 +56,10 @@ def threads(pid: int) -> Counter:
 
 
 def gc(pid: int) -> dict[str, float]:
-    lines = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True).stdout.split("\n")
+    """The JVM's GC counters (`jstat -gc`), or none without the JDK's jstat."""
+    if JSTAT is None:
+        return {}
+    lines = subprocess.run([JSTAT, "-gc", str(pid)], capture_output=True, text=True).stdout.split("\n")
     return {k: float(v) if v != "-" else 0.0 for k, v in zip(lines[0].split(), lines[1].split())}
 
 
@@ -102,10 +108,11 @@ def main(argv: list[str] | None = None) -> None:
             spent = {t: s - last[name][0].get(t, 0.0) for t, s in seconds.items()}
             top = sorted(((s, t) for t, s in spent.items() if s >= 0.05), reverse=True)[:args.top]
             was = last[name][1]
+            collections = "" if not counters else (
+                f" | young GC +{counters['YGC'] - was['YGC']:.0f} ({counters['YGCT'] - was['YGCT']:.2f}s),"
+                f" full GC +{counters['FGC'] - was['FGC']:.0f} ({counters['FGCT'] - was['FGCT']:.2f}s)")
             print(f"{at:5.0f}s {name}: {sum(spent.values()) / elapsed:.0%} of a core | "
-                  + ", ".join(f"{t} {s:.1f}s" for s, t in top)
-                  + f" | young GC +{counters['YGC'] - was['YGC']:.0f} ({counters['YGCT'] - was['YGCT']:.2f}s),"
-                  f" full GC +{counters['FGC'] - was['FGC']:.0f} ({counters['FGCT'] - was['FGCT']:.2f}s)", flush=True)
+                  + ", ".join(f"{t} {s:.1f}s" for s, t in top) + collections, flush=True)
             last[name] = (seconds, counters)
         last_cores, last_at = busy, now
 

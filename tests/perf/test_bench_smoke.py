@@ -14,6 +14,7 @@ import bench_offset_codec
 import bench_scale
 import bench_scan
 import bench_sync
+import jvm_threads
 
 from migrate.diff import schema as s
 
@@ -135,3 +136,15 @@ def test_a_million_offsets_end_to_end_in_flat_memory():
     assert migrate["python_write_peak_mib"] - migrate["python_at_write_start_mib"] < 200, migrate
     # No step holds the plan or a snapshot whole (it took 1 KiB an offset when the diff collected the plan).
     assert all(step["python_peak_mib"] < 512 for step in figures["steps"]), figures["steps"]
+
+
+def test_the_stores_threads_sampler_names_the_broker_and_zookeeper(cluster, capsys, monkeypatch):
+    jvm_threads.main(["--every", "0.3", "--for", "0.5"])
+    printed = capsys.readouterr().out
+    assert "cores: cpu0 " in printed
+    assert " broker: " in printed and " zookeeper: " in printed and "% of a core" in printed, printed
+    assert ("young GC" in printed) == (jvm_threads.JSTAT is not None)
+    monkeypatch.setattr(jvm_threads, "JSTAT", None)   # a JRE alone: no GC counters, the rest as before
+    jvm_threads.main(["--every", "0.3", "--for", "0.5"])
+    printed = capsys.readouterr().out
+    assert " broker: " in printed and "young GC" not in printed, printed
