@@ -94,7 +94,7 @@ image:
 
 # Maintainers: re-resolve the pinned sandbox jars with Maven after changing BUNDLE_ROOTS.
 lock-jars: install
-	$(BIN)/python -m migrate.sandbox.artifacts relock
+	$(BIN)/python -m migrate.jvm.artifacts relock
 
 clean:
 	rm -rf $(VENV) zk2kafka-state .pytest_cache build *.egg-info

@@ -83,6 +83,7 @@ class Settings:
     renew_every: float | None = None
     stop_after: float | None = None
     quiet_for: float = 120.0   # sync's ready and ready-for-kraft's watch (migrate/zk/quiet.py)
+    clock_margin: float = 60.0   # the takeover rule's margin between two servers' clocks
     translate_via_mm2: str | None = None
     mm2_target_alias: str | None = None
     offset_syncs_bootstrap_server: str | None = None

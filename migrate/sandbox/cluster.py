@@ -1,10 +1,10 @@
 """A real local cluster: ZooKeeper, ZooKeeper-mode Kafka broker(s) and, on request, a KRaft Kafka 4.
 
 The ZooKeeper-mode side is any release in RELEASES (3.9.2 by default), with the ZooKeeper server
-that release ships; each server is a JVM (`jvm.JavaServer`) started from the pinned jars of the
-release's bundle (see `artifacts`) on free 127.0.0.1 ports. With `security=True` (3.9.2 only) the
-ZooKeeper-mode broker also listens on SASL_PLAINTEXT and on SSL (see `security`); brokers still
-talk to each other over PLAINTEXT. Two ownership modes:
+that release ships; each server is a JVM (migrate/jvm/server.py) started from the pinned jars of
+the release's bundle (migrate/jvm/artifacts.py) on free 127.0.0.1 ports. With `security=True`
+(3.9.2 only) the ZooKeeper-mode broker also listens on SASL_PLAINTEXT and on SSL (see
+`security`); brokers still talk to each other over PLAINTEXT. Two ownership modes:
 
 - attached (tests): every JVM dies with the Python process that started it, even on `kill -9`;
   `stop()` and an atexit hook end them.
@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from migrate.errors import ConfigError, SandboxError
-from migrate.sandbox.artifacts import ensure_bundle
-from migrate.sandbox.jvm import (DEFAULT_HEAP, JavaServer, free_port, jmx_opts, kafka_ready,
+from migrate.jvm.artifacts import ensure_bundle
+from migrate.jvm.server import (DEFAULT_HEAP, JavaServer, free_port, jmx_opts, kafka_ready,
                                  wait_for_server, zk_answers)
-from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, VERSION_FILE, refuse_other_release,
-                                      release)
+from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, release
+from migrate.sandbox.modes import VERSION_FILE, refuse_other_release
 from migrate.sandbox.security import open_secured_listeners, secured_listeners, super_digest
 
 log = logging.getLogger(__name__)

@@ -38,13 +38,13 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from migrate.errors import SandboxError
+from migrate.errors import JvmError, SandboxError
 from migrate.sandbox.cluster import Endpoints, LocalCluster, write_properties
-from migrate.sandbox.jvm import (JavaServer, free_port, jmx_opts, kafka_ready, wait_for_server,
+from migrate.jvm.server import (JavaServer, free_port, jmx_opts, kafka_ready, wait_for_server,
                                  wait_until)
-from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, KRAFT, KRAFT_BROKERS, MIGRATED_FILE,
-                                      MIGRATING, MIGRATION, PHASES, ZOOKEEPER,
-                                      phase_of)
+from migrate.jvm.releases import DEFAULT_KAFKA_VERSION
+from migrate.sandbox.modes import (KRAFT, KRAFT_BROKERS, MIGRATED_FILE, MIGRATING, MIGRATION,
+                                   PHASES, ZOOKEEPER, phase_of)
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class Migration:
         log.info("kraft-migrate: step %d of %d: %s", self.step, self.steps, what)
         try:
             yield
-        except (SandboxError, OSError, KazooException, KazooTimeoutError, ValueError) as exc:
+        except (JvmError, OSError, KazooException, KazooTimeoutError, ValueError) as exc:
             cause = str(exc) if "(log: " in str(exc) else f"{exc} (log: {server.log_path})"
             raise SandboxError(f"kraft-migrate, step {self.step} of {self.steps} ({what}) failed: "
                                f"{cause}") from exc

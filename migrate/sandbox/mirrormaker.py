@@ -18,8 +18,8 @@ from kafka import KafkaConsumer, TopicPartition
 
 from migrate.errors import OffsetSyncsUnavailable
 from migrate.kafka.offset_syncs import OffsetSyncsReader, syncs_topic
-from migrate.sandbox.artifacts import ensure_bundle
-from migrate.sandbox.jvm import JavaServer, wait_for_server
+from migrate.jvm.artifacts import ensure_bundle
+from migrate.jvm.server import JavaServer, wait_for_server
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
 
-    from migrate.sandbox.jvm import wait_until
+    from migrate.jvm.server import wait_until
 
     parser = argparse.ArgumentParser(prog="python -m migrate.sandbox.mirrormaker")
     parser.add_argument("--source", required=True, help="the source cluster's bootstrap servers")

@@ -67,3 +67,21 @@ def _children(client: KazooClient, path: str) -> list[str]:
         return sorted(client.get_children(path))
     except NoNodeError:
         return []
+
+
+def commit_offset(zookeeper: str, root: str, group: str, topic: str, partition: int,
+                  offset: int) -> str:
+    """What an old consumer's auto-commit does: the next offset to read, as a decimal string, in
+    its znode (made when missing); returns the znode's path."""
+    path = f"{root.rstrip('/')}/{group}/offsets/{topic}/{partition}"
+    client = KazooClient(hosts=zookeeper, timeout=10)
+    client.start(timeout=15)
+    try:
+        if client.exists(path):
+            client.set(path, str(offset).encode())
+        else:
+            client.create(path, str(offset).encode(), makepath=True)
+        return path
+    finally:
+        client.stop()
+        client.close()

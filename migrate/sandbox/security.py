@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from migrate.errors import SandboxError
-from migrate.sandbox.jvm import JavaServer, free_port, kafka_ready, wait_for_server
+from migrate.jvm.server import JavaServer, free_port, kafka_ready, wait_for_server
 from migrate.sandbox.tls import TLS_KEY_PASSWORD, make_tls
 
 

@@ -8,8 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from migrate.sandbox.artifacts import ensure_bundle
-from migrate.sandbox.releases import Release
+from migrate.jvm.artifacts import ensure_bundle
+from migrate.jvm.releases import Release
 
 JMX_URL = "service:jmx:rmi:///jndi/rmi://{}/jmxrmi"   # a broker's JMX at host:port
 # tool -> (since which release line, its main class), newest first: classes moved from the core

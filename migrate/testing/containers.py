@@ -12,7 +12,7 @@ import logging
 
 from migrate.sandbox.cluster import BROKER_CHROOT, Endpoints
 from migrate.sandbox.security import super_digest
-from migrate.sandbox.jvm import free_port, kafka_ready, wait_until, zk_answers
+from migrate.jvm.server import free_port, kafka_ready, wait_until, zk_answers
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ runs its tasks in executor JVMs the worker launches, exactly as on a production 
 
 Both daemons start through the package's own `bin/spark-class`, so they get the JVM flags Spark
 needs on Java 17+ (module opens, Netty options) from Spark itself, as `start-master.sh` would.
-Each one is a `JavaServer` (migrate/sandbox/jvm.py): its own log file under `home`, SIGTERM then
+Each one is a `JavaServer` (migrate/jvm/server.py): its own log file under `home`, SIGTERM then
 SIGKILL, and when attached PR_SET_PDEATHSIG plus an atexit hook, so no daemon outlives the Python
 process that started it.
 """
@@ -18,8 +18,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from migrate.errors import SandboxError
-from migrate.sandbox.jvm import JVM_OPTS, JavaServer, free_port, wait_until
+from migrate.errors import JvmError
+from migrate.jvm.server import JVM_OPTS, JavaServer, free_port, wait_until
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -28,13 +28,13 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 def spark_home() -> Path:
     """The pyspark package directory, which holds `bin/spark-class` and `jars/`.
 
-    Raises SandboxError when it holds neither.
+    Raises JvmError when it holds neither.
     """
     import pyspark
 
     home = Path(pyspark.__file__).resolve().parent
     if not (home / "bin" / "spark-class").is_file() or not (home / "jars").is_dir():
-        raise SandboxError(f"{home} is not a Spark home: no bin/spark-class or jars/")
+        raise JvmError(f"{home} is not a Spark home: no bin/spark-class or jars/")
     return home
 
 
@@ -86,7 +86,7 @@ class StandaloneSpark:
     def start(self, timeout: float = 90.0) -> str:
         """Start master and worker, wait until the worker has registered; returns the master URL.
 
-        Raises SandboxError (with the daemons' last log lines) if either exits or the worker does
+        Raises JvmError (with the daemons' last log lines) if either exits or the worker does
         not register within `timeout` seconds; whatever started is stopped again.
         """
         if self.attached:
@@ -147,7 +147,7 @@ class StandaloneSpark:
         Raises OSError when the master does not answer, ValueError when the answer is not JSON.
         """
         if self.master_ui is None:
-            raise SandboxError("the Spark master has not been started")
+            raise JvmError("the Spark master has not been started")
         with urllib.request.urlopen(f"{self.master_ui}/json/", timeout=5) as answer:
             return json.load(answer)
 

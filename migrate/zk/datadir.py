@@ -27,12 +27,14 @@ from pathlib import Path
 
 from kazoo.exceptions import NoNodeError
 
-from migrate.connection import Connection
-from migrate.errors import MigrateError, SandboxError
-from migrate.sandbox.artifacts import ensure_artifacts, load_lock
-from migrate.sandbox.jvm import JavaServer, free_port, wait_for_server, zk_answers
-from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, release
+from migrate.connection import Connection, Secret
+from migrate.errors import JvmError, MigrateError
+from migrate.log import set_secrets
+from migrate.jvm.artifacts import ensure_artifacts, load_lock
+from migrate.jvm.server import JavaServer, free_port, wait_for_server, zk_answers
+from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, release
 from migrate.settings import Settings
+from migrate.zk.acls import check_acls, super_user
 from migrate.zk.client import close, connect
 from migrate.zk.ensemble import Search, search
 
@@ -54,9 +56,6 @@ SERVER_OPTS = [
     "-Dzookeeper.jmx.log4j.disable=true",
     # The copy is thrown away: no fsync of the session transactions this server writes.
     "-Dzookeeper.forceSync=no",
-    # Every znode readable whatever its ACL: the files are the operator's already, and an ACL
-    # must not hide an offset from the copy's reader.
-    "-Dzookeeper.skipACL=yes",
     # A log file of 64 KiB, not 64 MiB, preallocated for those transactions.
     "-Dzookeeper.preAllocSize=64",
 ]
@@ -82,6 +81,8 @@ class LoadedCopy:
     seconds: float             # copying and loading
     ephemerals: int            # ephemeral znodes (old consumers' registrations) as loaded
     warning: str | None = None  # why the tree may not be whole (check_history)
+    # The server's throwaway super user: every znode reads whatever its ACL (acls.py).
+    auth: Secret | None = dataclasses.field(default=None, repr=False)
 
     def to_json(self, data_dir: Path, log_dir: Path | None) -> dict:
         snapshot = None if self.snapshot_zxid is None else f"0x{self.snapshot_zxid:x}"
@@ -199,7 +200,7 @@ def loaded_zxid(copied_data: Path) -> int:
     logs are replayed and before it takes clients."""
     zxids = zxid_files(copied_data / "version-2", "snapshot").values()
     if not zxids:
-        raise SandboxError("the private ZooKeeper server wrote no snapshot at start")
+        raise JvmError("the private ZooKeeper server wrote no snapshot at start")
     return max(zxids)
 
 
@@ -264,8 +265,10 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
         # A log-only directory checked above to start at the first transaction: replayed whole
         # (3.5+ refuse to replay logs with no snapshot unless told to trust that).
         trust = ["-Dzookeeper.snapshot.trust.empty=true"] if snapshot_zxid is None else []
+        superuser, auth = super_user()
         server = JavaServer("zookeeper", work, jars, MAIN, [str(work / "zoo.cfg")],
-                            heap=server_heap(data, snapshots), jvm_opts=SERVER_OPTS + trust)
+                            heap=server_heap(data, snapshots),
+                            jvm_opts=[*SERVER_OPTS, *trust, superuser])
         connect = f"127.0.0.1:{port}"
         try:
             server.start(attached=True)
@@ -277,12 +280,12 @@ def loaded_copy(data_dir: Path, log_dir: Path | None, cache_dir: Path,
             try:
                 wait_for_server(f"ZooKeeper {SERVER_RELEASE.zookeeper} on the copy of "
                                 f"{data_dir}", server, lambda: zk_answers(connect), timeout)
-            except SandboxError:
+            except JvmError:
                 raise DataDirUnreadable(f"ZooKeeper {SERVER_RELEASE.zookeeper} could not load "
                                         f"it: {load_failure(server)}", data_dir) from None
             copy = LoadedCopy(connect, loaded_zxid(copied_data), snapshot_zxid,
                               replayed(snapshot_zxid, log_files), time.monotonic() - started,
-                              ephemerals(connect), warning)
+                              ephemerals(connect), warning, auth)
             log.info("ZooKeeper %s loaded the copy of %s in %.1fs: last zxid 0x%x (%d logs "
                      "replayed onto snapshot %s)", SERVER_RELEASE.zookeeper, data_dir,
                      copy.seconds, copy.last_zxid, copy.logs,
@@ -324,11 +327,12 @@ def read_data_dir(settings: Settings, scan: Callable[[Settings, dict], dict]) ->
         root = "/" + last
     with loaded_copy(settings.zookeeper_data, settings.zookeeper_data_log,
                      settings.cache_dir) as copy:
-        # No credentials, SASL or TLS: the private server checks no ACL and listens on loopback.
+        # As its super user, with no SASL or TLS: every znode reads; it listens on loopback.
         private = dataclasses.replace(
-            settings, zookeeper=copy.connect + chroot, zk_root=root, zk_auth=None,
+            settings, zookeeper=copy.connect + chroot, zk_root=root, zk_auth=copy.auth,
             zk_sasl_mechanism=None, zk_sasl_username=None, zk_sasl_password=None, zk_tls=False,
             zk_tls_cafile=None, zk_tls_certfile=None, zk_tls_keyfile=None)
+        set_secrets([*settings.secrets(), *private.secrets()])   # its password, never logged
         found = {"source": f"{given_root} in the ZooKeeper data directory "
                            f"{settings.zookeeper_data}",
                  **copy.to_json(settings.zookeeper_data, settings.zookeeper_data_log),
@@ -337,6 +341,10 @@ def read_data_dir(settings: Settings, scan: Callable[[Settings, dict], dict]) ->
                  "zookeeper_cluster_id": cluster_id(private.connection),
                  "zookeeper_chroot": chroot}
         data = scan(private, found)
+        # ACLs bind no reader of the files: what the live ensemble would have refused is said.
+        acls = check_acls(settings, private, private.path_template or root)
+        found["acls"] = acls.to_json()
+        found["warnings"] += [acls.warning()] if acls.refused else []
         # The copy holds the whole ensemble: other applications' and chroot-less consumers'
         # offsets are there too, and once ZooKeeper is gone this copy is the only place left.
         found["elsewhere"] = elsewhere(settings, search(

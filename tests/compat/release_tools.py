@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.sandbox.artifacts import ensure_bundle
+from migrate.jvm.artifacts import ensure_bundle
 
 # The tools log to stderr only, at WARN: stdout is the data the workload judges.
 LOG4J1 = """log4j.rootLogger=WARN, stderr

@@ -6,7 +6,8 @@ part of them and commits to ZooKeeper, on later releases (the old consumer left 
 znodes are written the way custom clients did (2.4.1: Kafka 1.1.0's `/offset/` layout);
 then `zk2kafka scan`, `diff`, `migrate --execute`, `verify`; the release's ConsumerGroupCommand
 must show the migrated offsets, and its new consumer, joining the group, must read exactly the
-messages the old one had not: none skipped, none twice. A copy of the group, seeded
+messages the old one had not: none skipped, none twice; then the takeover rule's evidence is read from
+that release's __consumer_offsets (each offset's commit time, the group's protocol type). A copy of the group, seeded
 identically, is migrated and rolled back. On 1.1.1 the same offsets also go to a KRaft 4.x
 cluster, as runbooks/new-kraft-cluster.md does.
 
@@ -24,7 +25,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from migrate.sandbox.cluster import LocalCluster
-from migrate.sandbox.releases import KRAFT_VERSION, RELEASES
+from migrate.jvm.releases import KRAFT_VERSION, RELEASES
 
 import support_table
 from release_tools import ReleaseTools
@@ -86,6 +87,28 @@ def commit_kafka_offsets(bootstrap: str, group: str, offsets: dict[int, int]) ->
         assert all(e.__name__ == "NoError" for e in errors.values()), errors
     finally:
         admin.close()
+
+
+def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
+    """What the takeover rule reads from this release's __consumer_offsets (migrate/kafka/takeover.py): when
+    each of the group's offsets was committed (zk2kafka's migrate, minutes ago at most), and its protocol type
+    (`consumer`: the release's new consumer joined it)."""
+    import time
+
+    from kafka.admin import KafkaAdminClient
+
+    from migrate.kafka import group_clock
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-compat")
+    try:
+        clocks, why = group_clock.read_clocks(admin, [group])
+    finally:
+        admin.close()
+    assert why is None and group in clocks, why
+    clock = clocks[group]
+    assert set(clock.partitions) == {(TOPIC, p) for p in partitions}, clock.partitions
+    assert all(0 <= time.time() - c.commit_ms / 1000 < 3600 for c in clock.partitions.values()), clock.partitions
+    assert clock.protocol_type == "consumer", clock
 
 
 def log_positions(bootstrap: str, topic: str) -> dict[str, tuple[int, int]]:
@@ -188,6 +211,7 @@ def test_release_workload(version: str, tmp_path: Path):
             f"skipped {sorted(unread - Counter(resumed))[:5]}, read twice or unexpected "
             f"{sorted(Counter(resumed) - unread)[:5]}")
         proven["resume"] = True
+        takeover_evidence(endpoints.bootstrap_server, GROUP, committed)
 
         if kraft:  # before the rollback, so that a failure there does not hide this path
             _onto_kraft(endpoints, tmp_path, layout, committed, unread, kraft_proven)
@@ -245,3 +269,4 @@ def _onto_kraft(endpoints, tmp_path: Path, layout: str, committed: dict[int, int
     resumed = tools.new_consume(target, TOPIC, KRAFT_GROUP, sum(unread.values()))
     assert Counter(resumed) == unread
     proven["resume"] = True
+    takeover_evidence(target, KRAFT_GROUP, committed)

@@ -16,7 +16,7 @@ def test_readme_support_table_is_rendered_from_the_results():
 
 
 def test_every_release_the_sandbox_runs_has_a_recorded_result():
-    from migrate.sandbox.releases import RELEASES
+    from migrate.jvm.releases import RELEASES
 
     assert list(support_table.load()["releases"]) == list(RELEASES)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from migrate.errors import SandboxError
+from migrate.errors import JvmError
 from migrate.sandbox.cluster import LocalCluster
-from migrate.sandbox.jvm import kafka_ready
+from migrate.jvm.server import kafka_ready
 from migrate.processes import pid_alive as _pid_alive
 
 from support.cli import zk2kafka_process
@@ -85,7 +85,7 @@ def test_security_listeners_are_refused_on_other_releases(tmp_path: Path):
 
 def test_a_broker_that_dies_at_start_is_one_line_with_its_log(tmp_path: Path):
     cluster = LocalCluster(tmp_path, CACHE_DIR, attached=True, broker_properties={"broker.id": "not-a-number"})
-    with pytest.raises(SandboxError) as e:
+    with pytest.raises(JvmError) as e:
         cluster.start(timeout=90)
     message = str(e.value)
     assert "\n" not in message and "exited while starting" in message, message

@@ -16,8 +16,8 @@ import pytest
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
 from migrate.diff.run import run_diff
-from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
-from migrate.sandbox.jvm import wait_until
+from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.jvm.server import wait_until
 from migrate.testing.spark import StandaloneSpark
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
@@ -64,6 +64,11 @@ def snapshots(tmp_path):
                 elif kind == 2:                                            # CONFLICT
                     kafka.append({"kind": OFFSET, "group": group, "topic": topic, "partition": p,
                                   "committed_offset": offset + 7, "metadata": "older run"})
+                elif kind == 9:   # TAKEN_OVER in a consumer group (committed after ZooKeeper's write), else CONFLICT
+                    kafka.append({"kind": OFFSET, "group": group, "topic": topic, "partition": p,
+                                  "committed_offset": offset + 20, "metadata": ""})
+                    kafka.append({"kind": COMMIT, "group": group, "topic": topic, "partition": p,
+                                  "commit_ms": int((T0 + dt.timedelta(minutes=10)).timestamp() * 1000)})
                 elif kind == 3:                                            # BELOW_LOG_START
                     offset = LOG_START - 5
                 elif kind == 4:                                            # ABOVE_LOG_END

@@ -372,3 +372,56 @@ def test_the_scan_of_a_copy_names_the_other_offsets_trees_it_holds(tmp_path):
     code, data, err = scan_data_dir(state, data_dir, "--zk-root", "/nowhere/consumers")
     assert code == 1 and data == {} and "\n" not in err.strip()
     assert f"/other-app/consumers (3 groups, 6 offsets): `{printed[1]}`" in err
+
+
+def test_a_copy_reads_what_acls_refuse_and_says_so(tmp_path):
+    # The sandbox seed's `secured` group: its offset znode behind a digest ACL of another user. A second group
+    # whose topic directory may not be listed but by its owner. Live, both are UNREADABLE; the copy reads
+    # them (ZooKeeper's files carry no ACL enforcement) and the scan says which the live ensemble refused.
+    from kazoo.security import make_digest_acl
+
+    from migrate.sandbox.seed import SECURED_ACL_USER
+
+    source = SourceZooKeeper(tmp_path / "zk", "3.9.2")
+    connect = source.start()
+    zk = client(connect)
+    offsets = write_offsets(zk, "/consumers", {("open", "orders", 0): 5})
+    zk.ensure_path("/consumers/secured/offsets/orders")
+    zk.create("/consumers/secured/offsets/orders/0", b"77",
+              acl=[make_digest_acl(*SECURED_ACL_USER, all=True)])
+    zk.ensure_path("/consumers/locked/offsets/orders")
+    zk.create("/consumers/locked/offsets/orders/0", b"9")
+    zk.set_acls("/consumers/locked/offsets/orders", [make_digest_acl("dba", "dba-password", all=True)])
+    state = tmp_path / "state"
+    code, live, err = zk2kafka_json("scan", "--zookeeper", connect, "--state-dir", str(state))
+    assert code == 0 and live["counts"] == {"OK": 1, "UNREADABLE": 2}, err
+    zk.stop()
+    source.stop()
+
+    code, data, err = scan_data_dir(state, source.data)
+
+    assert code == 0, err
+    assert snapshot_rows(data) == {**offsets, ("secured", "orders", 0): 77, ("locked", "orders", 0): 9}
+    acls = data["zookeeper_data"]["acls"]
+    refused = ["/consumers/locked/offsets/orders", "/consumers/secured/offsets/orders/0"]
+    assert (acls["reader"], acls["znodes_refused"], sorted(acls["first_refused"])) == (
+        "a reader with no credentials", 2, refused)
+    # Read again as that reader: the open offset, and a row for each znode refused (ZooKeeper's own judgement)
+    assert acls["rows_read_as_reader"] == 3
+    (warning,) = data["zookeeper_data"]["warnings"]
+    assert warning.startswith("2 znode(s) the copy read carry ACLs that would have refused a reader with no "
+                              "credentials on the live ensemble (NoAuth there): ")
+    assert "files carry no ACL enforcement" in warning
+    saved = json.loads((Path(data["report"]) / "scan.json").read_text())
+    assert saved["zookeeper_data"]["acls"] == acls and warning in saved["zookeeper_data"]["warnings"]
+
+    # The secured group's owner reads it live: only the other directory is said, and no password.
+    owner = ":".join(SECURED_ACL_USER)
+    code, out, err = zk2kafka_text("scan", "--zookeeper-data", str(source.data), "--state-dir", str(state),
+                                   "--zk-auth", f"digest:{owner}")
+    assert code == 0, err
+    (line,) = [line for line in out.splitlines() if "carry ACLs" in line]
+    assert line.startswith(f"warning: 1 znode(s) the copy read carry ACLs that would have refused --zk-auth "
+                           f"digest:{SECURED_ACL_USER[0]} on the live ensemble (NoAuth there): "
+                           "/consumers/locked/offsets/orders;")
+    assert SECURED_ACL_USER[1] not in out + err

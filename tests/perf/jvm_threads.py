@@ -77,7 +77,8 @@ def cores() -> dict[str, tuple[int, int]]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--every", type=float, default=5.0, help="seconds between two samples")
-    ap.add_argument("--for", dest="total", type=float, default=120.0, help="seconds to sample")
+    ap.add_argument("--for", dest="total", type=float, default=120.0,
+                    help="seconds to sample: --for / --every samples, at least one")
     ap.add_argument("--log", type=Path, help="a benchmark's output to watch for --wait-for")
     ap.add_argument("--wait-for", help="a line's text in --log after which to start")
     ap.add_argument("--top", type=int, default=6, help="thread names shown per JVM")
@@ -90,10 +91,11 @@ def main(argv: list[str] | None = None) -> None:
     pids = jvms()
     if not pids:
         sys.exit("no broker or ZooKeeper JVM is running")
-    start = last_at = time.monotonic()
     last = {name: (threads(pid), gc(pid)) for name, pid in pids.items()}
     last_cores = cores()
-    while time.monotonic() - start < args.total:
+    # Counted samples, not a deadline: jstat's own start-up may take longer than --for on a busy host.
+    start = last_at = time.monotonic()
+    for _ in range(max(1, round(args.total / args.every))):
         time.sleep(args.every)
         now = time.monotonic()
         elapsed, at = now - last_at, now - start

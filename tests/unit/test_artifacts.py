@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from migrate.errors import ArtifactError
-from migrate.sandbox.artifacts import Artifact, ensure_artifacts, load_lock
+from migrate.jvm.artifacts import Artifact, ensure_artifacts, load_lock
 
 
 def _repo_with(tmp_path: Path, content: bytes) -> tuple[str, Artifact]:
@@ -66,7 +66,7 @@ def test_lock_pins_the_servers_the_sandbox_runs():
 
 
 def test_every_sandbox_release_has_its_bundle_with_the_zookeeper_it_ships():
-    from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, RELEASES
+    from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, RELEASES
 
     lock = load_lock()
     assert DEFAULT_KAFKA_VERSION in RELEASES
@@ -82,7 +82,7 @@ def test_every_sandbox_release_has_its_bundle_with_the_zookeeper_it_ships():
 
 def test_an_unsupported_release_is_a_usage_error_naming_the_supported_ones():
     from migrate.errors import EXIT_USAGE, ConfigError
-    from migrate.sandbox.releases import RELEASES, release
+    from migrate.jvm.releases import RELEASES, release
 
     with pytest.raises(ConfigError) as e:
         release("0.8.2.2")

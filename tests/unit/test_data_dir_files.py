@@ -4,7 +4,6 @@ stage. The servers themselves: tests/integration/test_zookeeper_data.py."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
@@ -177,22 +176,8 @@ def test_nothing_found_in_a_data_directory_names_the_whole_path():
     assert "a chroot missing from --zookeeper" in str(NothingFound("scan", "zk:2181", "all"))
 
 
-def test_the_jvm_starter_and_jar_cache_the_reader_uses_depend_on_no_stage():
-    # migrate/zk/datadir.py starts its server with these: they may import only the shared
-    # infrastructure, so the reading stage depends on no later stage through them.
-    allowed = {"migrate.errors", "migrate.processes"}
-    for name in ("artifacts", "jvm", "releases"):
-        tree = ast.parse((ROOT / "migrate" / "sandbox" / f"{name}.py").read_text())
-        imported = {node.module for node in ast.walk(tree)
-                    if isinstance(node, ast.ImportFrom) and node.module
-                    and node.module.startswith("migrate")}
-        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-                     for alias in node.names if alias.name.startswith("migrate")}
-        assert imported <= allowed, f"migrate/sandbox/{name}.py imports {imported - allowed}"
-
-
 def test_why_zookeeper_would_not_load_is_the_root_cause_it_logged(tmp_path):
-    from migrate.sandbox.jvm import JavaServer
+    from migrate.jvm.server import JavaServer
     from migrate.zk.datadir import load_failure
 
     server = JavaServer("zookeeper", tmp_path, [], "Main", [])

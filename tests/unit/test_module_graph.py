@@ -1,6 +1,9 @@
 """The package's shape holds: no import cycle among `migrate` modules, not even through an import
-inside a function; the two writing programs (migrate/write/, migrate/sync/) share only the journal
-(migrate/journal/); and no module past the house limit of 400 lines.
+inside a function; no import runs up the floors (the rooms, each top-level module or package of
+`migrate`, import one another without a cycle, so each stands on a floor above all it imports);
+only the command layer imports the sandbox; the two writing programs (migrate/write/,
+migrate/sync/) share only the journal (migrate/journal/); and no module past the house limit of
+400 lines.
 
 The graph is read from the source with `ast`, never by importing it: every `import` and
 `from ... import` anywhere in a module (top level, functions, `if TYPE_CHECKING:` blocks) is an
@@ -117,6 +120,82 @@ def test_no_import_cycle_among_migrate_modules():
     cycle = find_cycle(graph())
     assert cycle is None, ("import cycle (function-local imports count): "
                            + " -> ".join(cycle))
+
+
+def room(name: str) -> str:
+    """The room a module is in: `migrate.zk.reader` is in `migrate.zk`, `migrate.cli` its own."""
+    return ".".join(name.split(".")[:2])
+
+
+def rooms(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph of rooms: an arrow where any module of one imports any module of another."""
+    found: dict[str, set[str]] = {room(name): set() for name in edges}
+    for name, targets in edges.items():
+        found[room(name)] |= {room(t) for t in targets} - {room(name)}
+    return found
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    """The module imports whose rooms' arrow lies on a cycle of rooms: each runs up a floor."""
+    between = rooms(edges)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in between[todo.pop()] - seen:
+                if nxt == goal:
+                    return True
+                seen.add(nxt)
+                todo.append(nxt)
+        return start == goal
+
+    return sorted(f"{name} -> {target}" for name, targets in edges.items() for target in targets
+                  if room(name) != room(target) and reaches(room(target), room(name)))
+
+
+def test_an_arrow_up_is_named_by_its_imports():
+    edges = {"migrate.pipeline": {"migrate.report.files"}, "migrate.report.files": set(),
+             "migrate.report.ready": {"migrate.ready.rules"}, "migrate.ready.rules": set(),
+             "migrate.ready.check": {"migrate.pipeline", "migrate.zk.reader"},
+             "migrate.zk.reader": set()}
+    assert upward(edges) == ["migrate.pipeline -> migrate.report.files",
+                             "migrate.ready.check -> migrate.pipeline",
+                             "migrate.report.ready -> migrate.ready.rules"]
+    edges["migrate.pipeline"] = set()
+    assert upward(edges) == []
+
+
+def test_no_import_runs_up_the_floors():
+    up = upward(graph())
+    assert not up, ("imports that run up the floors (their rooms import each other, through "
+                    f"any path): {up}")
+
+
+def test_only_the_command_layer_imports_the_sandbox():
+    # The sandbox is the demo-and-tests cluster: the product runs without it. Its JVM runtime is
+    # migrate/jvm/; the `sandbox` command reaches it through the command layer, and the tests'
+    # harnesses (migrate/testing/, which nothing the commands run imports) build on it.
+    allowed = ("migrate.cli", "migrate.commands", "migrate.testing")
+    edges = graph()
+    into_sandbox = sorted(f"{name} -> {target}" for name, targets in edges.items()
+                          for target in targets if _within(target, "migrate.sandbox")
+                          and not _within(name, "migrate.sandbox")
+                          and not any(_within(name, a) for a in allowed))
+    assert not into_sandbox, f"product modules importing the sandbox: {into_sandbox}"
+    into_testing = sorted(f"{name} -> {target}" for name, targets in edges.items()
+                          for target in targets if _within(target, "migrate.testing")
+                          and not _within(name, "migrate.testing"))
+    assert not into_testing, f"modules importing the tests' harnesses: {into_testing}"
+
+
+def test_the_jvm_runtime_stands_on_the_infrastructure_alone():
+    # migrate/zk/datadir.py starts its private ZooKeeper with it, and the sandbox its cluster: it
+    # imports no stage and nothing of the sandbox.
+    allowed = ("migrate.jvm", "migrate.errors", "migrate.processes")
+    beyond = sorted(f"{name} -> {target}" for name, targets in graph().items()
+                    if _within(name, "migrate.jvm") for target in targets
+                    if not any(_within(target, a) for a in allowed))
+    assert not beyond, f"migrate/jvm/ importing more than the infrastructure: {beyond}"
 
 
 def test_the_two_writing_programs_share_only_the_journal():

@@ -6,7 +6,7 @@ import pytest
 
 from migrate.cli import build_parser, main
 from migrate.errors import EXIT_USAGE
-from migrate.sandbox.jvm import heap_size
+from migrate.jvm.server import heap_size
 
 
 @pytest.mark.parametrize("size", ["512m", "4g", "4G", "4096M", "65536k", "1t", "67108864", " 2g "])

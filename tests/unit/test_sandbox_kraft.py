@@ -7,9 +7,9 @@ import pytest
 
 from migrate.errors import SandboxError
 from migrate.sandbox.cluster import Endpoints, LocalCluster
-from migrate.sandbox.jvm import JavaServer
+from migrate.jvm.server import JavaServer
 from migrate.sandbox.kraft_migration import Migration, migrate_to_kraft
-from migrate.sandbox.releases import KRAFT, KRAFT_BROKERS, MIGRATING, MIGRATION, ZOOKEEPER, phase_of
+from migrate.sandbox.modes import KRAFT, KRAFT_BROKERS, MIGRATING, MIGRATION, ZOOKEEPER, phase_of
 
 
 def _cluster(tmp_path, version="3.9.2", names=("zookeeper", "kafka"), mode="zookeeper") -> LocalCluster:

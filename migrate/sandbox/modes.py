@@ -1,11 +1,11 @@
-"""The Kafka releases the sandbox runs, and which one a sandbox home holds the data of."""
+"""What a sandbox home holds: the release that wrote its data, and the mode it is in (ZooKeeper,
+a KIP-866 phase, KRaft)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.errors import ConfigError, SandboxError
+from migrate.errors import SandboxError
 
 # Which release wrote the data under a sandbox's home; kept after `down`.
 VERSION_FILE = "kafka-version"
@@ -26,48 +26,13 @@ MODES = {ZOOKEEPER: "ZooKeeper mode",
          KRAFT: "KRaft mode, migrated in place from ZooKeeper (KIP-866) and finalized"}
 # `kraft-migrate --to PHASE`, in the order they come: the mode each leaves the sandbox in.
 PHASES = {"migration": MIGRATION, "kraft": KRAFT_BROKERS, "finalized": KRAFT}
+MIGRATED_FILE = "migrated-to-kraft"
 
 
 def phase_of(mode: str) -> str | None:
     """The `kraft-migrate --to` phase that leaves a sandbox in `mode`; None for ZooKeeper mode
     and for a step under way or failed."""
     return next((name for name, reached in PHASES.items() if reached == mode), None)
-MIGRATED_FILE = "migrated-to-kraft"
-
-
-@dataclass(frozen=True)
-class Release:
-    """A ZooKeeper-mode Kafka release the sandbox runs: its jars' bundle, the ZooKeeper it ships."""
-
-    version: str
-    bundle: str
-    zookeeper: str
-
-    @property
-    def line(self) -> tuple[int, int]:
-        major, minor = self.version.split(".")[:2]
-        return int(major), int(minor)
-
-
-RELEASES = {r.version: r for r in (
-    Release("0.10.2.2", "kafka-0.10", "3.4.9"),
-    Release("1.1.1", "kafka-1.1", "3.4.10"),
-    Release("2.4.1", "kafka-2.4", "3.5.7"),
-    Release("2.8.2", "kafka-2.8", "3.5.9"),
-    Release("3.6.2", "kafka-3.6", "3.8.4"),
-    Release("3.9.2", "kafka-3.9", "3.8.4"),
-)}
-DEFAULT_KAFKA_VERSION = "3.9.2"
-KRAFT_VERSION = "4.1.2"  # the kafka-4 bundle
-
-
-def release(version: str) -> Release:
-    """The Release of `version`; raises ConfigError (a usage error) naming the supported ones."""
-    try:
-        return RELEASES[version]
-    except KeyError:
-        raise ConfigError(f"unsupported Kafka version {version!r} for the sandbox; "
-                          f"supported: {', '.join(RELEASES)}") from None
 
 
 def recorded_version(home: Path) -> str | None:

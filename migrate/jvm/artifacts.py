@@ -1,7 +1,8 @@
-"""The Kafka jars the sandbox runs, pinned with their SHA-256 and fetched from Maven Central once.
+"""The Kafka jars zk2kafka runs (the sandbox; the private ZooKeeper on a copy of a data directory),
+pinned with their SHA-256 and fetched from Maven Central once.
 
 `artifacts.lock.json` beside this file lists every jar of each bundle (resolved
-once with Maven: `python -m migrate.sandbox.artifacts relock`), so a user needs
+once with Maven: `python -m migrate.jvm.artifacts relock`), so a user needs
 only Python and Java: jars are downloaded into the cache, verified, and reused
 on every later run. A jar already in `~/.m2/repository` is copied from there.
 """
@@ -22,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.errors import ArtifactError, SandboxError
+from migrate.errors import ArtifactError, JvmError
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,7 @@ def _fetch(artifact: Artifact, dest: Path, repository: str) -> None:
 def relock(lock_file: Path = LOCK_FILE) -> None:
     """Resolve BUNDLE_ROOTS with Maven and rewrite the lock file (a maintainer's step; mvn)."""
     if shutil.which("mvn") is None:
-        raise SandboxError("relock needs Maven (mvn) on PATH")
+        raise JvmError("relock needs Maven (mvn) on PATH")
     bundles = {}
     for name, roots in BUNDLE_ROOTS.items():
         deps = "".join(
@@ -205,5 +206,5 @@ def relock(lock_file: Path = LOCK_FILE) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["relock"]:
-        sys.exit("usage: python -m migrate.sandbox.artifacts relock")
+        sys.exit("usage: python -m migrate.jvm.artifacts relock")
     relock()

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from migrate.processes import pid_alive
-from migrate.errors import SandboxError
+from migrate.errors import JvmError
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def _signal(pid: int, sig: int) -> None:
 def wait_until(what: str, check, timeout: float, alive=lambda: True, logs=lambda: "") -> None:
     """Poll `check()` until true.
 
-    Raises SandboxError, one line ending in `logs()`, when `alive()` turns false or time runs out.
+    Raises JvmError, one line ending in `logs()`, when `alive()` turns false or time runs out.
     """
     from kafka.errors import KafkaError
 
@@ -182,19 +182,19 @@ def wait_until(what: str, check, timeout: float, alive=lambda: True, logs=lambda
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         if not alive():
-            raise SandboxError(f"{what} exited while starting: {logs()}")
+            raise JvmError(f"{what} exited while starting: {logs()}")
         try:
             if check():
                 return
         except (OSError, KafkaError) as e:  # refused, reset, no broker yet: not ready, try again
             last_error = e
         time.sleep(0.25)
-    raise SandboxError(f"{what} did not answer within {timeout:.0f}s "
+    raise JvmError(f"{what} did not answer within {timeout:.0f}s "
                        f"(last error: {last_error}): {logs()}")
 
 
 def wait_for_server(what: str, server: JavaServer, check, timeout: float) -> None:
-    """wait_until `check()` while `server` lives; raises SandboxError naming its log."""
+    """wait_until `check()` while `server` lives; raises JvmError naming its log."""
     # One line: the log's last error and its path; the broker's config dump stays in the log.
     wait_until(what, check, timeout, server.alive,
                lambda: f"{server.cause()} (log: {server.log_path})")
