@@ -21,8 +21,9 @@ from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, C
                             MigrateError, UnknownOption)
 from migrate.log import configure_logging, redact, set_secrets
 from migrate.options import OPTIONS, Option
-from migrate.sandbox.jvm import heap_size
-from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, PHASES, RELEASES
+from migrate.jvm.server import heap_size
+from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, RELEASES
+from migrate.sandbox.modes import PHASES
 from migrate.settings import DURATION_FORMS, Settings, load_settings, parse_duration
 
 log = logging.getLogger("migrate")
@@ -33,6 +34,8 @@ COMMANDS: dict[str, str] = {
     "migrate": "commit the plan to Kafka and ZooKeeper (dry run unless --execute)",
     "verify": "re-diff; exit 0 only if every selected ZooKeeper offset equals Kafka's",
     "sync": "follow mode: mirror ZooKeeper offset changes into Kafka until stopped",
+    "renew": "keep alive the offsets zk2kafka wrote, from Kafka and the journal alone (no "
+             "ZooKeeper): re-commit each as Kafka holds it (dry run unless --execute)",
     "ready-for-kraft": "before each KIP-866 step: exit 0 only if nothing kept in ZooKeeper would "
                        "be left behind (read-only; watches for writes for --quiet-for)",
     "rollback": "restore the offsets a run recorded before it wrote (dry run unless --execute)",
@@ -214,6 +217,13 @@ SANDBOX_ACTIONS: dict[str, str] = {
                      "unless kept); print export lines",
     "stop-old-consumers": "stop the sandbox's old consumers of the --group groups: their "
                           "registrations under ids/ and owners/ go, as when they stop",
+    "old-consumer-commit": "commit --offset for the --group group's --topic/--partition to "
+                           "ZooKeeper, as that group's old consumer does",
+    "new-consumer": "what starting the --group group's new consumers does: one joins, reads "
+                    "--topic to its end from the group's offsets in Kafka, commits and leaves",
+    "v0-client": "start (in the background) or stop a legacy client of the --group group that "
+                 "commits its offsets through the broker with OffsetCommit v0, as the oldest "
+                 "clients do; `sandbox down` stops it too",
     "kafka-consumer-groups": "run the sandbox release's own kafka-consumer-groups "
                              "(its pinned jars): zk2kafka sandbox kafka-consumer-groups -- ARGS",
     "kafka-get-offsets": "run the sandbox release's own kafka-get-offsets "
@@ -268,6 +278,19 @@ def _add_sandbox_arguments(p: argparse.ArgumentParser) -> dict[str, argparse.Arg
             own.add_argument("--keep-zookeeper", action="store_true",
                              help="leave ZooKeeper running once finalized (it is stopped then "
                                   "by default; before, it always runs)")
+        elif name == "v0-client":
+            own.add_argument("v0_action", metavar="start|stop", choices=("start", "stop"),
+                             help="start one of --group (NAME) committing to --topic NAME, or "
+                                  "stop those of --group (every one without it)")
+        if name in ("old-consumer-commit", "v0-client"):
+            own.add_argument("--partition", metavar="P", type=int, default=0,
+                             help="the partition of --topic it commits to (default 0)")
+            own.add_argument("--offset", metavar="N", type=int, default=0,
+                             help="the offset it commits" + (" first, then one more each time"
+                                                             if name == "v0-client" else ""))
+        if name == "v0-client":
+            own.add_argument("--every", metavar="DURATION", type=_duration, default="1s",
+                             help="how often it commits (default 1s)")
         elif name.startswith("kafka-"):
             default = "--jmx-url" if name == "kafka-jmx" else "--bootstrap-server"
             own.add_argument("tool_args", metavar="-- ARGS", nargs=argparse.REMAINDER,

@@ -36,6 +36,7 @@ GUIDES = {
     "rollback": "migrate.md",
     "status": "migrate.md",
     "sync": "sync.md",
+    "renew": "sync.md",
     "ready-for-kraft": "ready-for-kraft.md",
     "sandbox": "sandbox.md",
 }

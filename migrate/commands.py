@@ -8,11 +8,12 @@ from typing import Any
 from migrate import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK, ConfigError
 from migrate.options import MAP_COMMANDS, flag
-from migrate.report import text
+from migrate.report import files, text
 from migrate.result import Result
-from migrate.sandbox.commands import (sandbox_down, sandbox_kraft_migrate, sandbox_seed,
-                                      sandbox_status, sandbox_stop_old_consumers, sandbox_tool,
-                                      sandbox_up)
+from migrate.sandbox.commands import (sandbox_down, sandbox_kraft_migrate,
+                                      sandbox_new_consumer, sandbox_old_consumer_commit,
+                                      sandbox_seed, sandbox_status, sandbox_stop_old_consumers,
+                                      sandbox_tool, sandbox_up, sandbox_v0_client)
 from migrate.settings import Settings
 from migrate.sync.command import follow
 from migrate.write import execute, results
@@ -26,6 +27,8 @@ def scan(settings: Settings) -> Result:
     """Read every selected ZooKeeper offset, from a live ensemble or a copy of a server's data
     directory (--zookeeper-data), into snapshots/zk-<run>.parquet, with counts in reports/<run>/."""
     data = pipeline.scan(settings)
+    files.write_scan(data)
+    pipeline.found_offsets(settings, data)
     return Result(text.scan(data), data)
 
 
@@ -34,7 +37,7 @@ def diff(settings: Settings) -> Result:
 
     Never writes.
     """
-    plan = pipeline.plan(settings, "diff")
+    plan = files.reported(pipeline.plan(settings, "diff"))
     data = pipeline.plan_data(plan)
     return Result(text.plan(data), data, plan.exit_code)
 
@@ -57,7 +60,7 @@ def migrate(settings: Settings) -> Result:
         if not settings.execute:
             return Result(text.reviewed_dry_run(data), data, results.dry_run_exit_code(data))
         return Result(text.run(data), data, results.exit_code(data))
-    plan = pipeline.plan(settings, "migrate")
+    plan = files.reported(pipeline.plan(settings, "migrate"))
     if not settings.execute:
         data = {**pipeline.plan_data(plan), "dry_run": True}
         return Result(text.migrate_dry_run(data), data, plan.exit_code)
@@ -73,7 +76,7 @@ def verify(settings: Settings) -> Result:
     if settings.run:
         data = verify_run(settings)
         return Result(text.verify_run(data), data, EXIT_OK if data["verified"] else EXIT_BLOCKERS)
-    data = pipeline.verify(settings)
+    data = pipeline.verify(files.reported(pipeline.plan(settings, "verify")))
     return Result(text.verify(data), data, EXIT_OK if data["verified"] else EXIT_BLOCKERS)
 
 
@@ -84,6 +87,19 @@ def sync(settings: Settings) -> Result:
     """
     data = follow(settings)
     return Result(text.sync(data), data)
+
+
+def renew(settings: Settings) -> Result:
+    """Re-commit the offsets zk2kafka wrote, each exactly as Kafka holds it, from Kafka and the
+    journal alone (no ZooKeeper): once, or every --renew-every until SIGTERM or --stop-after.
+
+    Without --execute one pass says what it would renew, and nothing is written.
+    """
+    from migrate.renew.command import renew as renew_offsets
+    from migrate.report.renew import text as renew_text
+
+    data = renew_offsets(settings)
+    return Result(renew_text(data), data)
 
 
 def ready_for_kraft(settings: Settings) -> Result:
@@ -131,17 +147,23 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
             return sandbox_seed(settings, args["seed_groups"], args["seed_partitions"])
         if action == "kraft-migrate":
             return sandbox_kraft_migrate(settings, args["keep_zookeeper"], args["kraft_phase"])
+        if action == "old-consumer-commit":
+            return sandbox_old_consumer_commit(settings, args["partition"], args["offset"])
+        if action == "v0-client":
+            return sandbox_v0_client(settings, args["v0_action"], args["partition"],
+                                     args["offset"], args["every"])
         if action.startswith("kafka-"):
             return sandbox_tool(settings, action, args["tool_args"])
         actions = {"down": sandbox_down, "status": sandbox_status,
-                   "stop-old-consumers": sandbox_stop_old_consumers}
+                   "stop-old-consumers": sandbox_stop_old_consumers,
+                   "new-consumer": sandbox_new_consumer}
         return actions[action](settings)
     if command == "rollback":
         return rollback(settings, args["run_id"])
     if command == "status":
         return status(settings, args.get("run_id"))
     commands = {"scan": scan, "diff": diff, "migrate": migrate, "verify": verify, "sync": sync,
-                "ready-for-kraft": ready_for_kraft}
+                "renew": renew, "ready-for-kraft": ready_for_kraft}
     return commands[command](settings)
 
 
@@ -152,7 +174,8 @@ def _mapping_applies(command: str, settings: Settings) -> None:
     given = [name for name in ("map_group", "map_group_file") if name in settings.given]
     if not given or command in ("scan", "status", "sandbox"):
         return
-    journaled = settings.run or settings.resume
+    # renew takes each run's mapping from its journal, as verify --run and --resume do.
+    journaled = settings.run or settings.resume or command == "renew"
     if command in MAP_COMMANDS and not journaled:
         return
     where = "; ".join(f"{flag(name)} from {settings.sources.get(name, 'flag')}" for name in given)

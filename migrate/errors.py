@@ -37,11 +37,16 @@ class UnknownOption(ConfigError):
     """A --config key that is no option."""
 
 
-class SandboxError(MigrateError):
-    """The local ZooKeeper + Kafka sandbox could not be fetched, started or reached."""
+class JvmError(MigrateError):
+    """A Java server zk2kafka runs itself (migrate/jvm/: the sandbox's, the private ZooKeeper on a
+    copy of a data directory) could not be fetched, started or reached."""
 
 
-class ArtifactError(SandboxError):
+class SandboxError(JvmError):
+    """The local ZooKeeper + Kafka sandbox could not be started, reached or told what to do."""
+
+
+class ArtifactError(JvmError):
     """A jar could not be downloaded or its checksum did not match the pinned one."""
 
     def __init__(self, message: str, *, url: str, expected: str | None = None,

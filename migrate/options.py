@@ -228,7 +228,7 @@ OPTIONS: tuple[Option, ...] = (
     # A flag only: an exported variable or a line in a config file would turn every later dry
     # run into a write.
     Option("execute", "bool", False, "really write; without it the command is a dry run",
-           commands=("migrate", "rollback", "sync"), env=False),
+           commands=("migrate", "rollback", "sync", "renew"), env=False),
     Option("resume", "str", None,
            "continue the interrupted run RUN_ID with its own selection and policies "
            "(dry run unless --execute)",
@@ -284,11 +284,13 @@ OPTIONS: tuple[Option, ...] = (
            "groups without a protocol type, and every group before Kafka 2.1. "
            "It cannot keep alive an Empty consumer group's offsets on 2.1+ (KIP-211): "
            "they expire offsets.retention.minutes after the group became Empty, "
-           "whatever is committed; only a consumer joining stops that",
-           commands=("sync",), metavar="DURATION"),
+           "whatever is committed; only a consumer joining stops that. "
+           "renew: re-commit this often the offsets zk2kafka wrote, from Kafka and the journal "
+           "alone (default: once, then end)",
+           commands=("sync", "renew"), metavar="DURATION"),
     Option("stop_after", "duration", None,
-           "sync: stop by itself after this long (default: until SIGINT or SIGTERM)",
-           commands=("sync",), metavar="DURATION"),
+           "sync, renew: stop by itself after this long (default: until SIGINT or SIGTERM)",
+           commands=("sync", "renew"), metavar="DURATION"),
     # sync as a service: its HTTP endpoint and the size of its series.
     Option("metrics_address", "str", None,
            "sync: serve Prometheus metrics on http://HOST:PORT/metrics and health on /healthz "
@@ -306,6 +308,12 @@ OPTIONS: tuple[Option, ...] = (
            "consumers' auto.commit.interval.ms, 60s by default, with room to spare: below 60s "
            "the verdict warns that such a client may not have written within it)",
            commands=("sync", "ready-for-kraft"), metavar="DURATION"),
+    # The takeover rule (migrate/kafka/takeover.py) compares a broker's clock with ZooKeeper's.
+    Option("clock_margin", "duration", 60.0,
+           "a Kafka commit counts as a new consumer's (taken over) only when it is newer than "
+           "ZooKeeper's last write of the znode by more than this: the two clocks are two "
+           "servers', and a pair closer than it shows nothing (e.g. 1m; migrate/kafka/takeover.py)",
+           commands=PLAN_COMMANDS + ("ready-for-kraft",), metavar="DURATION", recorded=True),
     # ready-for-kraft's search of the whole ensemble (migrate/zk/ensemble.py) and what the
     # operator leaves in ZooKeeper on purpose.
     Option("leave_behind", "regexes", (),

@@ -1,12 +1,11 @@
-"""The pipeline up to a plan: scan ZooKeeper, snapshot Kafka, diff the two on Spark (`diff/`) and
-write the reports (`report/`).
+"""The pipeline up to a plan: scan ZooKeeper, snapshot Kafka, diff the two on Spark (`diff/`).
 
-scan, diff, migrate and verify compute what they report here; nothing here writes to a store.
+scan, diff, migrate and verify compute what they report here; the command layer then has the
+report stage write it (migrate/report/files.py). Nothing here writes to a store.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -24,7 +23,6 @@ from migrate.kafka.client import open_admin
 from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
                                         remote_name, syncs_topic, upstream_name)
 from migrate.kafka.snapshot import KafkaSnapshot
-from migrate.report.files import write_reports
 from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.datadir import nothing_found_hint, read_data_dir, snapshot_metadata
@@ -36,16 +34,17 @@ log = logging.getLogger(__name__)
 
 
 def scan(settings: Settings) -> dict[str, Any]:
-    """The scan command: the run's zk snapshot and its counts, also in reports/<run>/scan.json."""
+    """The scan command: the run's zk snapshot and its counts, and the folder of its report."""
     run, state = new_run_id(), StateDir(settings.state_dir)
-    data = _scan(settings, state, run)
-    report = state.reports(run)
-    (report / "scan.json").write_text(json.dumps(data, indent=2) + "\n")
-    if data["offsets"] == 0:
-        raise NothingFound("scan", data["source"], selection_text(settings),
-                           hint=nothing_found_hint(data["zookeeper_data"])
-                           if "zookeeper_data" in data else None)
-    return {**data, "report": str(report)}
+    return {**_scan(settings, state, run), "report": str(state.reports(run))}
+
+
+def found_offsets(settings: Settings, scanned: dict[str, Any]) -> None:
+    """Raise NothingFound when a scan found no offset: checking nothing is never success."""
+    if scanned["offsets"] == 0:
+        raise NothingFound("scan", scanned["source"], Selection.of(settings).text,
+                           hint=nothing_found_hint(scanned["zookeeper_data"])
+                           if "zookeeper_data" in scanned else None)
 
 
 def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
@@ -61,7 +60,7 @@ def _scan(settings: Settings, state: StateDir, run: str) -> dict[str, Any]:
     settings.require("zookeeper")
     identity = stores.reach(settings.connection, kafka=False)   # recorded with the snapshot
     return ZooKeeperSide().read(settings, state, run, "scan", _live(settings, state, run),
-                                identity)
+                                identity.to_json())
 
 
 def _live(settings: Settings, state: StateDir, run: str) -> Callable[[dict[str, str]],
@@ -96,7 +95,8 @@ def _scan_store(settings: Settings, state: StateDir, run: str, source: str,
 
 
 def plan(settings: Settings, command: str) -> Plan:
-    """scan + Kafka snapshot + Spark diff + reports, for diff, migrate and verify.
+    """scan + Kafka snapshot + Spark diff, for diff, migrate and verify: the plan, its summary,
+    and plan.parquet in the run's report folder (the report's files are written beside it).
 
     Raises NothingFound when the scan found no offset: checking nothing is never success.
     """
@@ -117,15 +117,16 @@ def plan(settings: Settings, command: str) -> Plan:
     reached = stores.reach(settings.connection, zookeeper=side.live)
     spark = SparkStarter(settings.spark_master, settings.cache_dir)
     try:
-        scanned = side.read(settings, state, run, command, _live(settings, state, run), reached)
+        scanned = side.read(settings, state, run, command, _live(settings, state, run),
+                            reached.to_json())
         if scanned["offsets"] == 0:
-            raise NothingFound(command, scanned["source"], selection_text(settings),
+            raise NothingFound(command, scanned["source"], Selection.of(settings).text,
                                exit_code=EXIT_BLOCKERS if command == "verify" else EXIT_ERROR)
         zk_snapshot = Path(scanned["snapshot"])
         names = _names(zk_snapshot)
         # Refused here, with ZooKeeper read and before Kafka is: two groups meeting in one.
         renamed = mapping.resolve(names.groups)
-        selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
+        selection = Selection.of(settings)
         topics, topic_selected = names.topics, selection.topic
         syncs = None
         if settings.translate_via_mm2:
@@ -148,7 +149,9 @@ def plan(settings: Settings, command: str) -> Plan:
 
     policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers,
                     zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write,
-                    writes_zk=not settings.no_zk_write, rewrite_zk=settings.rewrite_zk_offsets)
+                    writes_zk=not settings.no_zk_write, rewrite_zk=settings.rewrite_zk_offsets,
+                    clock_margin=settings.clock_margin,
+                    own_metadata=() if settings.metadata is None else (settings.metadata,))
     report = state.reports(run)
     translation = None if syncs is None else Translation(
         settings.translate_via_mm2, settings.replication_policy, syncs.path)
@@ -187,15 +190,15 @@ def plan(settings: Settings, command: str) -> Plan:
     policies = {"on_conflict": settings.on_conflict, "out_of_range": settings.out_of_range,
                 "offset_semantics": settings.offset_semantics,
                 "allow_live_zk_consumers": settings.allow_live_zk_consumers,
-                "rewrite_zk_offsets": settings.rewrite_zk_offsets}
+                "rewrite_zk_offsets": settings.rewrite_zk_offsets,
+                "clock_margin": settings.clock_margin}
     summary = {**build_summary(run, command, result, kafka, inputs, selection, policies,
                                settings.spark_master),
                # What a change ticket quotes; `migrate --plan` checks it.
                "plan_id": plan_id(run, result.plan)}
     if translation is not None:
         summary["redelivery"] = _redelivery(result.plan)
-    files = {"plan": result.plan, **write_reports(report, summary, result.plan)}
-    return Plan(run, summary, files)
+    return Plan(run, summary, {"plan": result.plan})
 
 
 def _remote_topics(settings: Settings, topics: list[str],
@@ -269,11 +272,10 @@ def plan_data(plan: Plan) -> dict[str, Any]:
             "files": {k: str(v) for k, v in plan.files.items()}}
 
 
-def verify(settings: Settings) -> dict[str, Any]:
+def verify(computed: Plan) -> dict[str, Any]:
     """A fresh plan's data, and whether every selected ZooKeeper offset equals Kafka's (IN_SYNC);
     where they differ, whether Kafka is ahead (a consumer moved on past the migrated offset) or
     behind (rewound below it)."""
-    computed = plan(settings, "verify")
     counts = computed.summary["counts"]
     mismatched = {k: n for k, n in counts.items() if n and k not in (IN_SYNC, KAFKA_ONLY)}
     ahead = behind = 0
@@ -283,11 +285,3 @@ def verify(settings: Settings) -> dict[str, Any]:
         behind += pc.sum(pc.greater(differ, 0)).as_py() or 0
     return {**plan_data(computed), "verified": not mismatched, "mismatched": mismatched,
             "kafka_ahead": ahead, "kafka_behind": behind}
-
-
-def selection_text(settings: Settings) -> str:
-    """The selection as the flags that made it, e.g. `--group billing.* --exclude-group .*-test`."""
-    given = (("--group", settings.groups), ("--exclude-group", settings.exclude_groups),
-             ("--topic", settings.topics))
-    flags = [f"{flag} {pattern}" for flag, patterns in given for pattern in patterns]
-    return " ".join(flags) if flags else "every group and topic"

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from migrate.diff.judge import Policy, judged, plan_columns
-from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION
+from migrate.kafka.snapshot import COMMIT, GROUP, OFFSET, PARTITION
 from migrate.zk import layouts
 
 __all__ = ["Policy", "dedupe_zk", "group_splits", "offset_diff"]
@@ -213,6 +213,11 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
         F.lit(True).alias("_in_kafka"))
     # A row without a partition number (unlistable directory) matches nothing in Kafka.
     rows = zk_rows.join(F.broadcast(partitions), ["topic", "partition"], "left")
+    # When Kafka's values were committed, for the groups holding one that names no zk2kafka run
+    # (few beside the offsets, and broadcast so the rows stay where they are): the takeover rule.
+    commits = kafka.filter(F.col("kind") == COMMIT).select(
+        *KEYS, F.col("commit_ms").alias("kafka_commit_ms"))
+    rows = rows.join(F.broadcast(commits), KEYS, "left")
     # Groups that never reached Kafka have no row in the group list: fill them as absent with no
     # members.
     rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))

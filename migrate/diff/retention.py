@@ -86,7 +86,8 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                         empty_since_unknown: str | None = None,
                         now: float | None = None, selection: str | None = "",
                         commit_clocks: dict[str, list[tuple[int, int | None]]] | None = None,
-                        commit_clocks_unknown: str | None = None) -> dict[str, Any]:
+                        commit_clocks_unknown: str | None = None,
+                        renewal: str = "sync") -> dict[str, Any]:
     """When Kafka will delete the offsets the migration leaves there, per the broker's release and
     retention.
 
@@ -104,6 +105,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
     `selection`: the diff's selection as flags (and its --map-group, which sync repeats to renew
     the renamed groups under their new names), for the sync command the warnings advise; None
     where no sync is to be advised (reset-offsets.csv committed again instead).
+    `renewal`: the command that renews: `sync` while ZooKeeper answers (it follows ZooKeeper),
+    `renew` on the road without it (a --zk-snapshot side), which renews from Kafka and the
+    journal alone what zk2kafka wrote; the selection then names no mapping (the journal has it).
     Returns the figures for summary.json, with the warnings to print.
     """
     version = _release(broker_version)
@@ -122,7 +126,9 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
         window = f"offsets.retention.minutes (unknown: {RETENTION_FALLBACK})"
     # A quarter of the window between renewals (a day's window: every 6h).
     renew = duration_text((window_minutes or RETENTION_DEFAULT_BEFORE_2_0) * 60 / 4)
-    renewing = (f"`zk2kafka sync --execute --renew-every {renew}{selection}`"
+    renewing = ((f"`zk2kafka renew --execute --renew-every {renew}{selection}`"
+                 if renewal == "renew" else
+                 f"`zk2kafka sync --execute --renew-every {renew}{selection}`")
                 if selection is not None else
                 f"reset-offsets.csv committed again under the Kafka names within every {renew}")
     # Before KIP-211 every offset expires by its commit.
@@ -179,7 +185,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
             f"({_names([g['group'] for g in empty])}): "
             f"Kafka{' (2.1+, KIP-211)' if version else ''} deletes all their offsets {window} "
             "after the group became Empty, whatever is committed since, and "
-            "`sync --renew-every` cannot renew them: only a consumer joining "
+            f"`{renewal} --renew-every` cannot renew them: only a consumer joining "
             f"the group stops that clock. {left[0].upper()}{left[1:]}")
     if by_commit_time:
         if version < (2, 0):

@@ -20,6 +20,9 @@ KAFKA_ONLY = "KAFKA_ONLY"
 # --translate-via-mm2 only: a readable offset no MirrorMaker 2 offset sync maps onto the target
 # (older than its partition's first sync, or a partition without syncs).
 UNTRANSLATABLE = "UNTRANSLATABLE"
+# Kafka's value of the partition was committed by a new consumer after ZooKeeper's last write of it
+# (the takeover rule, migrate/kafka/takeover.py): nothing to move, nothing blocked.
+TAKEN_OVER = "TAKEN_OVER"
 # The offset znode was last written before its topic was created (ZooKeeper's
 # /brokers/topics/<topic>): it counts messages of a topic deleted since, not of this one.
 TOPIC_RECREATED = "TOPIC_RECREATED"
@@ -29,11 +32,12 @@ TOPIC_RECREATED = "TOPIC_RECREATED"
 # topic deleted since means nothing in the topic of that name now; an offset outside the log is
 # out of range even where Kafka holds the same (a consumer starting there resets itself);
 # offsets that agree inside the log need nothing even in a live group; a live group blocks any
-# write; only then is the value judged against Kafka's own offset. An offset that could not be
-# translated has no value on the target to judge, like a malformed one.
+# write; only then is the value judged against Kafka's own offset: a new consumer's, on evidence,
+# or another. An offset that could not be translated has no value on the target to judge, like a
+# malformed one.
 PRECEDENCE = (UNREADABLE, MALFORMED, UNTRANSLATABLE, UNKNOWN_PARTITION, TOPIC_RECREATED,
               BELOW_LOG_START, ABOVE_LOG_END, IN_SYNC, GROUP_ACTIVE_KAFKA, GROUP_ACTIVE_ZK,
-              CONFLICT, MIGRATE)
+              TAKEN_OVER, CONFLICT, MIGRATE)
 STATUSES = PRECEDENCE + (KAFKA_ONLY,)
 
 BLOCKERS = frozenset({CONFLICT, BELOW_LOG_START, ABOVE_LOG_END, GROUP_ACTIVE_KAFKA, GROUP_ACTIVE_ZK,

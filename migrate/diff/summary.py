@@ -15,6 +15,7 @@ from migrate.kafka.compat import HOW_VERSION_IS_KNOWN
 from migrate.kafka.snapshot import SnapshotInfo
 from migrate.state import iso
 from migrate.zk.reader import Selection
+from migrate.zk.side import SNAPSHOT
 
 
 def build_summary(run: str, command: str, result: DiffResult, kafka: SnapshotInfo,
@@ -53,14 +54,19 @@ def build_summary(run: str, command: str, result: DiffResult, kafka: SnapshotInf
         label.get(name, name): ms for name, ms in kafka.empty_since.items()}
     commit_clocks = None if kafka.commit_clocks is None else {
         label.get(name, name): clocks for name, clocks in kafka.commit_clocks.items()}
+    # The road without ZooKeeper (its side a snapshot): renew keeps offsets alive from Kafka and
+    # the journal, with each run's mapping as the journal recorded it; sync needs ZooKeeper.
+    after_zookeeper = (inputs.get("zookeeper_side") or {}).get("from") == SNAPSHOT
     retention = retention_preflight([{**g, "group": renamed_text(g["group"], renamed)}
                                      for g in per_group],
                                     kafka.retention_minutes, kafka.broker_version,
                                     kafka.retention_unknown, kafka.default_retention_minutes,
                                     empty_since, kafka.empty_since_unknown,
-                                    selection=selection_flags(selection) + flags_text(inputs),
+                                    selection=selection_flags(selection)
+                                    + ("" if after_zookeeper else flags_text(inputs)),
                                     commit_clocks=commit_clocks,
-                                    commit_clocks_unknown=kafka.commit_clocks_unknown)
+                                    commit_clocks_unknown=kafka.commit_clocks_unknown,
+                                    renewal="renew" if after_zookeeper else "sync")
     warnings = list(retention["warnings"])
     if policies["on_conflict"] == "fail" and counts[s.CONFLICT]:
         warnings.append(f"--on-conflict fail: {counts[s.CONFLICT]} CONFLICT row(s); "

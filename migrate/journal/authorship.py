@@ -4,14 +4,13 @@ consumer that took the group over. Follow mode writes only over zk2kafka's own v
 
 from __future__ import annotations
 
-import re
-
 from migrate.journal import journal as j
+from migrate.kafka.takeover import NAMES_A_RUN, Finding, named_run
 from migrate.kafka.writer import Key, label
 
-Held = dict[Key, tuple[int, str]]   # what Kafka holds for a group: key -> (offset, metadata)
+__all__ = ["Authorship", "differs", "named_run", "other_run", "taken_over"]
 
-_NAMES_A_RUN = re.compile(r"zk2kafka (migrate|sync) (\S+)")
+Held = dict[Key, tuple[int, str]]   # what Kafka holds for a group: key -> (offset, metadata)
 
 
 class Authorship:
@@ -53,7 +52,7 @@ class Authorship:
         out = {}
         for key in keys:
             metadata = held[key][1] if key in held else None
-            named = _NAMES_A_RUN.fullmatch(metadata or "")
+            named = NAMES_A_RUN.fullmatch(metadata or "")
             if named is not None and named.group(2) not in runs:
                 out[key] = metadata
         return out
@@ -65,7 +64,7 @@ class Authorship:
     def _ours(self, group: str, key: Key, value: tuple[int, str | None],
               written: dict[str, dict[Key, int]]) -> bool:
         offset, metadata = value
-        named = _NAMES_A_RUN.fullmatch(metadata or "")
+        named = NAMES_A_RUN.fullmatch(metadata or "")
         if self.journal is None:
             return named is not None
         runs = self._writing_runs()
@@ -91,20 +90,25 @@ class Authorship:
         return self._runs
 
 
-def named_run(metadata: str | None) -> str | None:
-    """The run a commit's metadata names in zk2kafka's default form ("zk2kafka migrate <run>"),
-    or None."""
-    named = _NAMES_A_RUN.fullmatch(metadata or "")
-    return named.group(2) if named else None
-
-
-def taken_over(foreign: list[Key], held: Held, wanted: dict[Key, int]) -> str:
+def taken_over(foreign: list[Key], held: Held, wanted: dict[Key, int],
+               findings: dict[Key, Finding]) -> str:
     """Why sync leaves a group to a new consumer: the values Kafka holds that zk2kafka did not
-    write."""
-    shown = ", ".join(f"{label(k)} = {held[k][0]} (metadata {held[k][1]!r};"
-                      f" ZooKeeper {wanted.get(k)})" for k in foreign[:3])
-    return (f"taken over: Kafka holds {shown}, not written by zk2kafka: a new consumer committed,"
-            " so the group is left to it")
+    write, and the evidence that a new consumer committed them (migrate/kafka/takeover.py)."""
+    shown = "; ".join(f"{label(k)} = {held[k][0]} (ZooKeeper {wanted.get(k)}; "
+                      f"{findings[k].words})" for k in foreign[:3])
+    return f"taken over: Kafka holds {shown}, so the group is left to the new consumer"
+
+
+def differs(foreign: list[Key], held: Held, wanted: dict[Key, int],
+            findings: dict[Key, Finding]) -> str:
+    """Why sync leaves alone a group whose Kafka values zk2kafka did not write and no new consumer
+    is shown to have committed: writing over them would move someone's offset, and following them
+    would drop ZooKeeper's."""
+    shown = "; ".join(f"{label(k)} = {held[k][0]} (ZooKeeper {wanted.get(k)}; "
+                      f"{findings[k].words})" for k in foreign[:3] if not findings[k].taken_over)
+    return (f"differs: Kafka holds {shown}: not written by zk2kafka, and no new consumer is shown "
+            "to own it; sync writes only over values zk2kafka wrote, so the group is left alone: "
+            "decide which value its new consumers start from (runbooks/troubleshooting.md)")
 
 
 def other_run(keys: list[Key], held: Held, wanted: dict[Key, int]) -> str:

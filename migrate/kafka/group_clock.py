@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_METADATA_KEY = 2   # key version of a group metadata record (0 and 1 are offset commits)
+# A KIP-848 group's metadata record (Kafka 4.0+, ConsumerGroupMetadataKey): a consumer group.
+CONSUMER_GROUP_METADATA_KEY = 3
 _CONSUMER_KEYS = ("bootstrap_servers", "client_id", "request_timeout_ms", "security_protocol",
                   "ssl_context", "ssl_check_hostname", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
                   "ssl_password", "ssl_crlfile", "ssl_ciphers",
@@ -52,6 +54,11 @@ class GroupClock(NamedTuple):
 
     empty_since: int | None           # ms; its last state change, when it has no members (2.1+)
     commits: tuple[OffsetClock, ...]  # the latest commit of each partition it still holds
+    # the same by (topic, partition): when Kafka's value of each was committed (takeover.py)
+    partitions: dict[tuple[str, int], OffsetClock] = {}
+    # its latest metadata record's protocol type ("" for a group only ever committed to from
+    # outside; "consumer" for a KIP-848 group's); None: no such record read
+    protocol_type: str | None = None
 
 
 class GroupMetadata(NamedTuple):
@@ -74,9 +81,9 @@ def partition_for(group: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-def parse_key(key: bytes | None) -> str | None:
-    """The group of a group metadata record's key; None for offset commit keys."""
-    if not key or len(key) < 4 or struct.unpack_from(">h", key)[0] != GROUP_METADATA_KEY:
+def parse_key(key: bytes | None, version: int = GROUP_METADATA_KEY) -> str | None:
+    """The group of a group metadata record's key (of `version`); None for other keys."""
+    if not key or len(key) < 4 or struct.unpack_from(">h", key)[0] != version:
         return None
     (n,) = struct.unpack_from(">h", key, 2)
     return key[4:4 + n].decode("utf-8")
@@ -173,6 +180,7 @@ def read_clocks(admin: KafkaAdminClient, groups: Iterable[str],
     options["client_id"] = f"{options.get('client_id', 'zk2kafka')}-group-clock"
     latest: dict[str, bytes | None] = {}
     commits: dict[str, dict[tuple[str, int], OffsetClock]] = {g: {} for g in wanted}
+    consumer_groups: set[str] = set()   # KIP-848 groups: their records say no protocol type
     try:
         consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, **options)
     except KafkaError as exc:
@@ -187,7 +195,7 @@ def read_clocks(admin: KafkaAdminClient, groups: Iterable[str],
         while left and time.monotonic() < deadline:
             for tp, records in consumer.poll(timeout_ms=500).items():
                 for record in records:
-                    _take(record.key, record.value, wanted, latest, commits)
+                    _take(record.key, record.value, wanted, latest, commits, consumer_groups)
             left = {tp for tp in left if consumer.position(tp) < end[tp]}
     except KafkaError as exc:
         return {}, (f"could not read {OFFSETS_TOPIC}: {type(exc).__name__}: {exc} "
@@ -203,19 +211,28 @@ def read_clocks(admin: KafkaAdminClient, groups: Iterable[str],
         value = latest.get(group)
         parsed = parse_state_timestamp(value) if value else None
         idle = parsed is not None and parsed.members == 0
+        kind = parsed.protocol_type if parsed else None
+        if group in consumer_groups:
+            kind = "consumer"
         out[group] = GroupClock(parsed.state_timestamp if idle else None,
-                                tuple(commits[group].values()))
+                                tuple(commits[group].values()), commits[group], kind)
     return out, None
 
 
 def _take(key: bytes | None, value: bytes | None, wanted: set[str],
-          latest: dict[str, bytes | None], commits: dict[str, dict]) -> None:
+          latest: dict[str, bytes | None], commits: dict[str, dict],
+          consumer_groups: set[str]) -> None:
     """One record of __consumer_offsets into what is kept of it: later records win; a None value
     is a tombstone (the group, or the offset, deleted)."""
     group = parse_key(key)
     if group is not None:
         if group in wanted:
             latest[group] = value
+        return
+    group = parse_key(key, CONSUMER_GROUP_METADATA_KEY)
+    if group is not None:
+        if group in wanted:
+            (consumer_groups.add if value else consumer_groups.discard)(group)
         return
     offset_key = parse_offset_key(key)
     if offset_key is None or offset_key[0] not in wanted:

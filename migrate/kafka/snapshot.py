@@ -2,7 +2,7 @@
 
 It reads only.
 
-One Parquet file, four kinds of rows (column `kind`):
+One Parquet file, five kinds of rows (column `kind`):
 - `group`: every selected group, with its Kafka state, protocol type and member
   count (state null when Kafka has no such group), for either rebalance protocol (members.py:
   a KIP-848 group's from ConsumerGroupDescribe);
@@ -10,7 +10,10 @@ One Parquet file, four kinds of rows (column `kind`):
 - `offset`: every committed offset of those groups (OffsetFetch, one request per
   coordinator for many groups);
 - `partition`: every partition of the topics involved, with its log-start and
-  log-end offsets (ListOffsets, one request per leader).
+  log-end offsets (ListOffsets, one request per leader);
+- `commit`: when each committed offset of a group holding a value that names no zk2kafka run was
+  committed (`commit_ms`, from __consumer_offsets: the takeover rule, migrate/kafka/takeover.py,
+  weighs it against ZooKeeper's last write), when asked for.
 The broker's `offsets.retention.minutes` (or why it is unknown), the cluster id and the
 broker's release (from its ApiVersions answer) ride in the file's metadata. What is asked
 of the broker depends on the API versions it announces (see `compat`).
@@ -38,11 +41,12 @@ from migrate.kafka import compat, group_clock, members
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.log_bounds import log_bounds
 from migrate.kafka.retry import RetryPolicy
+from migrate.kafka.takeover import named_run
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-GROUP, OFFSET, PARTITION, ASSIGNED = "group", "offset", "partition", "assigned"
+GROUP, OFFSET, PARTITION, ASSIGNED, COMMIT = "group", "offset", "partition", "assigned", "commit"
 KAFKA_SCHEMA = pa.schema([
     ("kind", pa.string()), ("group", pa.string()),
     ("topic", pa.string()), ("partition", pa.int32()),
@@ -50,6 +54,7 @@ KAFKA_SCHEMA = pa.schema([
     ("group_state", pa.string()), ("protocol_type", pa.string()), ("members", pa.int32()),
     ("log_start", pa.int64()), ("log_end", pa.int64()), ("leader", pa.int32()),
     ("error", pa.string()),  # why a group or partition could not be read fully
+    ("commit_ms", pa.int64()),   # `commit` rows: the commit timestamp __consumer_offsets keeps
 ])
 # Groups in these states have no members; any other state means live consumers.
 IDLE_STATES = members.IDLE_STATES
@@ -105,12 +110,15 @@ class KafkaSnapshot:
 
     def write(self, path: Path, groups: Sequence[str], topics: Iterable[str],
               topic_selected: Callable[[str], bool] = lambda topic: True,
-              commit_clocks: bool = False) -> SnapshotInfo:
+              commit_clocks: bool = False, commit_times: bool = True) -> SnapshotInfo:
         """Snapshot `groups` and the partitions of `topics` into `path`, plus the selected topics
         those groups committed to.
 
         `commit_clocks`: also read when the offsets of the groups with no member that expire by
         commit time were committed (a read of __consumer_offsets; the diff asks, to say when).
+        The commit times of the groups holding a value that names no zk2kafka run are read
+        in the same read, as `commit` rows, unless `commit_times` is False (a caller that reads
+        __consumer_offsets itself): a takeover is judged by them.
 
         Committed offsets are written a round of groups at a time: a million of them are never
         all in memory.
@@ -131,7 +139,6 @@ class KafkaSnapshot:
                      if m.count or listed[g].get("group_state") not in IDLE_STATES)
         retention = self._retention_and_cluster()
         empty_since, empty_unknown = self._empty_since(listed)
-        clocks, clocks_unknown = self._commit_clocks(listed) if commit_clocks else (None, None)
         meta = {"zk2kafka.snapshot": "kafka", "cluster_id": retention.cluster_id or "",
                 "offsets_retention_minutes":
                     "" if retention.minutes is None else str(retention.minutes),
@@ -143,6 +150,7 @@ class KafkaSnapshot:
         schema = KAFKA_SCHEMA.with_metadata(meta)
         path.parent.mkdir(parents=True, exist_ok=True)
         committed, offset_errors, all_topics = 0, {}, set(topics)
+        unexplained: set[str] = set()   # groups holding a value that names no zk2kafka run
         with pq.ParquetWriter(path, schema) as out:
             for chunk in chunks(sorted(listed), GROUP_CHUNK):
                 found, errors = self._committed(chunk)
@@ -155,6 +163,19 @@ class KafkaSnapshot:
                 out.write_table(pa.Table.from_pylist(rows, schema=schema))
                 committed += len(rows)
                 all_topics.update(row["topic"] for row in rows)
+                if commit_times:
+                    unexplained.update(row["group"] for row in rows
+                                       if named_run(row["metadata"]) is None)
+            clocks, clocks_unknown, read = self._commit_clocks(
+                listed if commit_clocks else {}, unexplained)
+            if not commit_clocks:
+                clocks, clocks_unknown = None, None
+            out.write_table(pa.Table.from_pylist(
+                [{"kind": COMMIT, "group": group, "topic": topic, "partition": partition,
+                  "commit_ms": clock.commit_ms}
+                 for group in sorted(unexplained & read.keys())
+                 for (topic, partition), clock in sorted(read[group].partitions.items())],
+                schema=schema))
 
             rows = []
             for group in groups:
@@ -276,22 +297,29 @@ class KafkaSnapshot:
             log.warning("when Empty consumer groups became Empty: %s", why)
         return found, why
 
-    def _commit_clocks(self, listed: dict[str, dict]
-                       ) -> tuple[dict[str, list[tuple[int, int | None]]], str | None]:
+    def _commit_clocks(self, listed: dict[str, dict], unexplained: set[str]
+                       ) -> tuple[dict[str, list[tuple[int, int | None]]], str | None,
+                                  dict[str, group_clock.GroupClock]]:
         """When the offsets of each group with no member that expires by commit time were
-        committed: every such group before 2.1, a group without a protocol type since."""
+        committed (every such group before 2.1, a group without a protocol type since), and
+        those of the `unexplained` groups (their values name no zk2kafka run: the takeover rule
+        weighs their commit times), in one read of __consumer_offsets. Returns the first as
+        SnapshotInfo holds them, why some or all could not be told, and every group's clock."""
         by_commit = self.features.at_least(2, 1) is False
         # Every idle group but those whose clock is when they became Empty (_empty_since).
         idle = sorted(g for g, info in listed.items() if info.get("group_state") in IDLE_STATES
                       and (by_commit or not (info.get("group_state") == "Empty"
                                              and info.get("protocol_type"))))
-        if not idle:
-            return {}, None
+        if not idle and not unexplained:
+            return {}, None, {}
         # Its own budget: the Empty consumer groups' clock (read first) is never lost to it.
-        found, why = group_clock.read_clocks(self.admin, idle, budget=COMMIT_CLOCK_BUDGET)
+        found, why = group_clock.read_clocks(self.admin, sorted(set(idle) | unexplained),
+                                             budget=COMMIT_CLOCK_BUDGET)
         if why:
-            log.warning("when the offsets of groups with no member were committed: %s", why)
-        return {g: sorted(set(clock.commits)) for g, clock in found.items() if clock.commits}, why
+            log.warning("when the offsets of groups with no member, or held by others than "
+                        "zk2kafka, were committed: %s", why)
+        return ({g: sorted(set(found[g].commits)) for g in idle
+                 if g in found and found[g].commits}, why, found)
 
     def _retention_and_cluster(self) -> _Retention:
         """offsets.retention.minutes of a live broker (or why it is unknown), and the cluster id."""

@@ -28,17 +28,16 @@ from kazoo.exceptions import KazooException
 from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal
-from migrate.kafka import group_clock
+from migrate.kafka import group_clock, takeover
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.kafka.snapshot import ASSIGNED, GROUP, IDLE_STATES, OFFSET, PARTITION, KafkaSnapshot
 from migrate.options import exact_duration, flag
-from migrate.pipeline import selection_text
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
 from migrate.ready.expiry import HeldGroup, expiring
 from migrate.ready.own import own_differences
 from migrate import group_map
-from migrate.ready.rules import KafkaGroup, judge
+from migrate.ready.rules import Evidence, KafkaGroup, judge
 from migrate.ready.watch import COMMIT_INTERVAL, WriteWatch, short_watch
 from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
@@ -89,7 +88,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
         first = [r for r in rows if _selected(options.selection, r)]
         outside = [r for r in rows if not _selected(options.selection, r)]
         if not first:
-            raise NothingFound("ready-for-kraft", source, selection_text(settings),
+            raise NothingFound("ready-for-kraft", source, Selection.of(settings).text,
                                exit_code=EXIT_BLOCKERS)
         _, chroot = bare(settings.connection)
         checked_root = chroot + reader.root   # on the bare ensemble, as --leave-behind reads it
@@ -128,11 +127,18 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     # A renamed group is judged by the Kafka group it maps to: moved when that one holds its
     # offsets, taken over by that one's consumers.
     judged = {**kafka, **{old: kafka.get(new, KafkaGroup()) for old, new in renamed.items()}}
+    # One read of __consumer_offsets: when the values a takeover is judged by were committed, and
+    # when the idle groups' offsets expire.
+    idle = _idle(kafka_snapshot)
+    clocks, clocks_unknown = group_clock.read_clocks(
+        admin, sorted({g.group for g in idle} | _unexplained(final, judged, renamed)))
+    _with_clocks(kafka, clocks, clocks_unknown)
     journal = (Journal.open(settings.state_dir)
                if (settings.state_dir / "journal.sqlite").exists() else None)
     try:
         wrote = _zk2kafka_wrote(journal)
-        verdicts = judge(final, judged, partitions, moved, liveness, wrote)
+        verdicts = judge(final, judged, partitions, moved, liveness, wrote,
+                         Evidence((started, ended), settings.clock_margin))
         found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left)
         own = own_differences(journal, verdicts, final, judged)
     finally:
@@ -140,7 +146,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
             journal.close()
     kept = [v.group for v in verdicts if not v.ready and left.group(v.group, checked_root)]
     data = {"run": run, "command": "ready-for-kraft", "source": source,
-            "selection": selection_text(settings), "bootstrap_server": settings.bootstrap_server,
+            "selection": Selection.of(settings).text, "bootstrap_server": settings.bootstrap_server,
             "watched": {"from": iso(started), "to": iso(ended), "quiet_for": settings.quiet_for,
                         "shown": exact_duration(settings.quiet_for)},
             "short_watch": (short_watch(settings.quiet_for)
@@ -161,7 +167,8 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
                              "renamed": renamed}
     data["blocking"] = blocking(data)
     data["ready"] = not data["blocking"] and bool(verdicts)
-    data["expiry"] = _expiry(admin, kafka_snapshot, zk_snapshot)
+    data["expiry"] = _expiry(kafka_snapshot, zk_snapshot, idle, clocks, clocks_unknown,
+                             {v.group for v in verdicts if v.foreign or v.taken_over}, renamed)
     return data
 
 
@@ -249,14 +256,16 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
     the partitions assigned to them, its offsets), its every partition, and the snapshot's
     path."""
     path = state.kafka_snapshot(run)
-    KafkaSnapshot(admin).write(path, groups, {r["topic"] for r in rows if r["topic"] is not None})
+    # Its commit times are read with the expiry's clocks, in one read (_check).
+    KafkaSnapshot(admin).write(path, groups, {r["topic"] for r in rows if r["topic"] is not None},
+                               commit_times=False)
     kafka: dict[str, KafkaGroup] = {}
     partitions = set()
     for row in pq.read_table(path).to_pylist():
         if row["kind"] == GROUP:
             held = kafka.setdefault(row["group"], KafkaGroup())
             held.state, held.refused = row["group_state"], row["error"]
-            held.members = row["members"] or 0
+            held.members, held.protocol_type = row["members"] or 0, row["protocol_type"]
         elif row["kind"] == ASSIGNED:
             kafka.setdefault(row["group"], KafkaGroup()).assigned.add((row["topic"],
                                                                        row["partition"]))
@@ -268,13 +277,10 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
     return kafka, partitions, path
 
 
-def _expiry(admin, kafka_snapshot, zk_snapshot) -> dict[str, Any]:
-    """When Kafka deletes the offsets of the groups it holds with no member (ready/expiry.py),
-    from the Kafka snapshot and each such group's clocks in __consumer_offsets. Information,
-    never a blocker."""
+def _idle(kafka_snapshot) -> list[HeldGroup]:
+    """The groups Kafka holds offsets of with no member, from the Kafka snapshot."""
     table = pq.read_table(kafka_snapshot, columns=["kind", "group", "group_state",
                                                    "protocol_type"])
-    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     offsets: dict[str, int] = {}
     described = {}
     for row in table.to_pylist():
@@ -282,13 +288,46 @@ def _expiry(admin, kafka_snapshot, zk_snapshot) -> dict[str, Any]:
             offsets[row["group"]] = offsets.get(row["group"], 0) + 1
         elif row["kind"] == GROUP:
             described[row["group"]] = row
-    held = [HeldGroup(g, described[g]["group_state"], described[g]["protocol_type"], n)
+    return [HeldGroup(g, described[g]["group_state"], described[g]["protocol_type"], n)
             for g, n in sorted(offsets.items())
             if g in described and described[g]["group_state"] in IDLE_STATES]
-    clocks, why = group_clock.read_clocks(admin, [g.group for g in held])
-    minutes = meta.get("offsets_retention_minutes")
-    return expiring(held, clocks, why, int(minutes) if minutes else None,
-                    meta.get("broker_version") or None, time.time(), str(zk_snapshot))
+
+
+def _unexplained(rows: list[dict], judged: dict[str, KafkaGroup],
+                 renamed: dict[str, str]) -> set[str]:
+    """The Kafka groups holding a value other than ZooKeeper's that names no zk2kafka run: those
+    whose commit times the takeover rule needs."""
+    out = set()
+    for row in rows:
+        held = judged.get(row["group"])
+        value = held.offsets.get((row["topic"], row["partition"])) if held else None
+        if value is not None and value[0] != row["offset"] and named_run(value[1]) is None:
+            out.add(renamed.get(row["group"], row["group"]))
+    return out
+
+
+def _with_clocks(kafka: dict[str, KafkaGroup], clocks: dict[str, group_clock.GroupClock],
+                 why: str | None) -> None:
+    """Each Kafka group's commit times (seconds) from its clocks, or why they are unknown."""
+    for name, found in takeover.evidence_of(clocks, why, kafka).items():
+        kafka[name].committed, kafka[name].clocks_unknown = found.committed, found.unknown
+
+
+def _expiry(kafka_snapshot, zk_snapshot, held: list[HeldGroup], clocks, why: str | None,
+            foreign: set[str], renamed: dict[str, str]) -> dict[str, Any]:
+    """When Kafka deletes the offsets of the groups it holds with no member (ready/expiry.py),
+    from the Kafka snapshot and each such group's clocks in __consumer_offsets. Information,
+    never a blocker. `foreign`: the ZooKeeper groups whose Kafka values zk2kafka did not write
+    (sync refuses to renew them)."""
+    meta = pq.read_schema(kafka_snapshot).metadata or {}
+    minutes = meta.get(b"offsets_retention_minutes", b"").decode()
+    found = expiring(held, clocks, why, int(minutes) if minutes else None,
+                     meta.get(b"broker_version", b"").decode() or None, time.time(),
+                     str(zk_snapshot))
+    refused = {renamed.get(g, g) for g in foreign}
+    for g in found["groups"]:
+        g["sync_refuses"] = g["group"] in refused
+    return found
 
 
 def _zk2kafka_wrote(journal: Journal | None):

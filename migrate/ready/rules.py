@@ -3,14 +3,14 @@ behind. Pure: the stores were read before (check.py).
 
 KIP-866 copies topics, configs, ACLs and the like from ZooKeeper, and nothing under /consumers.
 A group is ready when each of its ZooKeeper offsets is in Kafka with the same value, or its
-partition was taken over by a new consumer in Kafka: assigned to a member of the live Kafka group
-(by the classic protocol's member assignments, or a KIP-848 group's ConsumerGroupDescribe), or
-holding a value in Kafka that zk2kafka did not write. A live group takes over only those
-partitions, not every one the old group ever had: any other offset of it must be in Kafka. And
-when no old consumer is registered (ids/) or owns a partition (owners/); and when none of its
-offset znodes moved during the watch (the quiet rule, migrate/zk/quiet.py). An offset whose topic
-or partition Kafka no longer has is left behind, but names nothing to keep: it is listed, and
-blocks nothing.
+partition was taken over by a new consumer in Kafka, on the evidence migrate/kafka/takeover.py
+asks for: assigned to a member of the live Kafka group, or committed by a consumer after
+ZooKeeper's last write of it. A live group takes over only those partitions, not every one the
+old group ever had: any other offset of it must be in Kafka. Any other value Kafka holds is
+DIFFERS, with both values, both times and who wrote Kafka's. And when no old consumer is
+registered (ids/) or owns a partition (owners/); and when none of its offset znodes moved during
+the watch (the quiet rule, migrate/zk/quiet.py). An offset whose topic or partition Kafka no
+longer has is left behind, but names nothing to keep: it is listed, and blocks nothing.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from migrate.kafka import takeover
 from migrate.zk import layouts
-from migrate.zk.quiet import Moved, when
+from migrate.zk.quiet import Moved, seconds, when
 
 Key = tuple[str, int]
 # The ways a group can fail the check, in the order the table shows them.
@@ -33,13 +34,26 @@ HEADINGS = {"not_in_kafka": "NOT-IN-KAFKA", "registered": "OLD-CONSUMER", "writt
 class KafkaGroup:
     """What Kafka holds for a group: its state (None: Kafka has no such group), its members, the
     partitions assigned to them, its committed offsets with their metadata, and why it would not
-    show them (None: it did)."""
+    show them (None: it did); its protocol type, and when each offset was committed (seconds,
+    from __consumer_offsets) or why that could not be read."""
 
     state: str | None = None
     offsets: dict[Key, tuple[int, str | None]] = field(default_factory=dict)
     refused: str | None = None
     members: int = 0
     assigned: set[Key] = field(default_factory=set)
+    protocol_type: str | None = None
+    committed: dict[Key, float] = field(default_factory=dict)
+    clocks_unknown: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a takeover is judged with besides the stores' values: the watch's window (seconds)
+    and the clock margin (migrate/kafka/takeover.py)."""
+
+    watched: tuple[float, float] | None = None
+    margin: float = takeover.MARGIN
 
 
 @dataclass
@@ -55,12 +69,14 @@ class Verdict:
     kafka_state: str | None = None
     kafka_members: int = 0        # members of the Kafka group (either rebalance protocol)
     # "topic-p: ZooKeeper N, Kafka M (assigned to a live member)" or "(committed by a new
-    # consumer)"; M is "none" for a partition assigned but not committed yet
+    # consumer ..., after ZooKeeper's last write ...)"; M is "none" for a partition assigned but
+    # not committed yet
     taken_over_offsets: list[str] = field(default_factory=list)
     not_in_kafka: list[str] = field(default_factory=list)   # "topic-p (ZooKeeper N)"
     registered: list[str] = field(default_factory=list)     # "N in ids/", "N partitions owned"
     written: list[str] = field(default_factory=list)        # "path at HH:MM:SSZ"
     differs: list[str] = field(default_factory=list)        # "topic-p: ZooKeeper N, Kafka M (...)"
+    foreign: int = 0              # of the differs, values zk2kafka did not write
     unreadable: list[str] = field(default_factory=list)     # "topic-p: STATUS: why"
     topic_gone: list[str] = field(default_factory=list)     # "topic-p (ZooKeeper N)": not blocking
 
@@ -75,14 +91,16 @@ class Verdict:
 def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
           partitions: set[Key], moved: Iterable[Moved],
           liveness: Mapping[str, tuple[int, int]],
-          zk2kafka_wrote: Callable[[str, Key, int, str | None], bool]) -> list[Verdict]:
+          zk2kafka_wrote: Callable[[str, Key, int, str | None], bool],
+          evidence: Evidence = Evidence()) -> list[Verdict]:
     """A Verdict per group, by name.
 
     `rows`: ZooKeeper's offset rows as the reader gives them (group, topic, partition, offset,
     status, reason, mtime, layout, path); `kafka`: per group; `partitions`: every (topic,
     partition) Kafka has; `moved`: offset znodes written during the watch; `liveness`: per
     group, (old consumers in ids/, partitions owned under owners/); `zk2kafka_wrote(group, key,
-    offset, metadata)`: whether zk2kafka wrote that value to Kafka.
+    offset, metadata)`: whether zk2kafka wrote that value to Kafka; `evidence`: the watch and the
+    clock margin a takeover is judged with.
     """
     by_partition: dict[str, dict[Key, list[Mapping[str, Any]]]] = {}
     paths: dict[str, str] = {}
@@ -92,7 +110,8 @@ def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
         paths[row["path"]] = row["group"]
     verdicts = {name: Verdict(name) for name in set(by_partition) | set(liveness)}
     for name, found in by_partition.items():
-        _offsets(verdicts[name], found, kafka.get(name, KafkaGroup()), partitions, zk2kafka_wrote)
+        _offsets(verdicts[name], found, kafka.get(name, KafkaGroup()), partitions, zk2kafka_wrote,
+                 evidence)
     for name, (consumers, owned) in liveness.items():
         verdicts[name].consumers, verdicts[name].owned = consumers, owned
         if consumers:
@@ -106,7 +125,8 @@ def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
 
 
 def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: KafkaGroup,
-             partitions: set[Key], zk2kafka_wrote: Callable[..., bool]) -> None:
+             partitions: set[Key], zk2kafka_wrote: Callable[..., bool],
+             evidence: Evidence) -> None:
     verdict.kafka_state, verdict.kafka_members = held.state, held.members
     for key, rows in sorted(found.items(), key=lambda item: (str(item[0][0]), item[0][1] or -1)):
         row = layouts.pick(rows)   # the row that stands for the partition, as diff and sync pick
@@ -124,18 +144,25 @@ def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: 
         elif key in held.assigned:   # a live member consumes it: its position is Kafka's now
             kafka = held.offsets[key][0] if key in held.offsets else "none"
             _taken_over(verdict, f"{name}: ZooKeeper {zk}, Kafka {kafka} "
-                                 f"(assigned to a live member)")
+                                 f"({takeover.ASSIGNED.words})")
         elif key not in held.offsets:
             if key in partitions:
                 verdict.not_in_kafka.append(f"{name} (ZooKeeper {zk})")
             else:
                 verdict.topic_gone.append(f"{name} (ZooKeeper {zk})")
-        elif zk2kafka_wrote(verdict.group, key, *held.offsets[key]):
+        else:
             offset, metadata = held.offsets[key]
-            verdict.differs.append(f"{name}: ZooKeeper {zk}, Kafka {offset} ({metadata})")
-        else:   # a value a new consumer committed: sync leaves it to it
-            _taken_over(verdict, f"{name}: ZooKeeper {zk}, Kafka {held.offsets[key][0]} "
-                                 f"(committed by a new consumer)")
+            finding = takeover.judge(
+                zk_written=seconds(row["mtime"]), committed=held.committed.get(key),
+                protocol_type=held.protocol_type, watched=evidence.watched,
+                margin=evidence.margin, clocks_unknown=held.clocks_unknown,
+                zk2kafka=metadata if zk2kafka_wrote(verdict.group, key, offset, metadata) else None)
+            line = f"{name}: ZooKeeper {zk}, Kafka {offset} ({finding.words})"
+            if finding.taken_over:
+                _taken_over(verdict, line)
+            else:
+                verdict.differs.append(line)
+                verdict.foreign += finding.writer != takeover.ZK2KAFKA
 
 
 def _taken_over(verdict: Verdict, line: str) -> None:

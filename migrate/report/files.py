@@ -1,5 +1,5 @@
 """The dry-run report in reports/<run>/: summary.json, rows.csv, reset-offsets.csv (when the plan
-commits anything), report.md, report.html.
+commits anything), report.md, report.html; a scan's scan.json.
 
 Everything is computed from summary.json's dict and the plan (plan.parquet, or a table);
 nothing here re-judges a row. The plan is read a batch at a time, in its order: files that
@@ -35,6 +35,20 @@ TRANSLATED_ROWS = (("group", "group"), ("upstream_topic", "source_topic"), ("top
                    ("log_end", "log_end"), ("status", "status"),
                    ("planned_offset", "planned_offset"), ("zk_change", "zk_change"),
                    ("zk_planned", "zk_planned"))
+
+
+def reported(plan: p.Plan) -> p.Plan:
+    """`plan` with its report written beside plan.parquet, every file by kind in its `files`."""
+    parquet = plan.files["plan"]
+    return p.Plan(plan.run, plan.summary,
+                  {"plan": parquet, **write_reports(parquet.parent, plan.summary, parquet)})
+
+
+def write_scan(data: dict[str, Any]) -> None:
+    """A scan's counts as its --json prints them, in its report folder (scan.json)."""
+    out = Path(data["report"])
+    saved = {k: v for k, v in data.items() if k != "report"}
+    (out / "scan.json").write_text(json.dumps(saved, indent=2) + "\n", encoding="utf-8")
 
 
 def write_reports(out: Path, summary: dict[str, Any], plan: Plan) -> dict[str, Path]:

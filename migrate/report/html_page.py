@@ -16,7 +16,7 @@ from migrate.report.view import MAX_GROUPS, Bar, ReportView
 
 STATUS_COLOUR = {
     s.MIGRATE: "#2b7bb9", s.IN_SYNC: "#3a9d5d", s.KAFKA_ONLY: "#8a8f98",
-    s.UNKNOWN_PARTITION: "#b0a060",
+    s.UNKNOWN_PARTITION: "#b0a060", s.TAKEN_OVER: "#5f8f6e",
 }
 BAR_COLOUR = "#2b7bb9"
 BLOCKER_COLOUR = "#c8453b"

@@ -14,6 +14,11 @@ from migrate.report.view import MAX_GROUPS, ReportView
 # Every line boundary str.splitlines() knows, not only \r and \n: a line-based reader must see a
 # row as one line.
 _LINE_BREAKS = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+# The line endings of Markdown itself (CommonMark): a command line broken at one goes on, in its
+# fenced block, on the next line of the block quote.
+_MD_LINE_ENDINGS = re.compile("\r\n|\r|\n")
+# A command line advised in a sentence, between backticks (a name's own backtick escaped: \`).
+_COMMAND = re.compile(r"(?<!\\)`((?:[A-Z_]+=\$\()?zk2kafka (?:[^`\\]|\\.)*)`")
 
 FILES = [
     "- `rows.csv`: every row with ZooKeeper and Kafka offsets, log bounds, status, planned"
@@ -31,13 +36,15 @@ FILES = [
 def render_markdown(view: ReportView) -> str:
     sm = view.summary
     planned = sm["planned"]
-    lines = [f"# zk2kafka {sm['command']}: run {sm['run']}", "", *ph.plan_line(sm, "`"),
+    lines = [f"# zk2kafka {sm['command']}: run {sm['run']}", "",
+             *(line for text in ph.plan_line(sm, "`") for line in _advised(text)),
              *(f"- {fact.label}: {fact.text}" for fact in ph.facts(sm)), "",
              f"**{sm['offsets']:,} offsets in {sm['groups']:,} groups."
              f" Planned: commit {planned['commit_offsets']:,} offsets"
              f" in {planned['commit_groups']:,} groups. Blockers: {sm['blockers']:,}.**", ""]
     lines += [f"- {_md(line)}" for line in (*ph.zk_changes(sm), *ph.no_offset(sm))] + [""]
-    lines += [f"> **Warning:** {_md(w)}" for w in sm["warnings"]]
+    for w in sm["warnings"]:   # each its own block quote, its command lines fenced in it
+        lines += [f"> {line}" if line else ">" for line in _advised(f"**Warning:** {w}")] + [""]
     lines += _empty_groups(sm)
     lines += ["", "## Offsets per status", "",
               "| status | offsets | blocks the run | meaning |", "|---|--:|---|---|"]
@@ -72,6 +79,30 @@ def render_markdown(view: ReportView) -> str:
     lines += [f"- `{k}`: {_md(v)}" for k, v in ph.policies(sm["policies"])]
     lines += ["", "## Files", "", *FILES, ""]
     return "\n".join(lines)
+
+
+def _advised(text: str) -> list[str]:
+    """One of zk2kafka's sentences, escaped, each command line it advises taken out into a fenced
+    code block after it: a block copies exactly as printed, where a code span would keep the
+    backslash that escapes a pipe."""
+    if not text:
+        return [text]
+    commands: list[str] = []
+
+    def take(m: re.Match) -> str:
+        commands.append(m.group(1).replace("\\`", "`"))   # a name's escaped backtick is one
+        return "\0"
+
+    prose = _md(_COMMAND.sub(take, text))
+    for i in range(len(commands)):
+        prose = prose.replace("\0", "the command below" if len(commands) == 1
+                              else f"command {i + 1} below", 1)
+    lines = [prose]
+    for command in commands:
+        # A fence longer than any run of backticks in the command, so none can close it.
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", command)), default=0))
+        lines += ["", f"{fence}sh", *_MD_LINE_ENDINGS.split(command), fence]
+    return lines
 
 
 def _no_offset(sm: dict[str, Any]) -> list[str]:

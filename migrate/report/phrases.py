@@ -13,7 +13,10 @@ from migrate.options import flag
 MEANING = {
     s.MIGRATE: "Kafka has no committed offset; ZooKeeper's is valid: commit it",
     s.IN_SYNC: "Kafka already holds ZooKeeper's offset: nothing to do",
-    s.CONFLICT: "Kafka holds a different offset: per --on-conflict",
+    s.TAKEN_OVER: "Kafka's offset was committed by a new consumer after ZooKeeper's last write "
+                  "(a consumer group's, beyond --clock-margin): nothing to move",
+    s.CONFLICT: "Kafka holds a different offset, not shown to be a new consumer's (the reason "
+                "says who committed it and when): per --on-conflict",
     s.BELOW_LOG_START: "ZooKeeper offset below the log start (data deleted): per --out-of-range",
     s.ABOVE_LOG_END: "ZooKeeper offset above the log end: per --out-of-range",
     s.UNKNOWN_PARTITION: "topic or partition does not exist in Kafka: skipped",

@@ -33,6 +33,11 @@ DO = {"registered": "stop the old consumers (their registration in ids/ and owne
                  "brokers names OffsetCommit v0 clients), stop it, then move the group",
       "differs": "ZooKeeper moved after zk2kafka wrote Kafka: something still commits there; "
                  "find it, stop it, then move the group again",
+      "foreign": "Kafka holds a value zk2kafka did not write, and no new consumer is shown to "
+                 "own the partition (each line says who committed it and when): decide with the "
+                 "group's owner which value its new consumers start from: ZooKeeper's, moved "
+                 "by a diff and a reviewed plan of the group with --on-conflict zk, or Kafka's, "
+                 "by leaving ZooKeeper's behind on purpose (--leave-behind and the group's name)",
       "unreadable": "fix or read the znode (--zk-auth), or decide to leave the group behind "
                     "and name it so (--leave-behind and the group's name)"}
 
@@ -92,7 +97,7 @@ def text(data: Data) -> str:
                 lines.append(f"  {v['group']}: zk2kafka's own: {mine}")
         found = [p for p in PROBLEMS if any(v[p] for v in bad)]
         move = _move([v["group"] for v in bad if v["not_in_kafka"]], data["report"],
-                     flags_text(data))
+                     flags_text(data), {v["group"] for v in bad if v.get("foreign")})
         lines += ["", *(f"{WHAT[p]}: {_do(p, bad, own, move)}" for p in found)]
     lines += _outside(data)
     lines += _taken_over(verdicts.values())
@@ -134,8 +139,10 @@ def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
     # (repeated), and not a Kafka group named as an old group that maps elsewhere.
     renamed = (data.get("group_map") or {}).get("renamed") or {}
     zk_name = {new: old for old, new in renamed.items()}
+    # Nor a group whose Kafka values zk2kafka did not write: sync leaves those alone.
     renewable = [zk_name.get(g["group"], g["group"]) for g in groups
-                 if g["renewable"] and g["group"] not in renamed]
+                 if g["renewable"] and g["group"] not in renamed and not g.get("sync_refuses")]
+    refused = [g["group"] for g in groups if g["renewable"] and g.get("sync_refuses")]
     lines.append("  before then: start the new consumers of these groups (a consumer joining "
                  "stops the clock)")
     if renewable:
@@ -143,6 +150,11 @@ def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
         lines.append(f"  while ZooKeeper still answers, keep those by commit time: "
                      f"`zk2kafka sync --execute{sel} --renew-every {found['renew_every']}` "
                      f"({RENEWS})")
+    if refused:
+        lines.append(f"  not renewed by sync, which writes only over values zk2kafka wrote: "
+                     f"{', '.join(refused[:DETAILS])}"
+                     f"{f' (+{len(refused) - DETAILS} more)' if len(refused) > DETAILS else ''}"
+                     f" (Kafka holds values zk2kafka did not write: see above)")
     lines.append(f"  after ZooKeeper is gone: put them back from this run's evidence, "
                  f"{found['evidence']} (runbooks/kraft-in-place.md, \"Offsets Kafka expires\")")
     return lines
@@ -160,6 +172,11 @@ def _do(problem: str, bad: list[dict], own: dict[str, list[str]], move: str) -> 
     """What a problem asks of the operator; a difference zk2kafka made itself said as such."""
     if problem == "not_in_kafka":
         return move
+    if problem == "differs" and any(v.get("foreign") for v in bad):
+        # Values someone else wrote: the decision is the operator's, whatever zk2kafka wrote too.
+        if all(v.get("foreign", 0) >= len(v["differs"]) for v in bad if v["differs"]):
+            return DO["foreign"]
+        return f"{DO['foreign']}; where zk2kafka wrote Kafka's value: {DO['differs']}"
     if problem == "differs":
         mine = [v for v in bad
                 if v["differs"] and len(own.get(v["group"], [])) >= len(v["differs"])]
@@ -265,15 +282,21 @@ def _taken_over(verdicts) -> list[str]:
 MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff of every group
 
 
-def _move(groups: list[str], report: str, mapping: str = "") -> str:
+def _move(groups: list[str], report: str, mapping: str = "",
+          refused: set[str] = frozenset()) -> str:
     """What moving the groups not in Kafka takes, as commands to paste: the diff and the reviewed
     plan of just those groups, or a rolling switch of them (sync), each with the group `mapping`
-    the check was given, as flags."""
+    the check was given, as flags. `refused`: groups holding values zk2kafka did not write, which
+    sync would leave alone: never named to it."""
     from migrate.report.text import reviewed_plan
 
     sel = _selection(groups) + mapping
     plan = (f"move it: with its consumers stopped, a reviewed plan "
             f"({reviewed_plan(sel, report)})")
+    rolling = [g for g in groups if g not in refused]
+    if not rolling or (len(rolling) < len(groups) and not _selection(rolling)):
+        return plan   # sync would meet a group it leaves alone
+    sel = _selection(rolling) + mapping
     return f"{plan}; or a rolling switch with `zk2kafka sync --execute{sel}`"
 
 

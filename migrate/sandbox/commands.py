@@ -1,16 +1,18 @@
-"""`zk2kafka sandbox up|down|status|seed|kraft-migrate|stop-old-consumers|kafka-consumer-groups|
-kafka-get-offsets|kafka-jmx`: each returns a Result or raises a MigrateError."""
+"""`zk2kafka sandbox up|down|status|seed|kraft-migrate|stop-old-consumers|old-consumer-commit|
+new-consumer|v0-client|kafka-consumer-groups|kafka-get-offsets|kafka-jmx`: each returns a Result
+or raises a MigrateError."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from dataclasses import asdict
 
 from migrate.errors import EXIT_OK, ConfigError, SandboxError
-from migrate.sandbox.releases import MIGRATED_FILE, MODES, phase_of
+from migrate.sandbox.modes import MIGRATED_FILE, MODES, phase_of
 from migrate.result import Result
-from migrate.settings import Settings
+from migrate.settings import Settings, parse_duration
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +27,9 @@ def sandbox_up(settings: Settings, kraft: bool = False, kafka_version: str | Non
     in the state dir, is another release's, or runs with other heaps than those asked for.
     """
     from migrate.sandbox.cluster import LocalCluster
-    from migrate.sandbox.jvm import DEFAULT_HEAP
-    from migrate.sandbox.releases import (DEFAULT_KAFKA_VERSION, recorded_version,
-                                          refuse_other_release, release)
+    from migrate.jvm.server import DEFAULT_HEAP
+    from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, release
+    from migrate.sandbox.modes import recorded_version, refuse_other_release
 
     home = settings.state_dir / "sandbox"
     # Without --kafka-version, an `up` after `down` restarts the release whose data the state dir
@@ -81,9 +83,9 @@ def _refuse_other_heaps(running, heaps: dict[str, str], home) -> None:
 
 def _up_migrated(settings: Settings, running, kraft: bool, kafka_version: str | None) -> Result:
     """`up` over a home `sandbox kraft-migrate` moved to KRaft: it stays in KRaft mode."""
-    from migrate.sandbox.artifacts import ensure_bundle
+    from migrate.jvm.artifacts import ensure_bundle
     from migrate.sandbox.kraft_migration import restart_in_kraft_mode
-    from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION
+    from migrate.jvm.releases import DEFAULT_KAFKA_VERSION
 
     home = settings.state_dir / "sandbox"
     if kraft or kafka_version not in (None, DEFAULT_KAFKA_VERSION):
@@ -102,13 +104,17 @@ def _up_migrated(settings: Settings, running, kraft: bool, kafka_version: str | 
 
 def sandbox_down(settings: Settings) -> Result:
     """Stop the sandbox recorded under the state dir; a no-op when none runs."""
+    from migrate.sandbox import v0_client
     from migrate.sandbox.cluster import LocalCluster
 
-    cluster = LocalCluster.from_state(settings.state_dir / "sandbox")
-    if cluster is None:
+    home = settings.state_dir / "sandbox"
+    clients = [f"the v0 client of {c['group']}" for c in v0_client.stop(home)]
+    cluster = LocalCluster.from_state(home)
+    if cluster is None and not clients:
         return Result("no sandbox running", {"stopped": []})
-    cluster.stop()
-    names = [s.name for s in reversed(cluster.servers)]  # the order they were stopped in
+    if cluster is not None:
+        cluster.stop()
+    names = clients + ([s.name for s in reversed(cluster.servers)] if cluster else [])
     return Result("stopped " + ", ".join(names), {"stopped": names})
 
 
@@ -160,10 +166,10 @@ def sandbox_kraft_migrate(settings: Settings, keep_zookeeper: bool = False,
     """KIP-866 on the running 3.9.2 sandbox, from the phase it is in up to `to` (migration, kraft
     or finalized); once finalized, ZooKeeper stopped unless kept. Returns the export lines of the
     cluster as it is afterwards."""
-    from migrate.sandbox.artifacts import ensure_bundle
+    from migrate.jvm.artifacts import ensure_bundle
     from migrate.sandbox.cluster import LocalCluster
     from migrate.sandbox.kraft_migration import migrate_to_kraft, stop_zookeeper
-    from migrate.sandbox.releases import KRAFT, PHASES
+    from migrate.sandbox.modes import KRAFT, PHASES
 
     home = settings.state_dir / "sandbox"
     cluster = LocalCluster.from_state(home)
@@ -204,11 +210,73 @@ def sandbox_stop_old_consumers(settings: Settings) -> Result:
                                                  for g, (i, o) in stopped.items()}})
 
 
+def sandbox_old_consumer_commit(settings: Settings, partition: int, offset: int) -> Result:
+    """What an old consumer's commit does: `offset`, the next one to read, in the znode of the
+    --group group's --topic-`partition`."""
+    from migrate.sandbox.old_consumers import commit_offset
+
+    group = _one_name(settings.groups, "--group", "old-consumer-commit")
+    topic = _one_name(settings.topics, "--topic", "old-consumer-commit")
+    settings = _connected(settings, "old-consumer-commit", kafka=False)
+    path = commit_offset(settings.zookeeper, settings.zk_root, group, topic, partition, offset)
+    return Result(f"an old consumer of {group} committed {topic}-{partition} -> {offset} "
+                  f"({path})", {"group": group, "znode": path, "offset": offset})
+
+
+def sandbox_v0_client(settings: Settings, action: str, partition: int = 0, offset: int = 0,
+                      every: str = "1s") -> Result:
+    """`start`: a legacy client of the --group group committing through the broker with
+    OffsetCommit v0, in the background, tracked under the sandbox's state dir; `stop`: those
+    of the --group groups (every one without it)."""
+    from migrate.sandbox import v0_client
+
+    home = settings.state_dir / "sandbox"
+    if action == "stop":
+        stopped = ([c for g in settings.groups for c in v0_client.stop(home, g)]
+                   if settings.groups else v0_client.stop(home))
+        lines = [f"stopped the v0 client of {c['group']} (pid {c['pid']}); its last commit: "
+                 f"{c['last_commit'] or 'none'}" for c in stopped]
+        return Result("\n".join(lines) or "no v0 client running", {"stopped": stopped})
+    group = _one_name(settings.groups, "--group", "v0-client start")
+    topic = _one_name(settings.topics, "--topic", "v0-client start")
+    settings = _connected(settings, "v0-client start")
+    client = v0_client.start(home, settings.bootstrap_server, group, topic, partition, offset,
+                             parse_duration(every, "--every"))
+    return Result(f"started a v0 client of {group} (pid {client['pid']}): OffsetCommit v0 to "
+                  f"{settings.bootstrap_server} every {every}; first commit: "
+                  f"{client['last_commit']}; log {client['log']}", client)
+
+
+def sandbox_new_consumer(settings: Settings) -> Result:
+    """What starting the --group group's new consumers does on Kafka: one joins, reads --topic to
+    its end from the group's committed offsets, commits and leaves."""
+    from migrate.sandbox.new_consumer import run_new_consumer
+
+    group = _one_name(settings.groups, "--group", "new-consumer")
+    topic = _one_name(settings.topics, "--topic", "new-consumer")
+    settings = _connected(settings, "new-consumer")
+    try:
+        started = run_new_consumer(group, topic, settings.kafka_options())
+    except TimeoutError as e:
+        raise SandboxError(str(e)) from None
+    at = ", ".join(f"{topic}-{p} {o}" for p, o in sorted(started.items())) or "nothing to read"
+    return Result(f"a new consumer of {group} started at {at}, read to the end, committed and left",
+                  {"group": group, "topic": topic, "started": started})
+
+
+def _one_name(names: tuple[str, ...], flag: str, action: str) -> str:
+    """The one literal name `flag` gave; ConfigError for none, several, or a pattern."""
+    if len(names) != 1 or not re.fullmatch(r"[\w.-]+", names[0]):
+        raise ConfigError(f"{action} needs one {flag} NAME, a name and not a pattern")
+    return names[0]
+
+
 def sandbox_tool(settings: Settings, tool: str, args: list[str]) -> Result:
     """Run Kafka's own `tool` of the sandbox's release with `args` (after `--`), against the
     sandbox's broker unless they name a --bootstrap-server. Its output and exit code are its own."""
     from migrate.sandbox.cluster import LocalCluster
-    from migrate.sandbox.releases import DEFAULT_KAFKA_VERSION, recorded_version, release
+    from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, release
+    from migrate.sandbox.modes import recorded_version
     from migrate.sandbox.tools import JMX_URL, run_tool
 
     home = settings.state_dir / "sandbox"

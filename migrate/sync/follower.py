@@ -1,32 +1,31 @@
 """Follow mode for a rolling cutover: mirror each ZooKeeper offset change into Kafka while old
 consumers run.
 
-Each group read is watched (migrate.sync.watch); a fired watch marks its group dirty. Dirty
-groups are read again, batched (a pass at most every GATHER seconds, at least every `tick`), and
-their changed offsets committed to Kafka, one OffsetCommit per group. A re-scan every
-`--rescan-every` catches what no watch tells (new partitions, new groups), checks Kafka's side
-of every group and notices groups that gained live Kafka members; of ZooKeeper it lists every
-group but reads again only the offset znodes whose watch is not armed. The first reads every
-group at once; later ones read their groups a slice at a time between passes, spread over half
-the interval, so that a change never waits behind a re-scan of the whole fleet (some 25 s at
-10,000 groups). `--renew-every` re-commits the unchanged offsets of groups nobody consumes in
-Kafka yet, so they do not expire. A group whose Kafka group (the one it maps to, under
---map-group) gained members is left alone from then on; a group whose old consumers all left
-`ids/` is reported ready to switch. Both are said once. ZooKeeper is only read. What sync does is
-counted in `Follower.metrics`, served by `--metrics-address` (migrate.sync.service).
+Each group read is watched (migrate.sync.watch); a fired watch marks its group dirty. Dirty groups
+are read again in a pass (at most every GATHER seconds, at least every `tick`), and their changed
+offsets committed to Kafka, one OffsetCommit per group. A re-scan every `--rescan-every` catches
+what no watch tells (new partitions, new groups), checks Kafka's side of every group and notices
+groups that gained live Kafka members; of ZooKeeper it lists every group but reads again only the
+offset znodes whose watch is not armed. The first reads every group at once; later ones read their
+groups a slice at a time between passes, spread over half the interval, so that a change never
+waits behind a re-scan of the whole fleet (some 25 s at 10,000 groups). `--renew-every` re-commits
+the unchanged offsets of groups nobody consumes in Kafka yet, so they do not expire. A group whose
+Kafka group (the one it maps to, under --map-group) gained members is left alone from then on; a
+group whose old consumers all left `ids/` is reported ready to switch. Both are said once.
+ZooKeeper is only read. What sync does is counted in `Follower.metrics`, served by
+`--metrics-address` (migrate.sync.service).
 
 Never backwards by surprise: sync writes a partition's offset only where Kafka holds none or
 holds a value zk2kafka wrote, told by the commit metadata and the journal (`Authorship`), so
-the rule holds across restarts and new runs. Any other value means a new consumer took the
-group over: sync stops for it and says so. Rows sync cannot mirror (MALFORMED, UNREADABLE, a
-topic or partition Kafka lacks) are reported, kept out of the commit, and keep their group from
-being called ready.
+the rule holds across restarts and new runs. Any other value stops the group: taken over where
+the takeover rule shows a new consumer committed it, else differs. Rows sync cannot mirror
+(MALFORMED, UNREADABLE, a topic or partition Kafka lacks) are reported, kept out of the commit,
+and keep their group from being called ready.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 import time
@@ -44,12 +43,12 @@ from migrate.journal.authorship import Authorship, Held
 from migrate.kafka.snapshot import IDLE_STATES
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key, label
 from migrate.stores import OUTAGES
-from migrate.sync.decide import decide
+from migrate.sync.decide import Takeover, decide
 from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.sync.readiness import Readiness, journaled_zk_writes, note_moves
 from migrate.sync.renames import SyncRenames
 from migrate.sync.state import (GroupState, Sweep, SyncStatus, freeze_survivors, planned_row,
-                                  settle_heap, show_offsets)
+                                  settle_heap, show_offsets, status_line, write_status)
 from migrate.sync.watch import GroupWatches
 from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader
@@ -75,7 +74,7 @@ class Follower:
     at the lowest write point (no commit, nothing journaled); a writing run needs `journal`.
     `owns`: the selected groups this Follower takes (one shard of `sync --writers N`); all of them
     by default. `status_every`: seconds between two status lines; None logs none (a shard: the
-    command logs the shards' figures merged). `renames`: the mapping (--map-group, sync/renames.py).
+    command logs the shards' figures merged). `renames`: sync/renames.py; `takeover`: decide.py.
     """
 
     def __init__(self, client: KazooClient, reader: ZkOffsetReader, kafka: KafkaOffsetWriter,
@@ -86,7 +85,7 @@ class Follower:
                  status_every: float | None = 10.0, tick: float = 0.5,
                  per_group_metrics: bool = True, owns: Callable[[str], bool] = lambda group: True,
                  quiet_for: float = QUIET_FOR, gather: float = GATHER,
-                 renames: SyncRenames | None = None):
+                 renames: SyncRenames | None = None, takeover: Takeover = Takeover()):
         if not dry_run and journal is None:
             raise ValueError("a sync that writes needs a journal")
         self.renames = renames or SyncRenames(GroupMap())
@@ -96,7 +95,7 @@ class Follower:
         self.authorship = Authorship(journal, metadata)
         self.rescan_every, self.renew_every, self.owns = rescan_every, renew_every, owns
         self.status_file, self.status_every, self.tick = status_file, status_every, tick
-        self.gather = gather
+        self.gather, self.takeover = gather, takeover
         self.groups: dict[str, GroupState] = {}
         self.status = SyncStatus(renamed=self.renames.renamed)
         self.metrics = SyncMetrics(lambda: self.groups, per_group=per_group_metrics,
@@ -107,8 +106,7 @@ class Follower:
         self._dirty: set[str] = set()
         # Counts the changes the status file shows at once (a group ready, stopped, or with rows
         # it cannot mirror); the rest it shows every status interval.
-        self.changes = 0
-        self._written = 0
+        self.changes = self._written = self.stops = 0   # stops: groups stopped
         self.readiness = Readiness(quiet_for, self._changed,
                                    functools.partial(journaled_zk_writes, journal))
         self._lock = threading.Lock()
@@ -233,7 +231,8 @@ class Follower:
         for name in names:
             if not isinstance(committed[name], Exception):
                 self.groups[name].kafka = {key: held[0] for key, held in committed[name].items()}
-        todo = decide(names, self.groups, committed, renew, self.authorship, self._stop)
+        todo = decide(names, self.groups, committed, renew, self.authorship, self._stop,
+                      self.takeover.watching(self.status.started, self.renames.kafka_name))
         done = self._commit(todo.changes, committed, renewal=False)
         self._commit(todo.renewals, committed, renewal=True)
         for name in names:
@@ -246,11 +245,9 @@ class Follower:
 
     def _unknown_partitions(self, names: list[str], known: dict[str, set[int]]) -> None:
         """Rows for a topic or partition Kafka lacks (a deleted topic) move from the offsets to
-        the unmirrored rows. `known`: Kafka's partitions of the groups' topics.
-
-        Known from metadata before any commit: Kafka answers such a commit with a retriable
-        error, and the retries would stall every group of the cycle.
-        """
+        the unmirrored rows. `known`: Kafka's partitions of the groups' topics. Known from
+        metadata before any commit: Kafka answers such a commit with a retriable error, and the
+        retries would stall every group of the cycle."""
         for name in names:
             group = self.groups[name]
             for topic, partition in list(group.offsets):
@@ -270,6 +267,10 @@ class Follower:
 
     def _changed(self) -> None:
         self.changes += 1
+
+    def states_version(self) -> tuple[int, int, int]:
+        """Changes whenever a group comes, becomes ready or not, or stops (groups never go)."""
+        return len(self.groups), self.readiness.flips, self.stops
 
     def _take_dirty(self) -> list[str]:
         with self._lock:
@@ -342,8 +343,7 @@ class Follower:
             self.status.last_change = f"{self.renames.named(name)} {show_offsets(commits[name])}"
         # One transaction for the pass. A crash before it leaves Kafka ahead of the journal, as
         # a crash between any commit and its row could: the default metadata still names this
-        # run; under a custom one the restarted sync stops the group as taken over (never
-        # overwrites it).
+        # run; under a custom one the restarted sync stops the group (never overwrites it).
         self.journal.record_mirrored_many(self.run_id, accepted)
         return done
 
@@ -379,22 +379,21 @@ class Follower:
         if group.stopped is not None:
             return
         group.stopped, group.stop_reason = why, reason
-        self.changes += 1
+        self.changes, self.stops = self.changes + 1, self.stops + 1
         log.warning("sync: group %s is no longer synced: %s", self.renames.named(name), why)
         if not self.dry_run:
             self.journal.set_group(self.run_id, name, j.SKIPPED, why)
 
     # -- telling ----------------------------------------------------------------------------------
 
-    def report(self) -> None:
-        if self.status_every is not None:
-            log.info(self.status.line(self.groups))
-        self._write_status()
+    def report(self) -> None:   # the status line and file from one build of the figures
+        status = self.status.to_json(self.groups) if self.status_every is not None else None
+        if status is not None:
+            log.info(status_line(status))
+        self._write_status(status)
 
-    def _write_status(self) -> None:
+    def _write_status(self, status: dict | None = None) -> None:
         self._written = self.changes
         if self.status_file is not None:
-            tmp = self.status_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.status.to_json(self.groups), indent=2) + "\n")
-            tmp.replace(self.status_file)
+            write_status(self.status_file, status or self.status.to_json(self.groups))
 

@@ -38,7 +38,7 @@ from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.state import iso
 from migrate.sync.service import Health
-from migrate.sync.sessions import FollowOptions, make_follower, open_sessions
+from migrate.sync.sessions import FollowOptions, make_follower, open_sessions, with_clock
 from migrate.sync.state import group_lists, status_line
 from migrate.zk.client import close
 
@@ -283,6 +283,7 @@ def _follow_shard(pipe, options: FollowOptions, run_id: str, metadata: str, k: i
                 follower = make_follower(options, client, admin, journal, run_id, metadata,
                                          None, status_every=None,
                                          owns=lambda group: shard_of(group, n) == k)
+                with_clock(follower, admin, options)   # its retention clock's series
 
                 lists_sent = [-1, 0.0]   # the follower's changes then, and when
 

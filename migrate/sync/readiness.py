@@ -40,6 +40,7 @@ class Readiness:
         # after every pass, due() must not walk every group waiting (all of them, in a fleet of
         # committers that never register in ids/).
         self._queue: list[tuple[float, str]] = []
+        self.flips = 0   # groups that became ready or stopped being ready
 
     def due(self, now: float | None = None) -> list[str]:
         """The groups whose window has ended since they were last judged: judge them again."""
@@ -66,6 +67,7 @@ class Readiness:
             # e.g. a topic deleted, a late writer
             moved = self.moved(group)
             group.ready = False
+            self.flips += 1
             group.said_moving = bool(moved) and not group.unmirrored   # said here
             self.changed()
             why = _rows(group.unmirrored) if group.unmirrored else \
@@ -113,6 +115,7 @@ class Readiness:
             return
         if group.offsets:
             group.ready, group.said_moving = True, False
+            self.flips += 1
             self._due.pop(name, None)
             self.changed()
             log.warning("sync: group %s: no old consumer left in ZooKeeper ids/, every offset is"

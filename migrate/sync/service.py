@@ -9,6 +9,8 @@ prometheus_client from sync's own registry, and `/healthz` for a supervisor or a
   kafka-python keeps no session, so a request is the only honest sign of life;
 - the re-scan: a sync whose re-scans keep failing (a store away, retries running out) or take
   longer than twice their interval catches nothing a watch missed.
+`/metrics` carries the same checks as `zk2kafka_sync_health_check_ok{check}` (1 passing, 0 failing),
+so the alert rules (docker/monitoring/) see what a supervisor sees.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import logging
 import socketserver
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -26,12 +28,15 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from migrate.errors import ConfigError
 
 log = logging.getLogger(__name__)
 PROBE_TIMEOUT = 5.0   # seconds Kafka has to answer /healthz's metadata request
 PROBE_EVERY = 1.0     # one probe's answer serves the checks of this many seconds
+CHECKS = ("zookeeper", "kafka", "rescan")
 
 
 class Health:
@@ -50,23 +55,28 @@ class Health:
 
     def problems(self) -> list[str]:
         """Why sync is unhealthy, one reason per item; empty when healthy."""
-        found = []
+        return [problem for problem in self.checks().values() if problem]
+
+    def checks(self) -> dict[str, str | None]:
+        """Each of CHECKS: why it fails, or None while it passes."""
+        found: dict[str, str | None] = dict.fromkeys(CHECKS)
         state = self.zk.state
         if state == KazooState.SUSPENDED:
-            found.append("ZooKeeper: connection lost (SUSPENDED); the session may yet resume")
+            found["zookeeper"] = ("ZooKeeper: connection lost (SUSPENDED); the session may yet"
+                                  " resume")
         elif state == KazooState.LOST:
-            found.append("ZooKeeper: session lost (LOST): expired or closed")
+            found["zookeeper"] = "ZooKeeper: session lost (LOST): expired or closed"
         kafka = self._kafka()
         if kafka:
-            found.append(f"Kafka: {kafka}")
+            found["kafka"] = f"Kafka: {kafka}"
         now = time.monotonic()
         last, allowed = self.last_rescan(), 2 * self.rescan_every
         if last is None and now - self.started > allowed:
-            found.append(f"re-scan: none finished in the {now - self.started:.0f}s since sync"
-                         f" started, more than twice --rescan-every ({allowed:g}s)")
+            found["rescan"] = (f"re-scan: none finished in the {now - self.started:.0f}s since"
+                               f" sync started, more than twice --rescan-every ({allowed:g}s)")
         elif last is not None and now - last > allowed:
-            found.append(f"re-scan: the last one finished {now - last:.0f}s ago, more than twice"
-                         f" --rescan-every ({allowed:g}s)")
+            found["rescan"] = (f"re-scan: the last one finished {now - last:.0f}s ago, more than"
+                               f" twice --rescan-every ({allowed:g}s)")
         return found
 
     def _kafka(self) -> str | None:
@@ -88,6 +98,25 @@ class Health:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class HealthSeries(Collector):
+    """/healthz's checks as a series, so that Prometheus sees what a supervisor sees:
+    `zk2kafka_sync_health_check_ok{check="zookeeper|kafka|rescan"}`, 1 while the check passes."""
+
+    def __init__(self, health: Health):
+        self.health = health
+
+    def describe(self) -> list[Metric]:
+        return []   # read at scrape time: nothing to describe before
+
+    def collect(self) -> Iterator[Metric]:
+        series = GaugeMetricFamily("zk2kafka_sync_health_check_ok", "1 while the /healthz check"
+                                   " passes, 0 while it fails (/healthz says why)",
+                                   labels=["check"])
+        for check, problem in self.health.checks().items():
+            series.add_metric([check], 0 if problem else 1)
+        yield series
 
 
 class _Server(socketserver.ThreadingMixIn, WSGIServer):
@@ -133,6 +162,7 @@ class Endpoint:
             raise ConfigError(f"--metrics-address {address}: cannot listen there: "
                               f"{exc.strerror or exc}") from None
         self.health = health
+        registry.register(HealthSeries(health))
         self.address = f"{host}:{self.server.server_port}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True,
                                         name="zk2kafka-metrics")

@@ -16,16 +16,24 @@ from migrate import group_map
 from migrate.connection import Connection
 from migrate.group_map import GroupMap
 from migrate.journal.journal import Journal
+from migrate.kafka import group_clock, takeover
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, group_states
 from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings
+from migrate.sync.decide import Takeover
 from migrate.sync.follower import Follower
 from migrate.sync.renames import SyncRenames
 from migrate.sync.service import Health
+from migrate.sync.expiry_clock import ExpiryClock
+from migrate.sync.metrics import DryRun
 from migrate.zk.client import close, connect
 from migrate.zk.scan import ReaderOptions, make_reader
+
+
+# Seconds a pass spends at most reading __consumer_offsets for a takeover's evidence.
+EVIDENCE_BUDGET = 10.0
 
 
 @dataclass(frozen=True)
@@ -46,13 +54,14 @@ class FollowOptions:
     per_group_metrics: bool
     writers: int
     mapping: GroupMap = GroupMap()
+    clock_margin: float = takeover.MARGIN
 
     @classmethod
     def of(cls, settings: Settings) -> FollowOptions:
         return cls(settings.connection, ReaderOptions.of(settings), settings.state_dir,
                    not settings.execute, settings.parallelism, settings.rescan_every,
                    settings.renew_every, settings.quiet_for, not settings.no_group_metrics,
-                   settings.writers, group_map.chosen(settings))
+                   settings.writers, group_map.chosen(settings), settings.clock_margin)
 
 
 def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdminClient,
@@ -72,12 +81,30 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
         described = policy.call("describe topics", lambda: admin.describe_topics(topics))
         return {t["name"]: {p["partition_index"] for p in t["partitions"]} for t in described}
 
+    def commit_evidence(groups: list[str]) -> dict[str, takeover.CommitEvidence]:
+        # Once a pass, for the groups holding values zk2kafka did not write: within a budget,
+        # since the pass waits for it (an unfinished read shows nothing, and the groups differ).
+        clocks, why = group_clock.read_clocks(admin, groups, budget=EVIDENCE_BUDGET)
+        return takeover.evidence_of(clocks, why, groups)
+
     return Follower(client, make_reader(client, options.reading),
                     KafkaOffsetWriter(admin, policy, options.parallelism),
                     kafka_groups, kafka_partitions, journal, run_id, metadata,
                     options.rescan_every, options.renew_every, status_file,
                     dry_run=options.dry_run, per_group_metrics=options.per_group_metrics,
-                    quiet_for=options.quiet_for, renames=SyncRenames(options.mapping), **extra)
+                    quiet_for=options.quiet_for, renames=SyncRenames(options.mapping),
+                    takeover=Takeover(commit_evidence, options.clock_margin), **extra)
+
+
+def with_clock(follower: Follower, admin: KafkaAdminClient, options: FollowOptions) -> Follower:
+    """`follower`, serving with its own series the retention clock of its groups
+    (sync/expiry_clock.py) and whether it writes (`zk2kafka_sync_dry_run`)."""
+    registry = follower.metrics.registry
+    registry.register(ExpiryClock(admin, lambda: follower.groups, follower.renames.kafka_name,
+                                  follower.renames.named, options.per_group_metrics,
+                                  version=follower.states_version))
+    registry.register(DryRun(options.dry_run))
+    return follower
 
 
 def open_sessions(options: FollowOptions) -> tuple[KafkaAdminClient, KazooClient]:
@@ -103,8 +130,9 @@ class OneFollower:
                  metadata: str, status_file: Path):
         self.options = options
         self.admin, self.client = open_sessions(options)
-        self.follower = make_follower(options, self.client, self.admin, journal, run_id,
-                                      metadata, status_file)
+        self.follower = with_clock(make_follower(options, self.client, self.admin, journal,
+                                                 run_id, metadata, status_file),
+                                   self.admin, options)
         self.registry = self.follower.metrics.registry
 
     def health(self) -> Health:

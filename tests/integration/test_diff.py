@@ -151,7 +151,7 @@ def _fast_fail(tmp_path: Path) -> Path:
 def test_kafka_consumer_groups_accepts_reset_offsets_csv(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path,
                                                          capsys):
     """Kafka's own tool, from the pinned 3.9 jars, takes reset-offsets.csv in a dry run and plans the same offsets."""
-    from migrate.sandbox.artifacts import ensure_bundle
+    from migrate.jvm.artifacts import ensure_bundle
     from support.servers import CACHE_DIR
 
     topic = f"{prefix}tool"

@@ -98,7 +98,7 @@ def test_the_new_groups_consumer_resumes_exactly_where_the_old_group_stopped(clu
     """The reviewed reset-offsets.csv applied by Kafka's own tool (kafka-consumer-groups --reset-offsets
     --from-file --execute), the new group's consumer starts at the old group's offsets, and verify through the
     mapping finds every offset in sync."""
-    from migrate.sandbox.artifacts import ensure_bundle
+    from migrate.jvm.artifacts import ensure_bundle
     from support.servers import CACHE_DIR
 
     n = _seed(zk, kafka_admin, cluster, prefix)

@@ -9,7 +9,7 @@ import pytest
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
 
-from support.frames import T0, committed, group, partition, plan, zk_row
+from support.frames import T0, commit_time, committed, group, partition, plan, zk_row
 
 
 def test_every_status_from_one_plan(spark):
@@ -27,11 +27,14 @@ def test_every_status_from_one_plan(spark):
         zk_row("live", "t", 0, 50),                                    # GROUP_ACTIVE_KAFKA
         zk_row("old", "t", 0, 50, consumers=2),                        # GROUP_ACTIVE_ZK
         zk_row("stale", "t", 0, 40, topic_ctime=T0 + dt.timedelta(days=1)),   # TOPIC_RECREATED
+        zk_row("moved-on", "t", 0, 40),                                # TAKEN_OVER
     ]
     kafka = parts + [committed("plain", "t", 1, 60), committed("plain", "t", 2, 80),
                      committed("plain", "t", 3, 90),                   # KAFKA_ONLY
                      committed("stranger", "t", 0, 1),                 # not a ZooKeeper group: not reported
-                     group("plain", "Empty", 0, ""), group("live", "Stable", 3, "consumer")]
+                     group("plain", "Empty", 0, ""), group("live", "Stable", 3, "consumer"),
+                     committed("moved-on", "t", 0, 45), group("moved-on", "Empty", 0, "consumer"),
+                     commit_time("moved-on", "t", 0, T0 + dt.timedelta(minutes=5))]
     rows = plan(spark, zk, kafka)
     got = {key: r["status"] for key, r in rows.items()}
     assert got == {
@@ -40,6 +43,7 @@ def test_every_status_from_one_plan(spark):
         ("range", "gone", 0): s.UNKNOWN_PARTITION, ("range", "t", 9): s.UNKNOWN_PARTITION,
         ("bad", "t", 0): s.MALFORMED, ("bad", "t", 1): s.UNREADABLE, ("live", "t", 0): s.GROUP_ACTIVE_KAFKA,
         ("old", "t", 0): s.GROUP_ACTIVE_ZK, ("stale", "t", 0): s.TOPIC_RECREATED,
+        ("moved-on", "t", 0): s.TAKEN_OVER,
     }
     assert set(got.values()) == set(s.STATUSES) - {s.UNTRANSLATABLE}   # --translate-via-mm2 only
     migrate = rows[("plain", "t", 0)]
@@ -48,6 +52,11 @@ def test_every_status_from_one_plan(spark):
     assert (conflict["planned_offset"], conflict["action"], conflict["zk_minus_kafka"]) == (None, s.SKIP, -10)
     assert conflict["reason"] == "Kafka has 80, ZooKeeper 70"
     assert rows[("plain", "t", 1)]["action"] == rows[("plain", "t", 3)]["action"] == s.NOTHING
+    taken = rows[("moved-on", "t", 0)]
+    assert (taken["action"], taken["planned_offset"]) == (s.NOTHING, None)
+    assert taken["reason"] == ("Kafka has 45, ZooKeeper 40 (committed by a new consumer 2026-01-01T00:05:00Z, by a "
+                               "consumer group's member (protocol type consumer), after ZooKeeper's last write "
+                               "2026-01-01T00:00:00Z (clock margin 60s)): nothing to move")
     assert rows[("live", "t", 0)]["reason"].startswith("Kafka group is Stable with 3 member(s)")
     assert rows[("bad", "t", 0)]["zk_raw"] == "1.5E2"
     stale = rows[("stale", "t", 0)]

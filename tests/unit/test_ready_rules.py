@@ -6,7 +6,7 @@ from migrate.journal.authorship import named_run
 import shlex
 
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, move_command, summary
-from migrate.ready.rules import KafkaGroup, judge
+from migrate.ready.rules import Evidence, KafkaGroup, judge
 from migrate.ready.watch import short_watch
 from migrate.report.ready import markdown, text
 from migrate.zk.ensemble import Search, Tree
@@ -44,7 +44,8 @@ def test_what_is_left_behind_is_named_per_finding():
          row("twice", 0), row("twice", 0, layout="kafka-1.1.0-offset", mtime=500)],
         {"moved": KafkaGroup("Empty", {(T, 0): (100, "zk2kafka migrate R")})})
     assert found["missing"].not_in_kafka == ["orders-0 (ZooKeeper 10)"] and not found["missing"].ready
-    assert found["moved"].differs == ["orders-0: ZooKeeper 120, Kafka 100 (zk2kafka migrate R)"]
+    assert found["moved"].differs == ["orders-0: ZooKeeper 120, Kafka 100 (written by zk2kafka: zk2kafka migrate R)"]
+    assert found["moved"].foreign == 0
     assert found["bad"].unreadable == ["orders-0: MALFORMED: not an integer"]
     # two layouts of one partition are one offset, the newer znode's, as diff and sync pick it
     assert found["twice"].offsets == 1
@@ -56,11 +57,42 @@ def test_a_topic_gone_from_kafka_is_listed_and_blocks_nothing():
 
 
 def test_a_group_taken_over_by_new_consumers_is_ready_by_syncs_rules():
+    # ZooKeeper's znode was last written at 1 s after the epoch (row's mtime); a consumer group
+    # committed 10 minutes later.
     found = verdicts([row("live", 0), row("theirs", 0)],
                      {"live": KafkaGroup("Stable", {}, assigned={(T, 0)}),
-                      "theirs": KafkaGroup("Empty", {(T, 0): (5000, "")})})
+                      "theirs": KafkaGroup("Empty", {(T, 0): (5000, "")}, protocol_type="consumer",
+                                           committed={(T, 0): 601.0})})
     assert found["live"].ready and found["live"].taken_over == 1
     assert found["theirs"].ready and found["theirs"].taken_over == 1
+
+
+def test_a_value_no_consumer_is_shown_to_own_differs_and_blocks():
+    kafka = {
+        # committed from outside (no protocol type), lower and higher than ZooKeeper's, after its write
+        "outside-low": KafkaGroup("Empty", {(T, 0): (1, "")}, protocol_type="", committed={(T, 0): 601.0}),
+        "outside-high": KafkaGroup("Empty", {(T, 0): (90, "")}, protocol_type="", committed={(T, 0): 601.0}),
+        # a canary of the new consumers committed, then the old ones committed to ZooKeeper after it
+        "canary": KafkaGroup("Empty", {(T, 0): (100, "")}, protocol_type="consumer", committed={(T, 0): -599.0}),
+        # commit times that could not be read
+        "unknown": KafkaGroup("Empty", {(T, 0): (100, "")}, protocol_type="consumer",
+                              clocks_unknown="reading __consumer_offsets took longer than 30s"),
+    }
+    found = verdicts([row(g, 0) for g in kafka], kafka)
+    for name, v in found.items():
+        assert not v.ready and v.taken_over == 0 and v.foreign == 1, name
+        assert "committed by a new consumer" not in v.differs[0], v.differs
+    assert "from outside (no protocol type" in found["outside-low"].differs[0]
+    assert "before ZooKeeper's last write" in found["canary"].differs[0]
+    assert "took longer than 30s" in found["unknown"].differs[0]
+
+
+def test_a_client_of_no_group_committing_during_the_watch_took_over():
+    kafka = {"flink": KafkaGroup("Empty", {(T, 0): (50, "")}, protocol_type="", committed={(T, 0): 700.0})}
+    watched = judge([row("flink", 0)], kafka, PARTITIONS, [], {}, wrote, Evidence((600.0, 720.0), 10.0))[0]
+    assert watched.ready and "during the watch" in watched.taken_over_offsets[0]
+    unwatched = judge([row("flink", 0)], kafka, PARTITIONS, [], {}, wrote, Evidence(None, 10.0))[0]
+    assert not unwatched.ready
 
 
 def test_registered_consumers_and_writes_during_the_watch_block():
@@ -112,6 +144,23 @@ def test_the_text_tables_the_groups_rarest_finding_first_and_says_what_to_do():
            "then `zk2kafka migrate --execute --plan \"$PLAN\" --group z-v0 --group a-plain`)" in out
     assert "a rolling switch with `zk2kafka sync --execute --group z-v0 --group a-plain`" in out
     assert out.endswith("run=R report=/s/reports/R")
+
+
+def test_no_advice_names_sync_for_a_group_it_would_leave_alone():
+    # `mixed` lacks orders-1 in Kafka and holds another committer's value for orders-0: sync would stop it.
+    kafka = {"mixed": KafkaGroup("Empty", {(T, 0): (1, "")}, protocol_type="", committed={(T, 0): 601.0})}
+    found = judge([row("mixed", 0), row("mixed", 1), row("plain", 0)], kafka, PARTITIONS, [], {}, wrote)
+    expiry = {"groups": [{"group": "mixed", "clock": "commit", "expires_at": "2026-12-01T00:00:00Z",
+                          "all_expire_at": "2026-12-01T00:00:00Z", "time_left_seconds": 3600, "renewable": True,
+                          "unknown": None, "sync_refuses": True}],
+              "effective_minutes": 10080, "source": "broker", "broker_version": "3.9", "renew_every": "42h",
+              "evidence": "/s/snapshots/zk-R.parquet"}
+    out = text(_data(found, False, expiry=expiry))
+    assert "a rolling switch with `zk2kafka sync --execute --group plain`" in out
+    assert "--group mixed" not in out.split("or a rolling switch")[1].split("\n")[0]
+    assert "`zk2kafka sync --execute --group mixed" not in out
+    assert "not renewed by sync, which writes only over values zk2kafka wrote: mixed" in out
+    assert "decide with the group's owner which value its new consumers start from" in out
 
 
 def test_ready_says_what_was_checked():
@@ -269,8 +318,12 @@ def test_a_live_groups_unassigned_partition_already_in_kafka_is_ready():
 
 
 def test_a_value_a_new_consumer_committed_is_named_as_taken_over():
-    v = verdicts([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (5000, "")})})["g"]
-    assert v.ready and v.taken_over_offsets == ["orders-0: ZooKeeper 10, Kafka 5000 (committed by a new consumer)"]
+    v = verdicts([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (5000, "")}, protocol_type="consumer",
+                                                 committed={(T, 0): 601.0})})["g"]
+    assert v.ready and v.taken_over_offsets == [
+        "orders-0: ZooKeeper 10, Kafka 5000 (committed by a new consumer 1970-01-01T00:10:01Z, by a consumer "
+        "group's member (protocol type consumer), after ZooKeeper's last write 1970-01-01T00:00:01Z (clock margin "
+        "60s))"]
 
 
 def test_ready_with_groups_left_behind_counts_only_the_groups_it_cleared():

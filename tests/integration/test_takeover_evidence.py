@@ -1,0 +1,269 @@
+"""Taken over only on evidence, on the sandbox: ready-for-kraft, the diff and sync say the same of each
+value Kafka holds that zk2kafka did not write (migrate/kafka/takeover.py).
+
+The cases, each a group of its own with ZooKeeper's offsets at 5 and 6:
+- `outside-low`, `outside-high`: an admin tool committed 1, 1 or 80, 90 after ZooKeeper's last write; no
+  consumer ever joined (no protocol type): DIFFERS, blocking;
+- `canary`: a consumer of the new application joined once, committed the log end and left (protocol type
+  `consumer`); the old consumers then committed to ZooKeeper after it: DIFFERS, blocking;
+- `switched`: the new consumers joined after the old ones' last commit, committed, and left: taken over;
+- `assigning`: a client of no group (as Flink and Spark assign partitions themselves) commits as it goes,
+  during ready-for-kraft's watch: taken over there; the diff, which watches nothing, and a sync that saw
+  its values before it began to watch, keep it as a difference that says so (a sync that saw it start
+  committing took it over: the last test);
+- `live`: a member of the live group is assigned the partitions: taken over.
+Then the same through `--map-group OLD=NEW`, NEW holding the values.
+
+The clocks of ZooKeeper and Kafka are this host's: the tests give `--clock-margin 1s` and wait, on the
+znodes' own mtime, until the margin has passed before Kafka commits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from support.cli import ROOT, zk2kafka_json
+from support.consumers import joined
+from support.seeding import kafka_offsets, make_topic, put
+from support.wait import wait_for
+
+pytestmark = pytest.mark.integration
+
+MARGIN = ["--clock-margin", "1s"]
+ZK_OFFSETS = {0: 5, 1: 6}
+
+
+def write_zk(zk, group: str, topic: str, offsets: dict[int, int]) -> float:
+    """The old consumers' commits to ZooKeeper; when the last was written (its mtime, seconds)."""
+    written = 0.0
+    for p, offset in offsets.items():
+        path = f"/consumers/{group}/offsets/{topic}/{p}"
+        if zk.exists(path):
+            zk.set(path, str(offset).encode())
+        else:
+            put(zk, path, str(offset).encode())
+        written = max(written, zk.get(path)[1].mtime / 1000)
+    return written
+
+
+def past_the_margin(written: float, margin: float = 1.0) -> None:
+    """Until this host's clock (both servers' here) is past ZooKeeper's write by more than the margin."""
+    wait_for("the clock margin to pass", lambda: time.time() > written + margin + 0.2, 10)
+
+
+def admin_commit(kafka_admin, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """A commit from outside: generation -1, no member, as kafka-consumer-groups --reset-offsets makes it."""
+    kafka_admin.alter_group_offsets(group, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+                                            for p, o in offsets.items()})
+
+
+def member_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """A consumer joins the group (protocol type `consumer`), commits and leaves: the group is Empty."""
+    consumer = joined(bootstrap, group, topic)
+    try:
+        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
+    finally:
+        consumer.close()
+
+
+class Assigning(threading.Thread):
+    """A client that assigns itself the partitions and commits as it goes, joining no group (no protocol type),
+    until stopped."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]):
+        super().__init__(daemon=True)
+        self.consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False)
+        self.consumer.assign([TopicPartition(topic, p) for p in offsets])
+        self.offsets, self.halt, self.commits = offsets, threading.Event(), 0
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            self.consumer.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1)
+                                  for p, o in self.offsets.items()})
+            self.commits += 1
+            self.halt.wait(0.3)
+        self.consumer.close()
+
+    @property
+    def topic(self) -> str:
+        return next(iter(self.consumer.assignment())).topic
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(30)
+
+
+def seed(cluster, zk, kafka_admin, prefix: str, names: dict[str, str]) -> tuple[str, Assigning, KafkaConsumer]:
+    """The cases of the module docstring; `names`: case -> the Kafka group holding its values (the same name,
+    or another under --map-group). Returns the topic, the assigning client (committing) and the live member."""
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 100)
+    bootstrap = cluster.bootstrap_server
+    # The canary commits first, then the old consumers write ZooKeeper after it, past the margin.
+    member_commit(bootstrap, names["canary"], topic, {0: 100, 1: 100})
+    past_the_margin(time.time())
+    written = max(write_zk(zk, f"{prefix}{case}", topic, ZK_OFFSETS) for case in names)
+    past_the_margin(written)
+    admin_commit(kafka_admin, names["outside-low"], topic, {0: 1, 1: 1})
+    admin_commit(kafka_admin, names["outside-high"], topic, {0: 80, 1: 90})
+    member_commit(bootstrap, names["switched"], topic, {0: 40, 1: 50})
+    live = joined(bootstrap, names["live"], topic)
+    assigning = Assigning(bootstrap, names["assigning"], topic, {0: 30, 1: 31})
+    return topic, assigning, live
+
+
+CASES = ("outside-low", "outside-high", "canary", "switched", "assigning", "live")
+TAKEN_OVER = {"switched", "assigning", "live"}
+
+
+def sync(cluster, zk_chroot, state, *extra, stop_after="5m") -> subprocess.Popen:
+    """`zk2kafka sync --execute` as its own process (it installs its own signal handlers); stopped by
+    `stopped_then_ended`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zk_chroot, "--bootstrap-server",
+         cluster.bootstrap_server, "--state-dir", str(state), "--stop-after", stop_after, "--rescan-every", "1s",
+         "--json", "-q", *MARGIN, *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def stopped_then_ended(process: subprocess.Popen, state, groups: set[str]) -> dict:
+    """Once sync's status file lists every one of `groups` as stopped, SIGTERM it; its JSON result."""
+    def listed() -> bool:
+        assert process.poll() is None, process.communicate()[1]
+        for status in state.glob("reports/*/sync-status.json"):
+            try:
+                return groups <= set(json.loads(status.read_text())["groups_stopped"])
+            except (ValueError, KeyError):   # written as it is read: the next poll
+                return False
+        return False
+    try:
+        wait_for(f"sync to stop {sorted(groups)}", listed, 90)
+        process.terminate()
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    return json.loads(out)
+
+
+def gate(cluster, zk_chroot, state, prefix, *extra) -> tuple[int, dict]:
+    code, data, err = zk2kafka_json("ready-for-kraft", "--zookeeper", zk_chroot, "--bootstrap-server",
+                                    cluster.bootstrap_server, "--state-dir", str(state), "--quiet-for", "4s",
+                                    *MARGIN, *extra)
+    assert data, err
+    return code, data
+
+
+def check_gate(code: int, data: dict, prefix: str) -> None:
+    verdicts = {v["group"][len(prefix):]: v for v in data["verdicts"]}
+    assert code == 3 and not data["ready"], data["blocking"]
+    for case in CASES:
+        v = verdicts[case]
+        if case in TAKEN_OVER:
+            assert v["taken_over"] == 2 and not v["differs"] and v["ready"], (case, v)
+        else:
+            assert v["taken_over"] == 0 and len(v["differs"]) == 2 and v["foreign"] == 2, (case, v)
+            assert not any("committed by a new consumer" in d for d in v["differs"]), (case, v["differs"])
+    assert "from outside (no protocol type" in verdicts["outside-high"]["differs"][0]
+    assert "ZooKeeper 5, Kafka 80" in verdicts["outside-high"]["differs"][0]
+    assert "before ZooKeeper's last write" in verdicts["canary"]["differs"][0]
+    assert "committed by a new consumer" in verdicts["switched"]["taken_over_offsets"][0]
+    assert "during the watch" in verdicts["assigning"]["taken_over_offsets"][0]
+    assert "assigned to a live member" in verdicts["live"]["taken_over_offsets"][0]
+    assert sorted(g[len(prefix):] for g in data["not_ready"]) == ["canary", "outside-high", "outside-low"]
+
+
+def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    names = {case: f"{prefix}{case}" for case in CASES}
+    topic, assigning, live = seed(cluster, zk, kafka_admin, prefix, names)
+    assigning.start()
+    wait_for("the assigning client's first commits", lambda: assigning.commits >= 2, 30)
+    try:
+        # ready-for-kraft: the watch sees the assigning client commit; it must have begun before them by the
+        # margin, so the client's commits go on through it.
+        code, data = gate(cluster, zk_chroot, tmp_path / "gate", prefix)
+        check_gate(code, data, prefix)
+        # Named on purpose, the blockers are left behind and the gate passes.
+        code, named = gate(cluster, zk_chroot, tmp_path / "gate", prefix,
+                           "--leave-behind", f"{prefix}(outside-.*|canary)")
+        assert code == 0 and named["ready"], named["blocking"]
+
+        # The diff: the same rows, the same words, no watch.
+        code, diff, err = zk2kafka_json("diff", "--zookeeper", zk_chroot, "--bootstrap-server",
+                                        cluster.bootstrap_server, "--state-dir", str(tmp_path / "diff"), *MARGIN)
+        assert code == 3, err
+        per_group = json.loads(Path(diff["files"]["summary"]).read_text())["per_group"]
+        statuses = {g["group"][len(prefix):]: g["counts"] for g in per_group}
+        assert statuses["switched"] == {"TAKEN_OVER": 2}, statuses
+        for case in ("outside-low", "outside-high", "canary", "assigning"):
+            assert statuses[case] == {"CONFLICT": 2}, (case, statuses)
+        assert statuses["live"] == {"GROUP_ACTIVE_KAFKA": 2}, statuses
+        first = {g["group"][len(prefix):]: g.get("first_blocker") or "" for g in per_group}
+        assert "from outside (no protocol type" in first["outside-low"], first
+        assert "before ZooKeeper's last write" in first["canary"], first
+
+        # sync: never writes over them; taken over where the evidence shows it, differs where it does not.
+        ended = stopped_then_ended(sync(cluster, zk_chroot, tmp_path / "sync"), tmp_path / "sync",
+                                   set(names.values()))
+        stopped = {g[len(prefix):]: why for g, why in ended["groups_stopped"].items()}
+        for case in ("outside-low", "outside-high", "canary", "assigning"):
+            assert stopped[case].startswith("differs: "), (case, stopped)
+        assert "from outside (no protocol type" in stopped["outside-low"], stopped
+        assert stopped["switched"].startswith("taken over: "), stopped
+        assert "Kafka group" in stopped["live"], stopped
+    finally:
+        assigning.stop()
+        live.close()
+    held = kafka_offsets(kafka_admin, list(names.values()))
+    assert held[names["outside-low"]] == {(topic, 0): (1, ""), (topic, 1): (1, "")}, "sync moved another's offset"
+    assert held[names["canary"]] == {(topic, 0): (100, ""), (topic, 1): (100, "")}, "sync moved another's offset"
+
+
+def test_through_a_group_mapping_the_new_group_is_judged(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+    names = {case: f"{prefix}{case}-v2" for case in CASES}
+    _, assigning, live = seed(cluster, zk, kafka_admin, prefix, names)
+    assigning.start()
+    wait_for("the assigning client's first commits", lambda: assigning.commits >= 2, 30)
+    try:
+        code, data = gate(cluster, zk_chroot, tmp_path / "gate", prefix, "--map-group", f"{prefix}(.*)={prefix}\\1-v2")
+        check_gate(code, data, prefix)
+    finally:
+        assigning.stop()
+        live.close()
+
+
+def test_sync_takes_a_group_over_when_it_sees_a_client_of_no_group_begin_committing(cluster, zk, zk_chroot, kafka_admin,
+                                                                                   prefix, tmp_path):
+    topic, group = f"{prefix}orders", f"{prefix}flink"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 100)
+    write_zk(zk, group, topic, ZK_OFFSETS)
+    running = sync(cluster, zk_chroot, tmp_path / "sync")
+    assigning = None
+    try:
+        mirrored = wait_for("sync to mirror the group", lambda: all(
+            meta.startswith("zk2kafka sync") for _, meta in kafka_offsets(kafka_admin, [group])[group].values()
+        ) and len(kafka_offsets(kafka_admin, [group])[group]) == 2 and time.time(), 60)
+        past_the_margin(mirrored)   # sync began watching before it mirrored
+        assigning = Assigning(cluster.bootstrap_server, group, topic, {0: 30, 1: 31})
+        assigning.start()
+        stopped = stopped_then_ended(running, tmp_path / "sync", {group})["groups_stopped"]
+    finally:
+        if assigning is not None:
+            assigning.stop()
+        if running.poll() is None:
+            running.kill()
+    assert stopped[group].startswith("taken over: "), stopped
+    assert "during the watch by a client in no consumer group" in stopped[group], stopped
+    assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] == 30, "sync moved the new client's offset"
