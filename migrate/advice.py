@@ -20,9 +20,13 @@ from migrate.settings import Settings
 WHERE = ("config", "zookeeper", "zk_root", "layout", "path_template", "zk_sasl_mechanism",
          "zk_sasl_username", "zk_tls", "zk_tls_cafile", "zk_tls_certfile", "zk_tls_keyfile",
          "bootstrap_server", "command_config", "state_dir")
-_ADVISED = ("scan", "diff", "migrate", "verify", "rollback", "status", "sync", "ready-for-kraft")
+_ADVISED = ("scan", "diff", "migrate", "verify", "rollback", "status", "sync", "renew",
+            "ready-for-kraft")
 _ADVICE = re.compile(r"(`(?:[A-Z_]+=\$\()?zk2kafka )(" + "|".join(_ADVISED) + r")((?: [^`]*)?`)")
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
+# renew reads Kafka and the journal alone: where ZooKeeper is, it is not told.
+_ZOOKEEPER = frozenset(n for n in WHERE if n.startswith("zk") or n in ("zookeeper", "layout",
+                                                                        "path_template"))
 
 
 def where_flags(settings: Settings, command: str, own: str = "") -> str:
@@ -32,6 +36,7 @@ def where_flags(settings: Settings, command: str, own: str = "") -> str:
     for name in WHERE:
         opt = _BY_NAME[name]
         if (settings.sources.get(name) != "flag" or (opt.commands and command not in opt.commands)
+                or (command == "renew" and name in _ZOOKEEPER)
                 or re.search(rf"(^|\s){re.escape(opt.cli_flag)}(\s|=|`|$)", own)):
             continue
         value = getattr(settings, name)

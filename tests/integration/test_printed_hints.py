@@ -10,6 +10,7 @@ A fast test checks that every such command line the code can print is covered he
 from __future__ import annotations
 
 import ast
+import json
 import re
 import signal
 import sqlite3
@@ -19,12 +20,15 @@ import time
 from pathlib import Path
 
 from kazoo.client import KazooClient
+from markdown_it import MarkdownIt
 
 from migrate import cli
 
 from support.hints import HINT, hints, operator_shell, paste, paste_lines, reviewed_plan
 from support.runs import INTERRUPTIBLE_WRITER
 from support.seeding import kafka_offsets, make_topic
+
+from migrate.kafka.group_clock import read_clocks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +45,8 @@ COVERED = {
     'zk2kafka migrate --execute --plan "$PLAN"…': "test_ready_for_kraft_advice_as_printed",
     "zk2kafka migrate… --plan … --max-plan-age …": "test_moved_groups_old_plans_and_retention_as_printed",
     "zk2kafka sync --execute --renew-every ……": "test_moved_groups_old_plans_and_retention_as_printed",
+    # the same retention warning on the road without ZooKeeper (a --zk-snapshot side): renew, from Kafka and the journal
+    "zk2kafka renew --execute --renew-every ……": "test_after_zookeeper_renewal_as_printed",
     "zk2kafka sync --execute…": "test_ready_for_kraft_advice_as_printed",
     # ready-for-kraft's expiry: renew what expires by commit time while ZooKeeper answers
     "zk2kafka sync --execute… --renew-every …": "test_ready_for_kraft_renewal_as_printed",
@@ -49,8 +55,11 @@ COVERED = {
 NOT_ADVICE = {"zk2kafka sandbox", "zk2kafka sandbox down", "zk2kafka sandbox up", "zk2kafka sandbox status",
               "zk2kafka ready-for-kraft",
               "zk2kafka sandbox kafka-consumer-groups -- ARGS",
-              "zk2kafka sandbox up|down|status|seed|kraft-migrate|stop-old-consumers|kafka-consumer-groups|\n"
-              "kafka-get-offsets|kafka-jmx"}
+              "zk2kafka sandbox up|down|status|seed|kraft-migrate|stop-old-consumers|old-consumer-commit|\n"
+              "new-consumer|v0-client|kafka-consumer-groups|kafka-get-offsets|kafka-jmx",
+              "zk2kafka sandbox v0-client start|stop",
+              # a second start's advice: test_sandbox_cli pastes it as printed
+              "zk2kafka sandbox v0-client stop"}
 
 
 def printed_command_lines() -> set[str]:
@@ -293,3 +302,99 @@ def test_ready_for_kraft_renewal_as_printed(cluster, zk, zk_chroot, kafka_admin,
     synced, err = syncing.communicate(timeout=120)
     assert syncing.returncode == 0, synced + err
     assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] == 12
+
+
+def test_report_md_advice_pasted_from_the_rendered_markdown(cluster, zk_chroot, kafka_admin, prefix, tmp_path):
+    """report.md read as a renderer shows it: each command line it advises is a code block whose text, copied,
+    runs as printed, a pipe in the selection included."""
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 50)
+    chosen, other = [f"{prefix}analytics", f"{prefix}secured"], f"{prefix}billing"
+    seed(zk_chroot, [*chosen, other], topic, 10)
+    shell = operator_shell(cluster, zk_chroot, tmp_path / "state")
+    diff = paste(shell, f"zk2kafka diff --group '{prefix}(analytics|secured)' --json")
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    summary = json.loads(diff.stdout)
+    page = (Path(summary["report"]) / "report.md").read_text(encoding="utf-8")
+    blocks = [t.content.rstrip("\n") for t in MarkdownIt("commonmark").parse(page) if t.type == "fence"]
+    renew = f"zk2kafka sync --execute --renew-every 42h --group '{prefix}(analytics|secured)'"
+    plan = f"zk2kafka migrate --execute --plan {summary['plan_id']}"
+    assert blocks == [plan, renew], page
+    assert "\\|" not in "".join(blocks)
+
+    # The renewal, copied from its block: it follows the two groups the pattern names, not the third.
+    syncing = subprocess.Popen(["bash", "-c", f"exec {blocks[1]}"], env=shell, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while any(not o for o in kafka_offsets(kafka_admin, chosen).values()) and time.monotonic() < deadline:
+        assert syncing.poll() is None, syncing.communicate()
+        time.sleep(0.2)
+    syncing.send_signal(signal.SIGTERM)
+    synced, err = syncing.communicate(timeout=120)
+    assert syncing.returncode == 0 and "2 offset change(s) mirrored" in synced, synced + err
+    assert kafka_offsets(kafka_admin, [other]) == {other: {}}
+    sync_run = re.search(r"^sync (\S+):", synced, re.MULTILINE)[1]
+    rolled = paste(shell, f"zk2kafka rollback --execute {sync_run} -q")
+    assert rolled.returncode == 0 and kafka_offsets(kafka_admin, chosen) == {g: {} for g in chosen}, rolled.stderr
+
+    # The plan, copied from its block: it writes exactly the reviewed groups.
+    written = paste(shell, blocks[0])
+    assert written.returncode == 0, written.stdout + written.stderr
+    held = kafka_offsets(kafka_admin, [*chosen, other])
+    assert [held[g].get((topic, 0), (None,))[0] for g in (*chosen, other)] == [10, 10, None]
+
+
+def _commit_times(kafka_admin, groups: list[str]) -> dict[str, list[int]]:
+    """When Kafka took each group's last commits, as __consumer_offsets holds them."""
+    clocks, why = read_clocks(kafka_admin, groups)
+    assert why is None, why
+    return {g: sorted(c.commit_ms for c in clocks[g].commits) for g in groups}
+
+
+def test_after_zookeeper_renewal_as_printed(cluster, zk_chroot, kafka_admin, prefix, tmp_path):
+    """The road without ZooKeeper: a diff from a scan's snapshot, its plan executed, a group renamed on the way. The
+    retention warning's renewal, pasted as printed in a shell that names no ZooKeeper, re-commits what zk2kafka
+    wrote, each offset as Kafka holds it (same offset, same metadata), and Kafka's commit time moves."""
+    topic = f"{prefix}orders"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 50)
+    kept, old, new = f"{prefix}archiver", f"{prefix}legacy", f"{prefix}renamed"
+    seed(zk_chroot, [kept, old], topic, 10)
+    state = tmp_path / "state"
+    scanned = paste(operator_shell(cluster, zk_chroot, state), "zk2kafka scan --json -q")
+    assert scanned.returncode == 0, scanned.stderr
+    shell = {k: v for k, v in operator_shell(cluster, zk_chroot, state).items() if k != "ZK2KAFKA_ZOOKEEPER"}
+    selection, mapping = f"--group '{prefix}(archiver|legacy)'", f"--map-group '{old}={new}'"
+
+    diff = paste(shell, f"zk2kafka diff --zk-snapshot {json.loads(scanned.stdout)['run']} {selection} {mapping} -q")
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    (renew,) = [h for h in hints(diff.stdout) if "--renew-every" in h]
+    # The journal keeps the mapping: the renewal names the groups as the diff selected them, and no ZooKeeper.
+    assert renew == f"zk2kafka renew --execute --renew-every 42h {selection}"
+    plan_id = re.search(r" plan=(\S+) ", diff.stdout)[1]
+    written = paste(shell, f"zk2kafka migrate --execute --plan {plan_id} {mapping}")
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert renew in written.stdout + written.stderr   # migrate on this road repeats the same advice
+    before = kafka_offsets(kafka_admin, [kept, new])
+    assert {g: sorted(o[0] for o in held.values()) for g, held in before.items()} == {kept: [10], new: [10]}
+    committed = _commit_times(kafka_admin, [kept, new])
+
+    renewing = subprocess.Popen(["bash", "-c", f"exec {renew}"], env=shell, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while True:   # until Kafka took the renewal of both groups
+        assert renewing.poll() is None, renewing.communicate()
+        now = _commit_times(kafka_admin, [kept, new])
+        if all(min(now[g]) > max(committed[g]) for g in (kept, new)):
+            break
+        assert time.monotonic() < deadline, now
+        time.sleep(0.2)
+    renewing.send_signal(signal.SIGTERM)
+    out, err = renewing.communicate(timeout=120)
+    assert renewing.returncode == 0, out + err
+    run = re.search(r"^renew (\S+): 1 pass\(es\), every 42h: 2 offset\(s\) re-committed as Kafka held them, in 2 of "
+                    r"the 2 group\(s\)", out, re.MULTILINE)
+    assert run, out + err
+    assert kafka_offsets(kafka_admin, [kept, new]) == before   # the same offsets, the same metadata: nothing moved
+    assert kafka_offsets(kafka_admin, [old]) == {old: {}}        # the old name was never written in Kafka
+    status = paste(shell, f"zk2kafka status {run[1]}")
+    assert status.returncode == 0 and f"renew {run[1]}: done" in status.stdout, status.stdout + status.stderr

@@ -29,13 +29,11 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from support import offset_commit_v0, operator_actions
 from support.cli import clean_env, zk2kafka_bin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +59,7 @@ PLACEHELD_WRITERS = {
     "mm2-target-alias": "MirrorMaker 2's alias of the new cluster",
     "abandoned-groups-regex": "groups left behind on purpose, as one regular expression",
     "broker-jmx": "host:port of a broker's JMX",
+    "metrics-port": "a free port for sync's /metrics and /healthz",
     "sandbox-state-dir": "the sandbox's own state dir (the sandbox only)",
 }
 SANDBOX_GROUPS = "(billing|archiver|reporting)"   # clean, plain, and one with an old consumer to stop
@@ -71,19 +70,12 @@ SANDBOX_TOOLS = {"kafka-consumer-groups.sh": "zk2kafka sandbox kafka-consumer-gr
                  "kafka-get-offsets.sh": "zk2kafka sandbox kafka-get-offsets --",
                  "kafka-jmx.sh": "zk2kafka sandbox kafka-jmx --"}
 # Environment variables a page may use besides the CLI's own ZK2KAFKA_<OPTION> ones.
-EXTRA_ENV = {"ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"}      # exported by `zk2kafka sandbox up --kraft`
+# ZK2KAFKA_CRASH_AT: the writer's fault injection (migrate/write/dual_commit.py), which troubleshooting.md's
+# sandbox-only step uses to leave a run killed half-way.
+EXTRA_ENV = {"ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER", "ZK2KAFKA_CRASH_AT"}
 
 PRELUDE = r"""
 set +e
-# Stand-ins for the operator's world and actions that the sandbox has no `zk2kafka sandbox` action for,
-# documented in runbooks/README.md.
-sandbox_old_consumer_commits() { "$RUNBOOK_PYTHON" "$RUNBOOK_HELPERS" old-consumer-commits "$@"; }
-sandbox_start_new_consumer() { "$RUNBOOK_PYTHON" "$RUNBOOK_HELPERS" start-new-consumer "$@"; }
-sandbox_v0_client() {
-  "$RUNBOOK_PYTHON" "$RUNBOOK_V0_CLIENT" "$ZK2KAFKA_BOOTSTRAP_SERVER" "$@" > v0-client.out 2>&1 &
-  echo $! > v0-client.pid
-}
-sandbox_v0_client_stop() { kill "$(cat v0-client.pid)" && echo "the v0 client stopped"; }
 """
 
 
@@ -187,7 +179,12 @@ def parse_page(path: Path) -> Page:
                 if directive == "kraft":
                     kraft = True
                 elif directive.startswith("run:"):
-                    steps.append(Step(i + 1, directive.removeprefix("run:").strip()))
+                    code = directive.removeprefix("run:").strip()
+                    refused = hidden_step_refusal(code)
+                    if refused:
+                        errors.append(f"line {i + 1}: hidden `run: {code}` {refused}: what changes what "
+                                      "the page shows is a line of the page (a sandbox-only one), or goes")
+                    steps.append(Step(i + 1, code))
                 elif directive.startswith("skip") or directive.startswith("instead:"):
                     pending.append((i + 1, body))
                 else:
@@ -231,6 +228,27 @@ def parse_page(path: Path) -> Page:
             pending = []
         i += 1
     return Page(path, "\n".join(lines), steps, kraft, errors)
+
+
+HIDDEN_EXPORT = re.compile(r"[A-Z][A-Z0-9_]*=\S*")
+HIDDEN_SHELL = re.compile(r"\$\(|`|[;&|<>(){}\\]")
+
+
+def hidden_step_refusal(code: str) -> str | None:
+    """Why a hidden `run:` line is refused, None when it only sets variables: `export NAME=VALUE ...`,
+    VALUE plain text or `$VARIABLE`s. Anything else may start a process or write to a store where
+    the reader never sees it (a command, a redirection, a command substitution)."""
+    found = HIDDEN_SHELL.search(code)
+    if found:
+        return f"uses {found[0]!r}"
+    try:
+        words = shlex.split(code)
+    except ValueError:
+        return "does not parse"
+    if words[:1] != ["export"] or len(words) < 2:
+        return "is not `export NAME=VALUE`"
+    wrong = [w for w in words[1:] if not HIDDEN_EXPORT.fullmatch(w)]
+    return f"exports {wrong[0]!r}, not NAME=VALUE" if wrong else None
 
 
 def pages() -> list[Path]:
@@ -332,6 +350,7 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
         status = sandbox("status", state, "--json", env=env)
         broker_jmx = json.loads(status.stdout)["endpoints"]["broker_jmx"]
 
+        from migrate.jvm.server import free_port
         from migrate.sandbox.seed import SECURED_ACL_USER
 
         ops_state = tmp_path / "change"
@@ -344,13 +363,12 @@ def test_runbook_runs_on_a_fresh_sandbox(path: Path, tmp_path: Path):
                   "groups-regex": SANDBOX_GROUPS, "abandoned-groups-regex": SANDBOX_ABANDONED,
                   # the aliases of the MirrorMaker 2 a page starts (migrate/sandbox/mirrormaker.py)
                   "mm2-source-alias": "old", "mm2-target-alias": "new", "broker-jmx": broker_jmx,
+                  "metrics-port": str(free_port()),
                   "sandbox-state-dir": str(state)}
         if "ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER" in exports:
             values["kraft-bootstrap"] = exports["ZK2KAFKA_KRAFT_BOOTSTRAP_SERVER"]
         run_env = {**env, **exports, "ZK2KAFKA_STATE_DIR": str(ops_state),
-                   "PATH": os.pathsep.join([str(Path(zk2kafka_bin()).parent), env.get("PATH", "")]),
-                   "RUNBOOK_PYTHON": sys.executable, "RUNBOOK_HELPERS": operator_actions.__file__,
-                   "RUNBOOK_V0_CLIENT": offset_commit_v0.__file__}
+                   "PATH": os.pathsep.join([str(Path(zk2kafka_bin()).parent), env.get("PATH", "")])}
         outcomes, stray = run_steps(page, run_env, values, tmp_path)
     finally:
         down = sandbox("down", state, env=env)
@@ -484,6 +502,41 @@ def test_index_lists_every_page_and_documents_the_placeholders():
     assert expected <= listed, f"runbooks/README.md does not link {sorted(expected - listed)}"
     for holder in PLACEHELD_WRITERS:
         assert f"<{holder}>" in index, f"runbooks/README.md does not document <{holder}>"
+
+
+@pytest.mark.parametrize("path", _page_ids(), ids=lambda p: getattr(p, "name", "none"))
+def test_page_links_the_runbooks_set_up_by_a_name_no_one_takes_for_the_top_level_readme(path: Path):
+    text = path.read_text(encoding="utf-8")
+    assert "](README.md#set-up)" in text, f"{path.name}: does not link the runbooks' set-up (README.md#set-up)"
+    for name, target in re.findall(r"\[([^\]]+)\]\((README\.md[^)]*)\)", text):
+        assert "README" not in name, f"{path.name}: [{name}]({target}) reads as the top-level README"
+
+
+def test_a_hidden_line_that_does_more_than_export_a_variable_is_refused(tmp_path: Path):
+    """Only `export NAME=VALUE ...` may be hidden: a hidden command, redirection or command substitution
+    (a process started, a store written) is an error of the page, naming the line."""
+    bad = {
+        'zk2kafka sandbox stop-old-consumers --group reporting && zk2kafka migrate --execute -q': "'&'",
+        'sandbox_v0_client legacy-v0 payments 0 5 0.5': "is not `export NAME=VALUE`",
+        'mkdir -p "$ZK2KAFKA_STATE_DIR"': "is not `export NAME=VALUE`",
+        'printf "group = []" > change.toml': "'>'",
+        "export ZK2KAFKA_PORT=$(python -c 'print(1)')": "'$('",
+        "export ZK2KAFKA_CRASH_AT=x; zk2kafka migrate --execute": "';'",
+        "export ZK2KAFKA_X=`zk2kafka migrate --execute`": "'`'",
+        "export ZK2KAFKA_QUIET_FOR=5s zk2kafka": "exports 'zk2kafka'",
+        "export": "is not `export NAME=VALUE`",
+    }
+    good = ["export ZK2KAFKA_QUIET_FOR=5s", "export ZK2KAFKA_QUIET_FOR=5s ZK2KAFKA_RESCAN_EVERY=2s",
+            "export ZK2KAFKA_METRICS_ADDRESS=127.0.0.1:$PORT"]
+    lines = [f"<!-- runbook-test: run: {code} -->" for code in [*good, *bad]]
+    page = tmp_path / "page.md"
+    page.write_text("# A page\n\n" + "\n".join(lines) + "\n<!-- expect: exit=0 -->\n```sh\ntrue\n```\n")
+    parsed = parse_page(page)
+    assert len(parsed.errors) == len(bad), parsed.errors
+    for error, (code, why) in zip(parsed.errors, bad.items(), strict=True):
+        assert f"hidden `run: {code}` " in error and why in error, error
+    assert [e.split(":")[0] for e in parsed.errors] == [f"line {3 + len(good) + n}" for n in range(len(bad))]
+    assert all(hidden_step_refusal(code) is None for code in good)
 
 
 def _message_templates() -> list[str]:

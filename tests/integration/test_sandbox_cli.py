@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from kafka import KafkaConsumer, TopicPartition
 from kazoo.client import KazooClient
@@ -14,6 +16,7 @@ from migrate.sandbox import seed
 from migrate.processes import pid_alive as _pid_alive
 
 from support.cli import zk2kafka_process
+from support.hints import hints, operator_shell, paste
 
 
 def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
@@ -45,10 +48,13 @@ def test_sandbox_lifecycle_from_the_command_line(tmp_path: Path):
         assert report["mode"] == "zookeeper" and "ZooKeeper mode" in zk2kafka_process("sandbox", "status", *state,
                                                                                cwd=tmp_path).stdout
         _the_sandbox_serves_the_runbooks(state, exports, tmp_path)
+        pids.append(_a_v0_client_runs(state, exports, tmp_path))
     finally:
         down = zk2kafka_process("sandbox", "down", *state, cwd=tmp_path)
-    assert down.returncode == 0 and down.stdout.strip() == "stopped kafka, zookeeper"
+    # `down` stops the v0 client it left running too, before the servers.
+    assert down.returncode == 0 and down.stdout.strip() == "stopped the v0 client of legacy-v0, kafka, zookeeper"
     assert not any(_pid_alive(pid) for pid in pids)
+    assert not list((tmp_path / "state" / "sandbox" / "v0-clients").glob("*.json"))
     gone = zk2kafka_process("sandbox", "status", *state, cwd=tmp_path)
     assert gone.returncode == 1 and "no sandbox running" in gone.stderr
 
@@ -98,6 +104,59 @@ def _the_sandbox_serves_the_runbooks(state: list[str], exports: dict[str, str], 
                    "kafka.server:type=KafkaServer,name=BrokerState", "--one-time", "--report-format", "properties",
                    cwd=cwd)
     assert jmx.returncode == 0 and "BrokerState:Value=3" in jmx.stdout, jmx.stdout + jmx.stderr
+
+
+def _a_v0_client_runs(state: list[str], exports: dict[str, str], cwd: Path) -> int:
+    """An old consumer's commit, and a v0 client committing through the broker into ZooKeeper, stopped
+    and started again; returns the pid of the one left running."""
+    committed = zk2kafka_process("sandbox", "old-consumer-commit", "--group", "reporting", "--topic", "payments",
+                                 "--offset", "42", *state, cwd=cwd)
+    assert committed.returncode == 0, committed.stderr
+    assert committed.stdout.strip() == ("an old consumer of reporting committed payments-0 -> 42 "
+                                        "(/consumers/reporting/offsets/payments/0)")
+    start = ("sandbox", "v0-client", "start", "--group", "legacy-v0", "--topic", "payments", "--partition", "1",
+             "--offset", "5", "--every", "200ms", *state)
+    started = zk2kafka_process(*start, cwd=cwd)
+    assert started.returncode == 0, started.stderr
+    assert re.match(r"started a v0 client of legacy-v0 \(pid \d+\): OffsetCommit v0 to \S+ every 200ms; first "
+                    r"commit: payments-1 -> 5; log ", started.stdout), started.stdout
+    again = zk2kafka_process(*start, cwd=cwd)
+    assert again.returncode == 1 and "a v0 client of legacy-v0 runs already" in again.stderr
+    # Its advice, pasted into the operator's shell as printed, stops the one running; a start then works.
+    [advice] = hints(again.stderr)
+    sandbox = SimpleNamespace(bootstrap_server=exports["ZK2KAFKA_BOOTSTRAP_SERVER"])
+    shell = operator_shell(sandbox, exports["ZK2KAFKA_ZOOKEEPER"], cwd / "state")
+    pasted = paste(shell, advice)
+    assert pasted.returncode == 0 and pasted.stdout.startswith("stopped the v0 client of legacy-v0"), pasted
+    started = zk2kafka_process(*start, cwd=cwd)
+    assert started.returncode == 0, started.stderr
+    zk = KazooClient(hosts=exports["ZK2KAFKA_ZOOKEEPER"])
+    zk.start(timeout=15)
+    try:
+        assert zk.get("/consumers/reporting/offsets/payments/0")[0] == b"42"
+        # The broker stores each v0 commit in its ZooKeeper: the znode moves on while the client runs.
+        first = int(zk.get("/consumers/legacy-v0/offsets/payments/1")[0])
+        assert first >= 5
+        for _ in range(50):
+            if int(zk.get("/consumers/legacy-v0/offsets/payments/1")[0]) > first:
+                break
+            time.sleep(0.1)
+        assert int(zk.get("/consumers/legacy-v0/offsets/payments/1")[0]) > first
+        stopped = zk2kafka_process("sandbox", "v0-client", "stop", "--group", "legacy-v0", *state, cwd=cwd)
+        assert stopped.returncode == 0, stopped.stderr
+        last = re.fullmatch(r"stopped the v0 client of legacy-v0 \(pid \d+\); its last commit: payments-1 -> (\d+)",
+                            stopped.stdout.strip())
+        assert last, stopped.stdout
+        time.sleep(0.5)   # nothing commits any more
+        assert zk.get("/consumers/legacy-v0/offsets/payments/1")[0] == last[1].encode()
+    finally:
+        zk.stop()
+        zk.close()
+    none = zk2kafka_process("sandbox", "v0-client", "stop", *state, cwd=cwd)
+    assert none.returncode == 0 and none.stdout.strip() == "no v0 client running"
+    left = zk2kafka_process(*start, cwd=cwd)
+    assert left.returncode == 0, left.stderr
+    return int(re.search(r"\(pid (\d+)\)", left.stdout)[1])
 
 
 def _check_seed(zookeeper: str, bootstrap: str) -> None:

@@ -1,8 +1,9 @@
 """A consumer that has joined its group (so the group has protocol type "consumer"), as the tests of retention
-and expiry need one."""
+and expiry need one; a group member polling in a thread of its own, as the tests of sync's series need one."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 from kafka import KafkaConsumer
@@ -22,3 +23,18 @@ def joined(bootstrap: str, group: str, topic: str, timeout: float = 60) -> Kafka
         consumer.poll(timeout_ms=300)
     assert consumer.assignment(), f"{group}: the consumer never joined its group"
     return consumer
+
+
+class Member(threading.Thread):
+    """A new consumer: a kafka-python group member polling until halted."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str):
+        super().__init__(daemon=True)
+        self.consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=bootstrap,
+                                      enable_auto_commit=False)
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            self.consumer.poll(timeout_ms=200)
+        self.consumer.close()

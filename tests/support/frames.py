@@ -9,7 +9,7 @@ import pyarrow as pa
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy, offset_diff
 from migrate.diff.run import _conform
-from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -29,9 +29,15 @@ def partition(topic, p, start=0, end=100, error=None):
             "leader": 0, "error": error}
 
 
-def committed(group, topic, p, offset):
+def committed(group, topic, p, offset, metadata=""):
     return {"kind": OFFSET, "group": group, "topic": topic, "partition": p, "committed_offset": offset,
-            "metadata": ""}
+            "metadata": metadata}
+
+
+def commit_time(group, topic, p, at: dt.datetime):
+    """When Kafka's value of a partition was committed, as the snapshot's `commit` rows say."""
+    return {"kind": COMMIT, "group": group, "topic": topic, "partition": p,
+            "commit_ms": int(at.timestamp() * 1000)}
 
 
 def group(name, state=None, members=0, protocol=None):

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from migrate.sandbox.artifacts import ensure_bundle
+from migrate.jvm.artifacts import ensure_bundle
 from support.servers import CACHE_DIR
 
 MAIN = "org.apache.kafka.tools.consumer.ConsoleConsumer"

@@ -10,7 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from migrate.sandbox.artifacts import ensure_bundle
+from migrate.jvm.artifacts import ensure_bundle
 from support.servers import CACHE_DIR
 
 COMMIT_INTERVAL = 1.0   # the old consumers' auto-commit interval, seconds

@@ -12,7 +12,7 @@ from joined_diff import joined_diff
 from migrate.diff import offset_diff as od
 from migrate.diff import schema as s
 from migrate.diff.run import _conform
-from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -77,6 +77,7 @@ def edge_cases() -> tuple[pa.Table, pa.Table]:
         zk_row("e", "t", 0, 50), zk_row("e", "t", 9, 50),                                   # no such partition
         zk_row("f", "t", 0, 50, topic_ctime=later), zk_row("f", "t", 1, 50, topic_ctime=T0),  # topic recreated
         zk_row("f", "v", 0, 5), zk_row("f", "v", 1, 15),                  # equal in both, below the log start
+        zk_row("g", "t", 0, 40), zk_row("g", "t", 1, 40),        # taken over; committed before ZooKeeper's write
     ]
     kafka = [{"kind": PARTITION, "topic": "t", "partition": p, "log_start": 0, "log_end": 100, "leader": 0}
              for p in range(6)]
@@ -96,4 +97,9 @@ def edge_cases() -> tuple[pa.Table, pa.Table]:
               {"kind": GROUP, "group": "c", "group_state": "Stable", "members": 2, "protocol_type": "consumer"},
               {"kind": GROUP, "group": "e", "group_state": "Dead", "members": None},
               {"kind": GROUP, "group": "stranger", "group_state": "Stable", "members": 1}]
+    kafka += [{"kind": OFFSET, "group": "g", "topic": "t", "partition": p, "committed_offset": o, "metadata": ""}
+              for p, o in ((0, 45), (1, 30))]
+    kafka += [{"kind": GROUP, "group": "g", "group_state": "Empty", "members": 0, "protocol_type": "consumer"}]
+    kafka += [{"kind": COMMIT, "group": "g", "topic": "t", "partition": p, "commit_ms": int(at.timestamp() * 1000)}
+              for p, at in ((0, T0 + dt.timedelta(minutes=5)), (1, T0 - dt.timedelta(minutes=5)))]
     return pa.Table.from_pylist(zk, schema=ZK_SCHEMA), pa.Table.from_pylist(kafka, schema=KAFKA_SCHEMA)

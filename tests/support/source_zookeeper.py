@@ -9,9 +9,9 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 from kazoo.client import KazooClient
 
-from migrate.sandbox.artifacts import ensure_bundle
-from migrate.sandbox.jvm import JavaServer, wait_for_server, zk_answers
-from migrate.sandbox.releases import release
+from migrate.jvm.artifacts import ensure_bundle
+from migrate.jvm.server import JavaServer, wait_for_server, zk_answers
+from migrate.jvm.releases import release
 from support.servers import CACHE_DIR
 from support.wait import free_port
 

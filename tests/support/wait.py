@@ -6,7 +6,7 @@ import time
 
 from kafka.errors import KafkaError
 
-from migrate.sandbox.jvm import free_port
+from migrate.jvm.server import free_port
 
 __all__ = ["free_port", "wait_for", "eventually"]
 

@@ -45,3 +45,10 @@ def test_an_option_the_advice_names_itself_is_not_repeated():
     text = "move it: `zk2kafka diff --zookeeper zk9:2181 --zk-root /other/consumers`"
     assert repeat_where(text, settings) == (
         "move it: `zk2kafka diff --bootstrap-server k1:9092 --zookeeper zk9:2181 --zk-root /other/consumers`")
+
+
+def test_renew_is_told_where_kafka_and_the_state_are_never_where_zookeeper_was():
+    settings = load_settings({"zookeeper": "zk1:2181", "zk_root": "/x", "zk_tls": True, "layout": "storm",
+                              "bootstrap_server": "k1:9092", "state_dir": "/var/z2k"}, environ={})
+    assert repeat_where("`zk2kafka renew --execute --group a`", settings) == (
+        "`zk2kafka renew --bootstrap-server k1:9092 --state-dir /var/z2k --execute --group a`")

@@ -11,7 +11,8 @@ from migrate import cli, commands
 from migrate.errors import ConfigError, NothingFound
 from migrate.options import OPTIONS
 
-DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "ready-for-kraft", "rollback", "status", "sandbox"}
+DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "renew", "ready-for-kraft", "rollback", "status",
+                   "sandbox"}
 
 
 def test_every_command_of_the_design_is_registered():

@@ -1,0 +1,134 @@
+"""The renew command: the writers' lock and the journal, the passes every --renew-every until
+SIGINT, SIGTERM or --stop-after, and what it prints. Reads Kafka and the journal, never ZooKeeper.
+
+A dry run (no --execute) takes no lock, journals nothing and makes one pass up to the commit.
+With --execute and no --renew-every it renews once and ends (for a scheduler: cron, a systemd
+timer); with --renew-every it renews at once and then at that period.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from migrate import stores
+from migrate.group_map import RECORD_KEY
+from migrate.errors import EXIT_ERROR, MigrateError
+from migrate.journal.authorship import Authorship
+from migrate.journal.journal import DONE, INCOMPLETE, Journal
+from migrate.kafka.client import open_admin
+from migrate.kafka.compat import BrokerFeatures
+from migrate.kafka.members import describe
+from migrate.kafka.retry import RetryPolicy
+from migrate.kafka.writer import KafkaOffsetWriter
+from migrate.options import duration_text
+from migrate.renew.renewer import PassResult, renewal_pass
+from migrate.renew.written import written
+from migrate.settings import Settings
+from migrate.state import new_run_id
+from migrate.zk.reader import Selection
+
+log = logging.getLogger(__name__)
+
+
+class NothingToRenew(MigrateError):
+    """The journal holds no offset zk2kafka wrote for the selection: nothing was renewed, and
+    that is never success."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, journal: str, selection: str):
+        super().__init__(f"renew: the journal {journal} holds no offset a migrate or sync run "
+                         f"wrote for {selection}; nothing was renewed (a migration not run yet? "
+                         "another --state-dir? a selection that matches no migrated group? the "
+                         "selection names groups as ZooKeeper did)")
+
+
+def renew(settings: Settings) -> dict[str, Any]:
+    """Re-commit the offsets zk2kafka wrote, as Kafka holds them, once or every --renew-every.
+
+    Raises NothingToRenew when the journal holds none for the selection; WriterBusy when another
+    writer holds the state dir.
+    """
+    settings.require("bootstrap_server")
+    run_id, execute = new_run_id(), settings.execute
+    selection = Selection.of(settings)
+    path = Path(settings.state_dir) / "journal.sqlite"
+    if not execute and not path.exists():   # a dry run creates no journal either
+        raise NothingToRenew(str(path), selection.text)
+    # The writers' lock first: a second writer stops before it connects to anything.
+    journal = Journal.open(settings.state_dir,
+                           writer=f"renew --execute, run {run_id}" if execute else None)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    admin = None
+    try:
+        wanted = written(journal, selection)
+        if not wanted:
+            raise NothingToRenew(str(journal.path), selection.text)
+        admin = open_admin(settings.connection)
+        writer, features = KafkaOffsetWriter(admin, RetryPolicy()), BrokerFeatures.of(admin)
+
+        def live(groups: list[str]) -> set[str]:
+            return {g for g, m in describe(admin, features, groups).items() if m.live}
+
+        authorship = Authorship(journal, f"zk2kafka renew {run_id}")
+        if execute:
+            renamed = {v.journal_group: g for g, keys in wanted.items() for v in keys.values()
+                       if v.journal_group != g}
+            journal.create_run(run_id, "renew", "", {
+                **settings.recorded(), "stores": stores.reach(
+                    settings.connection, zookeeper=False).to_json(),
+                "no_zk_write": True, "renews": sorted(wanted),
+                RECORD_KEY: dict(sorted(renamed.items()))}, {})
+        if settings.stop_after:
+            timer = threading.Timer(settings.stop_after, stop.set)
+            timer.daemon = True
+            timer.start()
+        every = settings.renew_every if execute else None
+        begun, passes, renewals = time.time(), 0, 0
+        renewed_groups: set[str] = set()
+        last = PassResult()
+        try:
+            while True:
+                last = renewal_pass(wanted, writer, live, authorship,
+                                    journal if execute else None, run_id, not execute)
+                passes += 1
+                renewals += last.offsets
+                renewed_groups |= set(last.renewed)
+                _log_pass(run_id, passes, last, execute, every)
+                if every is None or stop.wait(every):
+                    break
+        except KeyboardInterrupt:
+            pass
+        except BaseException:
+            if execute:   # what was renewed is journaled; the run did not end as asked
+                journal.set_run(run_id, INCOMPLETE)
+            raise
+        if execute:
+            journal.set_run(run_id, DONE)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if admin is not None:
+            admin.close()
+        journal.close()
+    return {"run": run_id, "kind": "renew", "dry_run": not execute,
+            "every": duration_text(every) if every else None,
+            "groups": len(wanted), "offsets": sum(map(len, wanted.values())),
+            "passes": passes, "renewals": renewals, "renewed_groups": sorted(renewed_groups),
+            "last_pass": {"renewed": {g: len(o) for g, o in last.renewed.items()},
+                          "left_alone": last.left_alone},
+            "seconds": round(time.time() - begun, 3)}
+
+
+def _log_pass(run_id: str, n: int, found: PassResult, execute: bool, every: float | None) -> None:
+    verb = "renewed" if execute else "would renew (dry run)"
+    nxt = f"; next in {duration_text(every)}" if every else ""
+    log.info("renew %s: pass %d: %s %d offset(s) in %d group(s); %d group(s) left alone%s",
+             run_id, n, verb, found.offsets, len(found.renewed), len(found.left_alone), nxt)
+    for group, why in sorted(found.left_alone.items()):
+        log.info("renew %s: left alone: %s: %s", run_id, group, why)
