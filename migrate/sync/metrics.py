@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 PREFIX = "zk2kafka_sync"
 STATES = ("mirroring", "ready", "stopped")
 # Why a group stopped being synced: a fixed set, so the label stays bounded.
-STOP_REASONS = ("kafka_members", "taken_over", "other_run", "offsets_refused", "commit_refused",
-                "map_refused")
+STOP_REASONS = ("kafka_members", "taken_over", "differs", "other_run", "offsets_refused",
+                "commit_refused", "map_refused")
 # Re-arming a batch of groups' watches takes a round trip; a re-scan of 10,000 groups ~20 s.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -165,3 +165,18 @@ class _GroupCollector(Collector):
             lag_rows.append(new(Sample, (rows_name, label, differ, *no)))
             lag_sums.append(new(Sample, (sums_name, label, total, *no)))
         yield from (state, last, mirrored, lag_partitions, lag_offsets)
+
+
+class DryRun(Collector):
+    """`zk2kafka_sync_dry_run`: 1 for a sync without --execute, which commits nothing (so its lag
+    never closes), 0 for one that writes; the alert rules leave a dry run's lag alone."""
+
+    def __init__(self, dry_run: bool):
+        self.dry_run = dry_run
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(f"{PREFIX}_dry_run", "1 without --execute: nothing is committed",
+                                value=1 if self.dry_run else 0)

@@ -1,10 +1,11 @@
 """docker/compose.yaml read by a real compose implementation, and its tool service run for real.
 
-ZooKeeper and Kafka of the compose file come from a registry (zookeeper:3.8, confluentinc/cp-kafka):
-they are validated (`config`), not run. The `zk2kafka` service runs as the file defines it, from
-the image `make image` built, against the session's cluster on the host: a small override file
-gives it the host's network, the cluster's addresses and a state directory of its own, and
-`run --no-deps` leaves the registry's services out. The sync service is run by test_image.py.
+ZooKeeper, Kafka, Prometheus and Grafana of the compose file come from a registry (zookeeper:3.8,
+confluentinc/cp-kafka, prom/prometheus, grafana/grafana): they are validated (`config`), not run. The
+`zk2kafka` service runs as the file defines it, from the image `make image` built, against the session's
+cluster on the host: a small override file gives it the host's network, the cluster's addresses and a
+state directory of its own, and `run --no-deps` leaves the registry's services out. The sync service is
+run by test_image.py.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ def test_the_compose_file_is_valid_with_every_profile(compose, engine):
                           text=True, env=engine.env, timeout=120)
     assert done.returncode == 0, done.stderr
     resolved = yaml.safe_load(done.stdout)
-    assert set(resolved["services"]) == {"zookeeper", "kafka", "zk2kafka", "zk2kafka-sync"}
-    assert "zk2kafka-state" in resolved["volumes"]
+    assert set(resolved["services"]) == {"zookeeper", "kafka", "zk2kafka", "zk2kafka-sync", "prometheus", "grafana"}
+    assert {"zk2kafka-state", "prometheus-data"} <= set(resolved["volumes"])
 
 
 def test_the_tool_service_runs_its_default_command_against_the_hosts_cluster(

@@ -13,39 +13,23 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import json
 
 import pytest
-from kafka import KafkaConsumer
 
 from migrate.journal.journal import Journal
 from migrate.sync.follower_shards import shard_of
 
+from support.consumers import Member
 from support.seeding import kafka_offsets, make_topic, put
 from support.sync_process import get, scrape, scraped_when, start_sync, stop_sync, value
 from support.wait import free_port, wait_for
 
 ROOT = Path(__file__).parents[2]
 PARTITIONS = 2
-
-
-class Member(threading.Thread):
-    """A new consumer: a kafka-python group member polling until halted."""
-
-    def __init__(self, bootstrap: str, topic: str, group: str):
-        super().__init__(daemon=True)
-        self.consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=bootstrap,
-                                      enable_auto_commit=False)
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            self.consumer.poll(timeout_ms=200)
-        self.consumer.close()
 
 
 @pytest.mark.parametrize("writers", [1, 2])
