@@ -6,7 +6,8 @@ both read back), or to failed / skipped with a reason. Each transition is one SQ
 transaction, written only after its effect was confirmed, so after a crash the journal
 never claims more than happened; what a crash left in flight is re-checked on resume.
 The values both stores held before a group was touched are journaled before the first
-write, which is what rollback restores.
+write, which is what rollback restores: one value per group (values.py), so each step of a batch
+is a few statements, whatever the offsets.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from migrate.batches import chunks
 from migrate.diff.plan import Planned
 from migrate.errors import MigrateError, StateDirError
 from migrate.journal.locks import Transaction, WriterLock, why
+from migrate.journal.values import Before, Partition, after_text, before_text, merged
 from migrate.state import iso
 
 PENDING, COMMITTED, VERIFIED = "pending", "committed", "verified"
@@ -36,7 +38,7 @@ GROUP_STATES = (PENDING, COMMITTED, VERIFIED, FAILED, PARTIAL, SKIPPED)
 SQL_NAMES = 500
 RUNNING, DONE, INCOMPLETE = "running", "done", "incomplete"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY, kind TEXT NOT NULL, state TEXT NOT NULL,
@@ -45,7 +47,7 @@ CREATE TABLE runs (
 CREATE TABLE groups (
     run_id TEXT NOT NULL, grp TEXT NOT NULL, state TEXT NOT NULL, reason TEXT,
     attempts INTEGER NOT NULL DEFAULT 0, before_recorded INTEGER NOT NULL DEFAULT 0,
-    updated REAL NOT NULL,
+    updated REAL NOT NULL, before TEXT, zk_after TEXT,
     PRIMARY KEY (run_id, grp));
 CREATE TABLE partitions (
     run_id TEXT NOT NULL, grp TEXT NOT NULL, topic TEXT NOT NULL, part INTEGER NOT NULL,
@@ -58,23 +60,20 @@ CREATE TABLE partitions (
     PRIMARY KEY (run_id, grp, topic, part));
 """
 
+# Each step from a schema to the next: a column added, so a run journaled before goes on.
+_UPGRADES = {
+    # Runs journaled before znode identity was: their mzxid is unknown (null).
+    1: "ALTER TABLE partitions ADD COLUMN zk_mzxid INTEGER;",
+    # Runs journaled before the group values: theirs stay in the partitions columns (values.py).
+    2: "ALTER TABLE groups ADD COLUMN before TEXT; ALTER TABLE groups ADD COLUMN zk_after TEXT;",
+}
+
 # The partitions table's columns, named as Partition's fields and in their order.
 _PARTITION_FIELDS = (
     "topic, part AS partition, planned_offset AS \"offset\", zk_path, zk_version, layout,"
     " plan_kafka_offset AS kafka_offset, zk_mzxid, before_kafka_offset, before_kafka_metadata,"
     " before_zk_value, before_zk_version, after_zk_version")
 _GROUP_FIELDS = "grp AS name, state, reason, attempts, before_recorded"
-
-
-@dataclass(frozen=True)
-class Partition(Planned):
-    """A journaled offset: the plan, and the values before and after the run touched it."""
-
-    before_kafka_offset: int | None = None
-    before_kafka_metadata: str | None = None
-    before_zk_value: bytes | None = None
-    before_zk_version: int | None = None
-    after_zk_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,14 +92,6 @@ class Transition(NamedTuple):
     state: str
     reason: str | None = None
     zk_after: Mapping[str, int] | None = None
-
-
-class Before(NamedTuple):
-    """What both stores held of a group before a run wrote it, which rollback restores: kafka
-    {(topic, partition): (offset, metadata) or None}, zk {path: (bytes or None, version)}."""
-
-    kafka: Mapping[tuple[str, int], tuple[int, str] | None]
-    zk: Mapping[str, tuple[bytes | None, int | None]]
 
 
 @dataclass(frozen=True)
@@ -154,17 +145,29 @@ class Journal:
             if version == 0:
                 self._db.executescript(
                     f"BEGIN IMMEDIATE;{SCHEMA}PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
-            elif version == 1:
-                # Runs journaled before znode identity was: their mzxid is unknown (null).
-                self._db.executescript(
-                    "BEGIN IMMEDIATE; ALTER TABLE partitions ADD COLUMN zk_mzxid INTEGER;"
-                    f" PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+            elif version in _UPGRADES:
+                self._upgrade(version)
                 version = SCHEMA_VERSION
         except (OSError, sqlite3.OperationalError) as exc:
             raise StateDirError(self.path, f"cannot open the journal: {why(exc)}") from exc
         if version not in (0, SCHEMA_VERSION):
             raise MigrateError(
                 f"{self.path}: journal schema {version}, this zk2kafka reads {SCHEMA_VERSION}")
+
+    def _upgrade(self, version: int) -> None:
+        """Bring a journal of an older schema to this one, in one transaction (another process
+        upgrading it at the same time finds it done)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            now = self._db.execute("PRAGMA user_version").fetchone()[0]
+            steps = "".join(_UPGRADES[v] for v in range(now, SCHEMA_VERSION)) if now else ""
+            for statement in filter(str.strip, steps.split(";")):
+                self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     _writer: WriterLock | None = None
 
@@ -232,26 +235,17 @@ class Journal:
                 " zk_version, layout, plan_kafka_offset, zk_mzxid) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 ((run_id, *row) for row in rows))
 
-    def record_before_many(self, run_id: str, before: Mapping[str, Before],
-                           parts: Mapping[str, list[Partition]] | None = None) -> None:
-        """The values both stores hold before this run writes each group, in one transaction:
-        what rollback restores. `parts`: each group's journaled offsets, when the caller read
-        them already."""
+    def record_before_many(self, run_id: str, before: Mapping[str, Before]) -> None:
+        """The values both stores hold before this run writes each group, in one transaction
+        (a row per group): what rollback restores."""
         if not before:
             return
-        if parts is None:
-            parts = self.partitions_of(run_id, list(before))
         now = time.time()
         with self._transaction() as db:
             db.executemany(
-                "UPDATE partitions SET before_kafka_offset=?, before_kafka_metadata=?,"
-                " before_zk_value=?, before_zk_version=?"
-                " WHERE run_id=? AND grp=? AND topic=? AND part=?",
-                ((*(kafka.get(p.key) or (None, None)), *zk[p.zk_path],
-                  run_id, group, p.topic, p.partition)
-                 for group, (kafka, zk) in before.items() for p in parts[group]))
-            db.executemany("UPDATE groups SET before_recorded=1, attempts=attempts+1, updated=?"
-                           " WHERE run_id=? AND grp=?", ((now, run_id, group) for group in before))
+                "UPDATE groups SET before=?, before_recorded=1, attempts=attempts+1, updated=?"
+                " WHERE run_id=? AND grp=?",
+                ((before_text(values), now, run_id, group) for group, values in before.items()))
 
     def set_group(self, run_id: str, group: str, state: str, reason: str | None = None,
                   zk_after: Mapping[str, int] | None = None) -> None:
@@ -264,17 +258,16 @@ class Journal:
         assert all(change.state in GROUP_STATES for change in changes.values()), changes
         now = time.time()
         with self._transaction() as db:
-            # An upsert: a sync run meets its groups as it goes.
+            # An upsert: a sync run meets its groups as it goes. A transition without versions
+            # keeps those journaled.
             db.executemany(
-                "INSERT INTO groups (run_id, grp, state, reason, updated) VALUES (?,?,?,?,?)"
-                " ON CONFLICT (run_id, grp) DO UPDATE SET state=excluded.state,"
-                " reason=excluded.reason, updated=excluded.updated",
-                ((run_id, group, change.state, change.reason, now)
+                "INSERT INTO groups (run_id, grp, state, reason, updated, zk_after)"
+                " VALUES (?,?,?,?,?,?) ON CONFLICT (run_id, grp) DO UPDATE SET"
+                " state=excluded.state, reason=excluded.reason, updated=excluded.updated,"
+                " zk_after=coalesce(excluded.zk_after, zk_after)",
+                ((run_id, group, change.state, change.reason, now,
+                  after_text(change.zk_after) if change.zk_after else None)
                  for group, change in changes.items()))
-            db.executemany(
-                "UPDATE partitions SET after_zk_version=? WHERE run_id=? AND grp=? AND zk_path=?",
-                ((version, run_id, group, path) for group, change in changes.items()
-                 for path, version in (change.zk_after or {}).items()))
 
     def record_mirrored_many(
             self, run_id: str,
@@ -351,16 +344,21 @@ class Journal:
         return self.partitions_of(run_id, [group])[group]
 
     def partitions_of(self, run_id: str, names: list[str]) -> dict[str, list[Partition]]:
-        """Each group's journaled offsets, ordered by topic and partition."""
-        out: dict[str, list[Partition]] = {name: [] for name in names}
+        """Each group's journaled offsets, ordered by topic and partition, with the values its
+        group journaled (or, journaled by an older zk2kafka, its rows)."""
+        out: dict[str, list[Partition]] = {}
         for chunk in chunks(names, SQL_NAMES):
-            rows = self._select(f"SELECT grp, {_PARTITION_FIELDS} FROM partitions"
-                                f" WHERE run_id=? AND grp IN ({_marks(chunk)})"
-                                " ORDER BY grp, topic, part", run_id, *chunk, rows=tuple)
-            for grp, *fields in rows:
-                # The columns in Partition's order (_PARTITION_FIELDS): a few µs less per
-                # offset than by name, which the write phase pays twice per offset.
-                out[grp].append(Partition(*fields))
+            marks = _marks(chunk)
+            values = {grp: (before, after) for grp, before, after in self._select(
+                f"SELECT grp, before, zk_after FROM groups WHERE run_id=? AND grp IN ({marks})",
+                run_id, *chunk, rows=tuple)}
+            rows: dict[str, list[tuple]] = {name: [] for name in chunk}
+            for row in self._select(f"SELECT grp, {_PARTITION_FIELDS} FROM partitions"
+                                    f" WHERE run_id=? AND grp IN ({marks})"
+                                    " ORDER BY grp, topic, part", run_id, *chunk, rows=tuple):
+                rows[row[0]].append(row[1:])
+            for name in chunk:
+                out[name] = merged(rows[name], *values.get(name, (None, None)))
         return out
 
     def _run(self, row: sqlite3.Row) -> Run:

@@ -35,37 +35,25 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from migrate.kafka.offset_answers import (COMMIT_FLEXIBLE, FETCH_FLEXIBLE, Committed,
+                                          FetchedGroup, Key, Reader, decode_commit, decode_fetch)
+
+__all__ = ["COMMIT", "FETCH", "HIGHEST", "LOWEST", "CommitRequest", "Committed", "FetchRequest",
+           "FetchedGroup", "Key", "decode_commit", "decode_fetch", "encode_commit", "encode_fetch",
+           "flexible"]
+
 COMMIT = 8
 FETCH = 9
 LOWEST = 2
 HIGHEST = 8
-Key = tuple[str, int]
 
-_COMMIT_FLEXIBLE = 8
-_FETCH_FLEXIBLE = 6
-_h, _i, _q, _ih, _hhi = (struct.Struct(f">{f}") for f in ("h", "i", "q", "ih", "hhi"))
-_iqi, _iq = struct.Struct(">iqi"), struct.Struct(">iq")
+_h, _i, _q, _hhi = (struct.Struct(f">{f}") for f in ("h", "i", "q", "hhi"))
+_iq = struct.Struct(">iq")
 _MINUS_ONE_I, _MINUS_ONE_Q = _i.pack(-1), _q.pack(-1)
 
 
-class Committed(NamedTuple):
-    """What Kafka holds for one partition of a group."""
-
-    offset: int
-    metadata: str | None
-
-
-class FetchedGroup(NamedTuple):
-    """One group of an OffsetFetch answer: Kafka's error for it (the group's, else the first
-    partition's; 0 for none), the partition that error came from, and its offsets."""
-
-    error: int
-    failed_partition: Key | None
-    offsets: dict[Key, Committed]
-
-
 def flexible(api: int, version: int) -> bool:
-    return version >= (_COMMIT_FLEXIBLE if api == COMMIT else _FETCH_FLEXIBLE)
+    return version >= (COMMIT_FLEXIBLE if api == COMMIT else FETCH_FLEXIBLE)
 
 def _uvarint(value: int) -> bytes:
     if value < 0x80:
@@ -110,7 +98,7 @@ def encode_commit(version: int, correlation_id: int, client_id: str, group: str,
     """A framed OffsetCommit request: `offsets` of `group` from outside the group (generation
     -1, no member id), each with `metadata`; topics in the order they first appear."""
     _check(version)
-    compact = version >= _COMMIT_FLEXIBLE
+    compact = version >= COMMIT_FLEXIBLE
     tags = b"\x00" if compact else b""
     parts = [_header(COMMIT, version, correlation_id, client_id), _string(group, compact),
              _MINUS_ONE_I, _string("", compact)]
@@ -139,7 +127,7 @@ def encode_fetch(version: int, correlation_id: int, client_id: str,
                  groups: Iterable[str]) -> bytes:
     """A framed OffsetFetch request for every partition of `groups` (one group below v8)."""
     _check(version)
-    compact = version >= _FETCH_FLEXIBLE
+    compact = version >= FETCH_FLEXIBLE
     tags = b"\x00" if compact else b""
     groups = list(groups)
     parts = [_header(FETCH, version, correlation_id, client_id)]
@@ -155,122 +143,6 @@ def encode_fetch(version: int, correlation_id: int, client_id: str,
         parts.append(b"\x00")                     # RequireStable: false
     parts.append(tags)
     return _framed(parts)
-
-class _Reader:
-    """A Kafka answer read field by field; a short buffer raises struct.error."""
-
-    __slots__ = ("data", "at", "compact")
-
-    def __init__(self, data: bytes, compact: bool):
-        self.data, self.at, self.compact = data, 0, compact
-
-    def uvarint(self) -> int:
-        data, at = self.data, self.at
-        value = shift = 0
-        while at < len(data):
-            byte = data[at]
-            at += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                self.at = at
-                return value
-            shift += 7
-        raise struct.error("varint runs past the end of the answer")
-
-    def fixed(self, form: struct.Struct):
-        values = form.unpack_from(self.data, self.at)
-        self.at += form.size
-        return values
-
-    def string(self) -> str | None:
-        n = self.uvarint() - 1 if self.compact else self.fixed(_h)[0]
-        if n < 0:
-            return None
-        end = self.at + n
-        if end > len(self.data):
-            raise struct.error(f"{n} bytes run past the end of the answer")
-        value = self.data[self.at:end].decode()
-        self.at = end
-        return value
-
-    def count(self) -> int:
-        return max(0, self.uvarint() - 1 if self.compact else self.fixed(_i)[0])
-
-    def tags(self) -> None:
-        if self.compact:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                size = self.uvarint()
-                self.at += size
-
-
-def decode_commit(version: int, body: bytes) -> dict[Key, int]:
-    """An OffsetCommit answer (after its header): each partition's error code."""
-    src = _Reader(body, version >= _COMMIT_FLEXIBLE)
-    if version >= 3:
-        src.fixed(_i)                             # ThrottleTimeMs
-    out = {}
-    for _ in range(src.count()):
-        topic = src.string() or ""
-        for _ in range(src.count()):
-            partition, error = src.fixed(_ih)
-            out[topic, partition] = error
-            src.tags()
-        src.tags()
-    src.tags()
-    return out
-
-
-def decode_fetch(version: int, body: bytes, group: str | None = None) -> dict[str, FetchedGroup]:
-    """An OffsetFetch answer (after its header), by group; below v8 the answer names no group,
-    so `group` is the one asked for."""
-    src = _Reader(body, version >= _FETCH_FLEXIBLE)
-    if version >= 3:
-        src.fixed(_i)                             # ThrottleTimeMs
-    if version >= 8:
-        out = {}
-        for _ in range(src.count()):
-            name = src.string() or ""
-            offsets, failed = _topics(src, True)
-            error = src.fixed(_h)[0]
-            src.tags()
-            out[name] = _fetched(error, failed, offsets)
-        src.tags()
-        return out
-    offsets, failed = _topics(src, version >= 5)
-    error = src.fixed(_h)[0]
-    src.tags()
-    return {group or "": _fetched(error, failed, offsets)}
-
-
-def _fetched(error: int, failed: tuple[Key, int] | None,
-             offsets: dict[Key, Committed]) -> FetchedGroup:
-    if error:
-        return FetchedGroup(error, None, offsets)
-    if failed is not None:
-        return FetchedGroup(failed[1], failed[0], offsets)
-    return FetchedGroup(0, None, offsets)
-
-
-def _topics(src: _Reader, epochs: bool) -> tuple[dict[Key, Committed], tuple[Key, int] | None]:
-    """The topics of one group: its offsets, and the first partition Kafka refused (with the
-    error code)."""
-    offsets: dict[Key, Committed] = {}
-    failed = None
-    head = _iqi if epochs else _iq
-    new = tuple.__new__   # a namedtuple's own constructor is a Python call per offset
-    for _ in range(src.count()):
-        topic = src.string() or ""
-        for _ in range(src.count()):
-            partition, offset = src.fixed(head)[:2]
-            metadata = src.string()
-            error = src.fixed(_h)[0]
-            src.tags()
-            if error and failed is None:
-                failed = ((topic, partition), error)
-            offsets[topic, partition] = new(Committed, (offset, metadata))
-        src.tags()
-    return offsets, failed
 
 class _Request:
     """A request as kafka-python's connection sends one: it picks API_VERSION from the broker's
@@ -383,7 +255,7 @@ class _Answer:
         header = _ResponseHeader(_i.unpack(buffer.read(4))[0])
         if self.compact:
             rest = buffer.read()
-            src = _Reader(rest, True)
+            src = Reader(rest, True)
             src.tags()
             buffer.seek(buffer.tell() - (len(rest) - src.at))
         return header
