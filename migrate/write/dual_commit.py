@@ -3,7 +3,9 @@ confirmed first.
 
 Per group: check both stores still hold what the plan saw (or, resuming, what this run
 wrote), journal the before-values, commit to Kafka and read it back (-> committed), write
-ZooKeeper conditioned on the scanned versions and read it back (-> verified). Groups go
+ZooKeeper conditioned on the scanned versions where its bytes change, and read every znode
+back: written ones must hold the run's value, the others be as they were read before the
+Kafka commit (-> verified). Groups go
 through these steps in batches, so each step is a few pipelined requests and one journal
 transaction for hundreds of groups. A group that fails does not stop the others.
 Rollback walks the same steps backwards, group by group.
@@ -25,6 +27,7 @@ from kazoo.exceptions import ZookeeperError
 
 from migrate.errors import MigrateError
 from migrate.journal import journal as j
+from migrate.journal.values import with_before
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.stores import OUTAGES
 from migrate.write import kafka_half
@@ -218,17 +221,8 @@ class DualCommit:
                        parts: dict[str, list[j.Partition]]) -> dict[str, list[j.Partition]]:
         """Journal the before-values; each group's partitions with what the journal now holds
         (without reading it back)."""
-        self.journal.record_before_many(self.run_id, before, parts)
-        out = dict(parts)
-        for g, (kafka, zk) in before.items():
-            # Partition's fields in order: dataclasses.replace() cost more than the rest of
-            # this per offset.
-            out[g] = [j.Partition(p.topic, p.partition, p.offset, p.zk_path, p.zk_version,
-                                  p.layout, p.kafka_offset, p.zk_mzxid,
-                                  *(kafka.get(p.key) or (None, None)), *zk[p.zk_path],
-                                  p.after_zk_version)
-                      for p in parts[g]]
-        return out
+        self.journal.record_before_many(self.run_id, before)
+        return {**parts, **{g: with_before(parts[g], values) for g, values in before.items()}}
 
     def _commit_kafka(self, batch: _Batch, parts: dict[str, list[j.Partition]],
                       kafka_now: dict[str, Committed]) -> list[str]:
@@ -264,8 +258,8 @@ class DualCommit:
 
     def _commit_zk(self, batch: _Batch, parts: dict[str, list[j.Partition]],
                    zk_now: dict[str, Znode]) -> dict[str, dict[str, int]]:
-        """ZooKeeper half, conditioned on the before-versions; the new znode versions of the
-        groups verified.
+        """ZooKeeper half, conditioned on the before-versions, and the fence of the znodes not
+        rewritten; the new znode versions of the groups verified.
 
         Never leave half a group: a refused write (a znode moved, NoAuth, a conflict in the
         second transaction of a huge group) puts Kafka and the znodes written back to their

@@ -28,7 +28,7 @@ from migrate.write.renamed import RECORD_KEY
 from migrate.write.review import Review
 from migrate.write.scratch import scratch_journal
 from migrate.write.sessions import WriterOptions
-from migrate.zk.side import for_writing
+from migrate.write.snapshot_plan import for_writing
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,12 @@
 """The ZooKeeper half of the dual commit: conditioned znode writes, their read-back, put-back
 and restore (ZkHalf); with --no-zk-write, ZooKeeper is only read (NoZkWrite).
 
+A znode that already holds the bytes the run would write (a MIGRATE row: Kafka takes
+ZooKeeper's offset) is not rewritten but fenced by reading: the read after the Kafka commit
+must find it at the version and mzxid read before it. A conditional write of the same bytes
+would fail exactly when that read finds it moved; either way an old consumer's move after the
+step is after it in both stores.
+
 DualCommit chooses one of the two when it is built, so the steps never ask which it is.
 """
 
@@ -18,7 +24,8 @@ Parts = Mapping[str, list[j.Partition]]   # each group's journaled offsets
 
 
 class ReadBack(NamedTuple):
-    """The znodes of a batch read back after the write: per group, the new versions or why not."""
+    """The znodes of a batch read back after the write: per group, the versions its writes left
+    (a fenced znode, not written, has none) or why not."""
 
     verified: dict[str, dict[str, int]]   # {group: {path: version}}
     wrong: dict[str, str]                 # {group: reason}
@@ -74,7 +81,8 @@ class ZkHalf:
                 "before the run)" for p in parts if now[p.zk_path].value != p.before_zk_value]
 
     def write(self, groups: Parts, zk_now: Mapping[str, Znode]) -> dict[str, Exception | None]:
-        """Write each group's znodes, pipelined; those a crash left written already are skipped.
+        """Write each group's znodes, pipelined; those that hold the run's bytes already (fenced,
+        or written before a crash) are skipped.
 
         Returns each group's error (None when written); groups with nothing left to write have
         no entry.
@@ -82,22 +90,29 @@ class ZkHalf:
         writes = {}
         for group, parts in groups.items():
             todo = {p.zk_path: (self._ours(p), p.before_zk_version) for p in parts
-                    if not self._written(p, zk_now[p.zk_path])}
+                    if not self.fenced(p) and not self._written(p, zk_now[p.zk_path])}
             if todo:
                 writes[group] = todo
         return self.writer.write_many(writes)
 
     def read_back(self, groups: Parts) -> ReadBack:
-        """Read every group's znodes back at once; a group is verified when each holds its value."""
-        back = self.writer.read([p.zk_path for parts in groups.values() for p in parts])
+        """Read every group's znodes back at once, as the ensemble holds them now; a group is
+        verified when each written znode holds its value and each fenced one is as it was."""
+        back = self.writer.read_latest([p.zk_path for parts in groups.values() for p in parts])
         verified, wrong = {}, {}
         for group, parts in groups.items():
-            differs = [p.zk_path for p in parts if back[p.zk_path].value != self._ours(p)]
-            if differs:
+            moved = [p.zk_path for p in parts
+                     if self.fenced(p) and not self._still(p, back[p.zk_path])]
+            differs = [p.zk_path for p in parts
+                       if not self.fenced(p) and back[p.zk_path].value != self._ours(p)]
+            if moved:   # worded as the conditional write's refusal would be
+                wrong[group] = str(ZkChanged(group, moved)).split(": ", 1)[-1]
+            elif differs:
                 wrong[group] = ("ZooKeeper read-back differs from the write: "
                                 f"{', '.join(differs[:3])}")
             else:
-                verified[group] = {p.zk_path: back[p.zk_path].version for p in parts}
+                verified[group] = {p.zk_path: back[p.zk_path].version for p in parts
+                                   if back[p.zk_path].version != p.before_zk_version}
         return ReadBack(verified, wrong)
 
     def put_back(self, group: str, parts: list[j.Partition]) -> None:
@@ -145,6 +160,21 @@ class ZkHalf:
     def _ours(self, p: j.Partition) -> bytes:
         """The bytes this run writes to the znode."""
         return encode(p.before_zk_value, p.offset, p.layout, self.semantics)
+
+    def fenced(self, p: j.Partition) -> bool:
+        """Whether the znode holds the run's bytes already: read again after the Kafka commit
+        instead of rewritten."""
+        return p.before_zk_value is not None and self._ours(p) == p.before_zk_value
+
+    def _still(self, p: j.Partition, node: Znode) -> bool:
+        """Whether a fenced znode was not moved since it was read before the Kafka commit.
+
+        The same bytes one version on are taken as this run's own rewrite, left by a crash of a
+        run that rewrote them (as zk2kafka did before it fenced by reading): ZooKeeper then still
+        holds the offset Kafka was given, as it would after an old consumer's write of that same
+        value.
+        """
+        return self._as_before(p, node) or self._written(p, node)
 
     @staticmethod
     def _as_before(p: j.Partition, node: Znode) -> bool:

@@ -121,6 +121,19 @@ class Selection:
     def topic(self, name: str | None) -> bool:
         return name is None or not self.topics or self._any(self.topics, name)
 
+    @classmethod
+    def of(cls, settings) -> Selection:
+        """The selection a command's settings make (`--group`, `--exclude-group`, `--topic`)."""
+        return cls(settings.groups, settings.exclude_groups, settings.topics)
+
+    @property
+    def text(self) -> str:
+        """The selection as the flags that made it (`--group billing.* --exclude-group .*-test`)."""
+        given = (("--group", self.groups), ("--exclude-group", self.exclude_groups),
+                 ("--topic", self.topics))
+        flags = [f"{flag} {pattern}" for flag, patterns in given for pattern in patterns]
+        return " ".join(flags) if flags else "every group and topic"
+
 
 @dataclass
 class _Node:

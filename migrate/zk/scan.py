@@ -66,7 +66,7 @@ class ReaderOptions:
     @classmethod
     def of(cls, settings: Settings) -> ReaderOptions:
         return cls(settings.zk_root, settings.layout, settings.path_template,
-                   Selection(settings.groups, settings.exclude_groups, settings.topics),
+                   Selection.of(settings),
                    settings.offset_semantics)
 
 

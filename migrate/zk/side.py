@@ -8,8 +8,8 @@ offsets were read, when, and by which command, kept in the snapshot's Parquet me
 snapshot and never ask which source it was. From a snapshot there is no ZooKeeper to write
 (`--no-zk-write` is implied, migrate/settings.py), and liveness under `ids/` and `owners/` is what
 the snapshot recorded, not checked now. A ZooKeeper that still answers when a run writes is
-read again by the write phase (`for_writing`): a znode moved since the snapshot is not written
-over, as with a reviewed plan.
+read again by the write phase (migrate/write/snapshot_plan.py): a znode moved since the snapshot
+is not written over, as with a reviewed plan.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from migrate import stores
-from migrate.errors import ConfigError, MigrateError
+from migrate.errors import ConfigError
 from migrate.settings import Settings
 from migrate.state import StateDir, iso
 from migrate.zk.reader import SCHEMA, Selection
@@ -93,22 +92,22 @@ class ZooKeeperSide:
 
     def read(self, settings: Settings, state: StateDir, run: str, command: str,
              scan_live: Callable[[dict[str, str]], dict[str, Any]],
-             identity: stores.Stores | None = None) -> dict[str, Any]:
+             identity: dict[str, Any] | None = None) -> dict[str, Any]:
         """The run's zk snapshot and what it holds, as scan reports it, with `zookeeper_side`.
 
         Live: `scan_live(metadata)` scans the ensemble, the origin in the metadata it writes
-        (with `identity`, the ensemble's as migrate/stores.py reads it).
+        (with `identity`, the ensemble's as migrate/stores.py reads it, as JSON).
         From a snapshot: the rows the selection keeps are copied into the run's own, recording
         the origin it was read at (a diff's snapshot can then be read again as it was).
         """
         if self.live:
             origin = Origin(ENSEMBLE, f"{settings.zookeeper}{root(settings)}", iso(time.time()),
                             f"{command} {run}", settings.zookeeper, root(settings),
-                            identity.to_json() if identity else None, settings.offset_semantics)
+                            identity, settings.offset_semantics)
             scanned = scan_live(origin.metadata())
             return {**scanned, "zookeeper_side": describe(origin)}
         started = time.time()
-        selection = Selection(settings.groups, settings.exclude_groups, settings.topics)
+        selection = Selection.of(settings)
         dest = state.zk_snapshot(run)
         stats = _copy_selected(self.snapshot, dest, selection, self.origin)
         log.info("%s %s: the ZooKeeper side is the snapshot %s (%s), %d offsets selected",
@@ -227,50 +226,6 @@ def _matching(column, keep: Callable[[str | None], bool]):
                                                 pa.string()))
     # A row with no topic (a group's unparsable znode) is kept as the topic selection keeps it.
     return pc.or_(found, pc.is_null(column)) if None in names and keep(None) else found
-
-
-def for_writing(settings: Settings, inputs: dict[str, Any]) -> tuple[Settings, str | None]:
-    """The settings a run of a plan writes with, and, for a plan read from a snapshot, what it
-    checks ZooKeeper against (None for a live plan; a phrase otherwise).
-
-    From a snapshot, ZooKeeper is never written (--no-zk-write); the ZooKeeper it was read from is
-    read again if it still answers (the one --zookeeper gives, else the recorded one), so a znode
-    moved since is not written over. Without one that answers, Kafka alone is checked.
-    Raises MigrateError when a --zookeeper given is another ensemble than the snapshot's.
-    """
-    side = inputs.get("zookeeper_side") or {}
-    if side.get("from") != SNAPSHOT:
-        return settings, None
-    # The plan's own root unless one is given (a reviewed plan refuses another).
-    own_root = {} if "zk_root" in settings.given or settings.path_template else {
-        "zk_root": side.get("zk_root") or settings.zk_root}
-    settings = dataclasses.replace(settings, no_zk_write=True, **own_root)
-    given = settings.zookeeper
-    address = given or side.get("zookeeper")
-    if address is None:
-        return settings, ("ZooKeeper not re-checked: the snapshot was read from a copy of a data "
-                          "directory, and no --zookeeper is given")
-    probe = dataclasses.replace(settings, zookeeper=address)
-    try:
-        now = stores.reach(probe.connection, kafka=False)
-    except (MigrateError, *stores.OUTAGES) as exc:
-        if given:
-            raise
-        return dataclasses.replace(settings, zookeeper=None), (
-            f"ZooKeeper not re-checked: {address} does not answer ({exc}); Kafka alone is checked")
-    recorded = stores.Stores.from_json(side.get("stores"))
-    differs = stores.differences(recorded, now, {"zookeeper": side.get("zookeeper"),
-                                                 "bootstrap_server": settings.bootstrap_server},
-                                 probe.connection) if recorded else []
-    if differs and not given:
-        return dataclasses.replace(settings, zookeeper=None), (
-            f"ZooKeeper not re-checked: {address} answers as another ensemble than the "
-            f"snapshot's ({'; '.join(differs)})")
-    if differs:
-        raise MigrateError(f"--zookeeper {address} is not the ZooKeeper the snapshot was read "
-                           f"from ({'; '.join(differs)}); nothing was written")
-    return probe, (f"re-checked against ZooKeeper {address}: a znode moved since the snapshot "
-                   "is not written over")
 
 
 LIVE_ONLY = ("{command} reads ZooKeeper live (its liveness under ids/ and owners/, the quiet "

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from kazoo.client import KazooClient
 from kazoo.exceptions import (BadVersionError, ConnectionLoss, NoNodeError, RolledBackError,
                               ZookeeperError)
+from tenacity import (RetryError, Retrying, retry_if_exception_type, stop_after_delay,
+                      wait_random_exponential)
 
-from migrate.errors import MigrateError
+from migrate.errors import MigrateError, ZkUnavailable
 from migrate.zk.walk import RETRIABLE, AsyncBatch, Request, await_connection
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,28 @@ class ZkOffsetWriter:
                 data, stat = answer
                 out[path] = Znode(data, stat.version, stat.mzxid, stat.ctime)
         return out
+
+    def read_latest(self, paths: list[str]) -> dict[str, Znode]:
+        """read() of what the ensemble holds now: a server answers reads from its own copy, which
+        may lag the leader's, so the reads follow a sync (they are answered after it, in order).
+        A fence reads this way: a write the ensemble applied before the read is never missed.
+        """
+        if paths:
+            self._sync(paths[0])
+        return self.read(paths)
+
+    def _sync(self, path: str) -> None:
+        retrying = Retrying(retry=retry_if_exception_type(RETRIABLE),
+                            stop=stop_after_delay(self.retry_deadline),
+                            wait=wait_random_exponential(multiplier=0.2, max=5),
+                            before_sleep=lambda _: await_connection(self.client, 10.0))
+        try:
+            for attempt in retrying:
+                with attempt:
+                    self.client.sync(path)
+        except RetryError:
+            raise ZkUnavailable(f"ZooKeeper unreachable for more than {self.retry_deadline:.0f}s;"
+                                " its offsets could not be read") from None
 
     def write(self, group: str, writes: Writes) -> dict[str, int]:
         """Set each path to its value if its version is still the given one.

@@ -3,7 +3,7 @@
 The command is killed with SIGKILL at a seeded choice of the crash points (reached inside a writer
 process, which kills the command first) or after a seeded random delay; its writer processes must die
 with it (nothing is written once it is gone), the journal must agree with the stores, and a resume with
-`--writers 2` must converge: Kafka == ZooKeeper == the seeded offsets, each znode written once.
+`--writers 2` must converge: Kafka == ZooKeeper == the seeded offsets, each znode written as `Case.check` holds it.
 """
 
 from __future__ import annotations

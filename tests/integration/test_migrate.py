@@ -26,7 +26,8 @@ from support.servers import CACHE_DIR, backend
 
 @pytest.fixture
 def legacy(cluster, zk, kafka_admin, prefix):
-    """Three groups with offsets only in ZooKeeper (one value padded), one that Kafka disagrees with."""
+    """Three groups with offsets only in ZooKeeper (one value padded, which a run rewrites as digits), one that
+    Kafka disagrees with."""
     topic = f"{prefix}orders"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 3, 50)
     groups = [f"{prefix}g{i}" for i in range(3)]
@@ -40,7 +41,14 @@ def legacy(cluster, zk, kafka_admin, prefix):
     conflict = f"{prefix}conflict"
     put(zk, f"/consumers/{conflict}/offsets/{topic}/0", b"30")
     kafka_admin.alter_group_offsets(conflict, {TopicPartition(topic, 0): OffsetAndMetadata(25, "old", -1)})
-    return {"topic": topic, "groups": groups, "conflict": conflict, "expected": expected}
+    return {"topic": topic, "groups": groups, "conflict": conflict, "expected": expected,
+            "padded": (groups[0], topic, 0)}
+
+
+def zk_version_after_run(legacy, key) -> int:
+    """The dual commit rewrites a znode whose bytes change (the padded one), once; one already holding the
+    run's value is fenced by reading it, never written."""
+    return 1 if key == legacy["padded"] else 0
 
 
 def common(cluster, zk_chroot, tmp_path, prefix) -> list[str]:
@@ -65,7 +73,7 @@ def test_migrate_then_verify_round_trips_and_consumers_start_at_the_migrated_pos
     for (group, topic, p), offset in legacy["expected"].items():
         assert in_kafka[group][(topic, p)] == (offset, f"zk2kafka migrate {done['run']}")
         value, stat = zk.get(f"/consumers/{group}/offsets/{topic}/{p}")
-        assert (value, stat.version) == (str(offset).encode(), 1)   # dual commit: rewritten, conditioned
+        assert (value, stat.version) == (str(offset).encode(), zk_version_after_run(legacy, (group, topic, p)))
     assert kafka_offsets(kafka_admin, [legacy["conflict"]])[legacy["conflict"]] == {(legacy["topic"], 0): (25, "old")}
 
     code, verified, _ = zk2kafka_json("verify", *args, "--exclude-group", ".*conflict")
@@ -109,7 +117,7 @@ def test_kill_9_then_resume_converges(cluster, zk, zk_chroot, kafka_admin, prefi
     for (group, topic, p), offset in legacy["expected"].items():
         assert in_kafka[group][(topic, p)][0] == offset
         value, stat = zk.get(f"/consumers/{group}/offsets/{topic}/{p}")
-        assert (value, stat.version) == (str(offset).encode(), 1)   # written once, not twice
+        assert (value, stat.version) == (str(offset).encode(), zk_version_after_run(legacy, (group, topic, p)))
     code, _, _ = zk2kafka_json("verify", *args)
     assert code == 0
 
@@ -155,23 +163,33 @@ def test_a_group_that_turns_active_mid_run_fails_alone(cluster, zk, zk_chroot, k
     assert kafka_offsets(kafka_admin, [other])[other][(legacy["topic"], 0)][0] == 30
 
 
+@pytest.mark.parametrize("partition", [2, 0], ids=["fenced", "rewritten"])
+@pytest.mark.parametrize("moved", ["before-the-kafka-commit", "after-the-kafka-commit"])
 def test_a_znode_moved_by_a_live_old_consumer_is_never_overwritten(cluster, zk, zk_chroot, kafka_admin, prefix,
-                                                                   legacy, tmp_path, capsys, monkeypatch):
+                                                                   legacy, tmp_path, capsys, monkeypatch, partition,
+                                                                   moved):
+    """Whether the run rewrites the znode (conditioned on its version) or fences it (reads it again after the
+    Kafka commit), an old consumer's write after the run's first read fails the group and puts Kafka back."""
     victim, topic = legacy["groups"][0], legacy["topic"]
+    assert ((victim, topic, partition) == legacy["padded"]) == (partition == 0)
     real_commit = KafkaOffsetWriter.commit_many
 
     def commit_while_an_old_consumer_moves_on(self, commits, metadata):
-        if victim in commits:
-            zk.set(f"/consumers/{victim}/offsets/{topic}/2", b"45")   # after the precheck, before the ZK write
-        return real_commit(self, commits, metadata)
+        if victim in commits and moved == "before-the-kafka-commit":
+            zk.set(f"/consumers/{victim}/offsets/{topic}/{partition}", b"45")
+        sent = real_commit(self, commits, metadata)
+        if victim in commits and moved == "after-the-kafka-commit":
+            zk.set(f"/consumers/{victim}/offsets/{topic}/{partition}", b"45")
+        return sent
 
     monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_while_an_old_consumer_moves_on)
     args = common(cluster, zk_chroot, tmp_path, prefix) + ["--exclude-group", ".*conflict"]
     code, done, _ = zk2kafka_json("migrate", *args, "--execute")
     assert code == 1 and set(done["failed"]) == {victim}
-    assert "changed since the scan" in done["failed"][victim]
-    assert zk.get(f"/consumers/{victim}/offsets/{topic}/2")[0] == b"45"          # the consumer's value stands
-    assert kafka_offsets(kafka_admin, [victim])[victim] == {}                      # Kafka put back: no half group
+    assert "changed since the scan" in done["failed"][victim] and "put back" in done["failed"][victim]
+    assert zk.get(f"/consumers/{victim}/offsets/{topic}/{partition}")[0] == b"45"   # the consumer's value stands
+    assert zk.get(f"/consumers/{victim}/offsets/{topic}/1")[1].version == 0          # the rest as it was
+    assert kafka_offsets(kafka_admin, [victim])[victim] == {}                         # Kafka put back: no half group
 
 
 def test_rollback_restores_both_stores_exactly(cluster, zk, zk_chroot, kafka_admin, prefix, legacy, tmp_path,

@@ -121,9 +121,11 @@ def test_zk2kafkas_own_migrate_write_is_not_taken_for_an_unregistered_writer(clu
                                                                              prefix, tmp_path):
     topic, group = f"{prefix}orders", f"{prefix}billing"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 200)
-    put(zk, f"/consumers/{group}/offsets/{topic}/0", b"100")
+    # As an old consumer may leave it (a trailing newline): the dual commit rewrites it as Kafka's tools
+    # write it, so its mtime is the migration's own write. (A znode that holds the run's bytes already is
+    # left alone, and its mtime stays the old consumer's.)
+    put(zk, f"/consumers/{group}/offsets/{topic}/0", b"100\n")
     state, log = tmp_path / "state", tmp_path / "sync.log"
-    # The dual commit writes the znode too (with the offset it holds): its mtime is the migration's own write.
     migrated = subprocess.run(
         [sys.executable, "-m", "migrate", "migrate", "--execute", "--zookeeper", zk_chroot, "--bootstrap-server",
          cluster.bootstrap_server, "--group", group, "--state-dir", str(state), "--json", "-q"],
@@ -131,6 +133,7 @@ def test_zk2kafkas_own_migrate_write_is_not_taken_for_an_unregistered_writer(clu
     assert migrated.returncode == 0, migrated.stderr
     run = json.loads(migrated.stdout)["run"]
     znode = f"/consumers/{group}/offsets/{topic}/0"
+    assert zk.get(znode)[0] == b"100"
     written = zk.exists(znode).mtime / 1000
     assert time.time() - written < 30, "the migration wrote the znode just now"
 

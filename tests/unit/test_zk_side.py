@@ -15,8 +15,9 @@ from migrate.errors import ConfigError
 from migrate.settings import load_settings
 from migrate.state import StateDir
 from migrate.zk.reader import SCHEMA
+from migrate.write.snapshot_plan import for_writing
 from migrate.zk.side import (DATA_DIR, ENSEMBLE, SNAPSHOT, Origin, ZooKeeperSide, chosen,
-                             for_writing, origin_of, refuse_snapshot)
+                             origin_of, refuse_snapshot)
 
 
 def row(group: str, topic: str | None, partition: int, offset: int) -> dict:
