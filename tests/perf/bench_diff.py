@@ -14,7 +14,7 @@ starts it without, as before the archive.
 
 The snapshots are made directly with pyarrow (no ZooKeeper or Kafka): every group has `--partitions`
 offsets spread over topics of `--topic-partitions` partitions each. Mostly MIGRATE; every 10th group has
-committed offsets in Kafka (IN_SYNC, CONFLICT, plus one KAFKA_ONLY partition), some groups have live
+committed offsets in Kafka (IN_SYNC, CONFLICT, TAKEN_OVER, plus one KAFKA_ONLY partition), some groups have live
 consumers in ZooKeeper or Kafka, one group in 97 lost a topic, and a few values are out of range,
 malformed or unreadable.
 
@@ -52,7 +52,7 @@ from migrate.diff import cds
 from migrate.diff.offset_diff import Policy
 from migrate.diff.schema import PLAN_ORDER
 from migrate.diff.run import run_diff
-from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
 
@@ -148,8 +148,18 @@ def _kafka(zk: pa.Table, g, i, groups: int, partitions: int, topics: int, topic_
         "kind": pa.repeat(pa.scalar(OFFSET), committed.num_rows), "group": committed["group"],
         "topic": committed["topic"], "partition": committed["partition"], "committed_offset": offset,
         "metadata": pa.repeat(pa.scalar(""), committed.num_rows)})
+    # When the values that differ were committed (the snapshot's `commit` rows, the takeover rule's
+    # input): every other one by the consumer group after ZooKeeper's last write, T0 (TAKEN_OVER), the
+    # rest before it (CONFLICT).
+    differ = committed.filter(ahead)
+    written = int(T0.timestamp() * 1000)
+    later = _is(pa.array(range(differ.num_rows), pa.int64()), 2, 0)
+    commits = pa.table({
+        "kind": pa.repeat(pa.scalar(COMMIT), differ.num_rows), "group": differ["group"],
+        "topic": differ["topic"], "partition": differ["partition"],
+        "commit_ms": pc.if_else(later, pa.scalar(written + 600_000), pa.scalar(written - 600_000))})
     small = pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA)
-    return pa.concat_tables([small, kafka_offsets], promote_options="default").cast(KAFKA_SCHEMA)
+    return pa.concat_tables([small, kafka_offsets, commits], promote_options="default").cast(KAFKA_SCHEMA)
 
 
 def _vm_hwm_mib(pid: int | str) -> float | None:

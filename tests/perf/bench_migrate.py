@@ -505,7 +505,7 @@ def main(argv: list[str] | None = None) -> dict:
     loop_sample = min(args.loop_sample or args.groups, args.groups)
     command = "python tests/perf/bench_migrate.py " + " ".join(sys.argv[1:] if argv is None else argv)
 
-    from migrate.sandbox.artifacts import ensure_bundle
+    from migrate.jvm.artifacts import ensure_bundle
 
     run = f"bench{uuid.uuid4().hex[:6]}"
     layout = Layout(run, args.topics, args.partitions, args.messages)

@@ -65,7 +65,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from migrate.sandbox.jvm import free_port
+from migrate.jvm.server import free_port
 from migrate.zk.client import PollingHandler
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from migrate.diff import judge
 from migrate.diff import offset_diff as od
-from migrate.kafka.snapshot import GROUP, OFFSET, PARTITION
+from migrate.kafka.snapshot import COMMIT, GROUP, OFFSET, PARTITION
 from migrate.zk import layouts
 
 
@@ -41,8 +41,11 @@ def joined_diff(zk: DataFrame, kafka: DataFrame, policy: od.Policy) -> DataFrame
         F.lit(True).alias("_in_kafka"))
     groups = kafka.filter(F.col("kind") == GROUP).select(
         "group", "group_state", F.col("members").alias("kafka_members"), "protocol_type")
+    commits = kafka.filter(F.col("kind") == COMMIT).select(
+        "group", "topic", "partition", F.col("commit_ms").alias("kafka_commit_ms"))
     rows = (zk_rows.join(committed, ["group", "topic", "partition"], "full_outer")
             .join(partitions, ["topic", "partition"], "left")
-            .join(groups, "group", "left"))
+            .join(groups, "group", "left")
+            .join(commits, ["group", "topic", "partition"], "left"))
     rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))
     return judge.judged(rows, policy).select(*judge.plan_columns(policy))
