@@ -67,22 +67,13 @@ import time
 import uuid
 from pathlib import Path
 
+from bench_migrate import TOOL_JVM_OPTS, TOOLS_LOG4J   # Kafka's tool JVM settings, as bin/ gives them
 from kafka import KafkaConsumer, TopicPartition
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 CONSOLE_MAIN = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
-# What bin/kafka-run-class.sh (Kafka 3.9) gives every tool: KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS.
-TOOL_JVM_OPTS = ["-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-                 "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
-                 "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true"]
-TOOLS_LOG4J = """log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.appender.stderr.Target=System.err
-"""
 OFFSETS_TOPIC = "__consumer_offsets"
 SHIPPED = {10.0: "sync", 15.0: "diff/migrate (the Kafka snapshot)", 30.0: "ready-for-kraft"}
 
