@@ -118,6 +118,17 @@ def verified_groups(state: Path) -> int:
         return 0
 
 
+def running_until(process: subprocess.Popen, what: str, event, timeout: float = 300.0) -> None:
+    """Poll for `event` while `process` runs; fail with its output if it ends first or hangs past `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not event():
+        assert process.poll() is None, (f"ended before {what}", process.communicate())
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"no {what} after {timeout:.0f}s", process.communicate())
+        time.sleep(0.05)
+
+
 def test_interrupted_then_resumed_as_printed(cluster, zk_chroot, kafka_admin, prefix, tmp_path):
     topic = f"{prefix}bulk"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 1, 20)
@@ -130,14 +141,12 @@ def test_interrupted_then_resumed_as_printed(cluster, zk_chroot, kafka_admin, pr
     migrate = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE_WRITER, str(hold), "migrate", "--execute",
                                 "--group", f"{prefix}bulk-.*", "--parallelism", "4", "-q"], env=shell,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    deadline = time.monotonic() + 240
-    while not (hold.with_suffix(".waiting").exists() and verified_groups(state)):
-        assert migrate.poll() is None and time.monotonic() < deadline, migrate.communicate()
-        time.sleep(0.05)
+    # Each wait is on an event of the run's; its timeout is only a net for a run that hangs.
+    running_until(migrate, "a batch verified and the next waiting at its commit",
+                  lambda: hold.with_suffix(".waiting").exists() and verified_groups(state))
     migrate.send_signal(signal.SIGINT)
-    while not hold.with_suffix(".interrupted").exists():   # the command took Ctrl-C: let the batches in flight end
-        assert migrate.poll() is None and time.monotonic() < deadline, migrate.communicate()
-        time.sleep(0.05)
+    running_until(migrate, "the command to take Ctrl-C",   # then let the batches in flight end
+                  lambda: hold.with_suffix(".interrupted").exists())
     hold.touch()
     out, err = migrate.communicate(timeout=240)
     assert migrate.returncode == 130, (out, err)

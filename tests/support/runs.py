@@ -72,7 +72,7 @@ INTERRUPTIBLE_WRITER = textwrap.dedent("""\
             first = len(calls) == 1
         if not first:
             release.with_suffix(".waiting").touch()
-            deadline = time.monotonic() + 240
+            deadline = time.monotonic() + 900   # a net: the test releases it, or kills the run
             while not release.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
         return real(self, commits, metadata)
