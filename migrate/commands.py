@@ -5,27 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrate import pipeline
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK, ConfigError
 from migrate.options import MAP_COMMANDS, flag
-from migrate.report import files, text
+from migrate.report import text
 from migrate.result import Result
-from migrate.sandbox.commands import (sandbox_down, sandbox_kraft_migrate,
-                                      sandbox_new_consumer, sandbox_old_consumer_commit,
-                                      sandbox_seed, sandbox_status, sandbox_stop_old_consumers,
-                                      sandbox_tool, sandbox_up, sandbox_v0_client)
 from migrate.settings import Settings
-from migrate.sync.command import follow
-from migrate.write import execute, results
-from migrate.write.applied import verify_run
-from migrate.write.resume import resume
-from migrate.write.rollback import rollback as rollback_run
-from migrate.write.status import status as run_status
+from migrate.write import results
+
+# Each command imports the stages it runs, in its function: the diff's pipeline, sync's metrics and
+# the sandbox cost some 0.1 s at every start of a command that uses none of them
+# (`migrate --execute --plan`, `verify --run`, `status`).
 
 
 def scan(settings: Settings) -> Result:
     """Read every selected ZooKeeper offset, from a live ensemble or a copy of a server's data
     directory (--zookeeper-data), into snapshots/zk-<run>.parquet, with counts in reports/<run>/."""
+    from migrate import pipeline
+    from migrate.report import files
+
     data = pipeline.scan(settings)
     files.write_scan(data)
     pipeline.found_offsets(settings, data)
@@ -37,6 +34,9 @@ def diff(settings: Settings) -> Result:
 
     Never writes.
     """
+    from migrate import pipeline
+    from migrate.report import files
+
     plan = files.reported(pipeline.plan(settings, "diff"))
     data = pipeline.plan_data(plan)
     return Result(text.plan(data), data, plan.exit_code)
@@ -48,7 +48,11 @@ def migrate(settings: Settings) -> Result:
     --resume RUN_ID goes on with a run; --plan PLAN writes a reviewed plan as it was reviewed.
     Without --execute, each is the same path up to the first write.
     """
+    from migrate.write import execute
+
     if settings.resume:
+        from migrate.write.resume import resume
+
         data = resume(settings)
         if not settings.execute:
             return Result(text.resume_dry_run(data), data, results.dry_run_exit_code(data))
@@ -60,6 +64,9 @@ def migrate(settings: Settings) -> Result:
         if not settings.execute:
             return Result(text.reviewed_dry_run(data), data, results.dry_run_exit_code(data))
         return Result(text.run(data), data, results.exit_code(data))
+    from migrate import pipeline
+    from migrate.report import files
+
     plan = files.reported(pipeline.plan(settings, "migrate"))
     if not settings.execute:
         data = {**pipeline.plan_data(plan), "dry_run": True}
@@ -74,8 +81,13 @@ def verify(settings: Settings) -> Result:
     verify --run RUN_ID: exit 0 only when every offset that run wrote still holds its value.
     """
     if settings.run:
+        from migrate.write.applied import verify_run
+
         data = verify_run(settings)
         return Result(text.verify_run(data), data, EXIT_OK if data["verified"] else EXIT_BLOCKERS)
+    from migrate import pipeline
+    from migrate.report import files
+
     data = pipeline.verify(files.reported(pipeline.plan(settings, "verify")))
     return Result(text.verify(data), data, EXIT_OK if data["verified"] else EXIT_BLOCKERS)
 
@@ -85,6 +97,8 @@ def sync(settings: Settings) -> Result:
 
     Without --execute it only says what it would commit; with it, the run is journaled (kind sync).
     """
+    from migrate.sync.command import follow
+
     data = follow(settings)
     return Result(text.sync(data), data)
 
@@ -121,6 +135,8 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
     A dry run unless --execute.
     """
+    from migrate.write.rollback import rollback as rollback_run
+
     data = rollback_run(settings, run_id)
     if not settings.execute:
         return Result(text.rollback_dry_run(data), data)
@@ -129,6 +145,8 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
 def status(settings: Settings, run_id: str | None = None) -> Result:
     """Runs in the journal, or one run's groups by state with the reasons of those that failed."""
+    from migrate.write.status import status as run_status
+
     data = run_status(settings.state_dir, run_id)
     return Result(text.status(data), data)
 
@@ -137,27 +155,7 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     """Dispatch a parsed command line to its function."""
     _mapping_applies(command, settings)
     if command == "sandbox":
-        action = args["action"]
-        if action == "up":
-            return sandbox_up(settings, kraft=args.get("kraft", False),
-                              kafka_version=args.get("kafka_version"),
-                              zookeeper_heap=args.get("zookeeper_heap"),
-                              broker_heap=args.get("broker_heap"))
-        if action == "seed":
-            return sandbox_seed(settings, args["seed_groups"], args["seed_partitions"])
-        if action == "kraft-migrate":
-            return sandbox_kraft_migrate(settings, args["keep_zookeeper"], args["kraft_phase"])
-        if action == "old-consumer-commit":
-            return sandbox_old_consumer_commit(settings, args["partition"], args["offset"])
-        if action == "v0-client":
-            return sandbox_v0_client(settings, args["v0_action"], args["partition"],
-                                     args["offset"], args["every"])
-        if action.startswith("kafka-"):
-            return sandbox_tool(settings, action, args["tool_args"])
-        actions = {"down": sandbox_down, "status": sandbox_status,
-                   "stop-old-consumers": sandbox_stop_old_consumers,
-                   "new-consumer": sandbox_new_consumer}
-        return actions[action](settings)
+        return _sandbox(settings, args)
     if command == "rollback":
         return rollback(settings, args["run_id"])
     if command == "status":
@@ -165,6 +163,37 @@ def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     commands = {"scan": scan, "diff": diff, "migrate": migrate, "verify": verify, "sync": sync,
                 "renew": renew, "ready-for-kraft": ready_for_kraft}
     return commands[command](settings)
+
+
+def _sandbox(settings: Settings, args: dict[str, Any]) -> Result:
+    """Dispatch a `sandbox` action to its function."""
+    from migrate.sandbox.commands import (sandbox_down, sandbox_kraft_migrate,
+                                          sandbox_new_consumer, sandbox_old_consumer_commit,
+                                          sandbox_seed, sandbox_status,
+                                          sandbox_stop_old_consumers, sandbox_tool, sandbox_up,
+                                          sandbox_v0_client)
+
+    action = args["action"]
+    if action == "up":
+        return sandbox_up(settings, kraft=args.get("kraft", False),
+                          kafka_version=args.get("kafka_version"),
+                          zookeeper_heap=args.get("zookeeper_heap"),
+                          broker_heap=args.get("broker_heap"))
+    if action == "seed":
+        return sandbox_seed(settings, args["seed_groups"], args["seed_partitions"])
+    if action == "kraft-migrate":
+        return sandbox_kraft_migrate(settings, args["keep_zookeeper"], args["kraft_phase"])
+    if action == "old-consumer-commit":
+        return sandbox_old_consumer_commit(settings, args["partition"], args["offset"])
+    if action == "v0-client":
+        return sandbox_v0_client(settings, args["v0_action"], args["partition"],
+                                 args["offset"], args["every"])
+    if action.startswith("kafka-"):
+        return sandbox_tool(settings, action, args["tool_args"])
+    actions = {"down": sandbox_down, "status": sandbox_status,
+               "stop-old-consumers": sandbox_stop_old_consumers,
+               "new-consumer": sandbox_new_consumer}
+    return actions[action](settings)
 
 
 def _mapping_applies(command: str, settings: Settings) -> None:
