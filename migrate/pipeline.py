@@ -150,7 +150,7 @@ def plan(settings: Settings, command: str) -> Plan:
     policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers,
                     zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write,
                     writes_zk=not settings.no_zk_write, rewrite_zk=settings.rewrite_zk_offsets,
-                    clock_margin=settings.clock_margin,
+                    clock_margin=kafka.lead.widened(settings.clock_margin),
                     own_metadata=() if settings.metadata is None else (settings.metadata,))
     report = state.reports(run)
     translation = None if syncs is None else Translation(
@@ -195,7 +195,9 @@ def plan(settings: Settings, command: str) -> Plan:
     summary = {**build_summary(run, command, result, kafka, inputs, selection, policies,
                                settings.spark_master),
                # What a change ticket quotes; `migrate --plan` checks it.
-               "plan_id": plan_id(run, result.plan)}
+               "plan_id": plan_id(run, result.plan),
+               # The clock margin the takeover rule used, and the lead it was widened by.
+               "clocks": kafka.lead.to_json(settings.clock_margin)}
     if translation is not None:
         summary["redelivery"] = _redelivery(result.plan)
     return Plan(run, summary, {"plan": result.plan})

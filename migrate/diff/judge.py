@@ -33,8 +33,10 @@ class Policy:
     # --rewrite-zk-offsets: a row may set ZooKeeper to another offset than its own; without it
     # such a row is not planned (zk_change `blocked`).
     rewrite_zk: bool = False
-    # The takeover rule's (migrate/kafka/takeover.py): --clock-margin, in seconds, and the custom
-    # --metadata the journal's runs committed with (a value with it may be zk2kafka's own).
+    # The takeover rule's (migrate/kafka/takeover.py): the clock margin in force, in seconds
+    # (--clock-margin widened by the lead of Kafka's clock over ZooKeeper's the Kafka snapshot
+    # measured, migrate/kafka/clocks.py), and the custom --metadata the journal's runs committed
+    # with (a value with it may be zk2kafka's own).
     clock_margin: float = takeover.MARGIN
     own_metadata: tuple[str, ...] = ()
 
@@ -232,6 +234,9 @@ def _status_reason(policy: Policy) -> Column:
 
 
 # -- the takeover rule (migrate/kafka/takeover.py) over the plan's columns ------------------------
+# The Kafka snapshot's `commit` rows carry, per partition, the record that wrote the newest value
+# read (its offset and time) and who made it, judged and worded by takeover.committer: the diff
+# watches nothing, so only a member's commit can show a consumer here.
 
 def _commit_seconds() -> Column:
     return F.col("kafka_commit_ms") / 1000.0
@@ -249,21 +254,24 @@ def _by_zk2kafka(policy: Policy) -> Column:
     return named | metadata.isin(*policy.own_metadata) if policy.own_metadata else named
 
 
+def _dated() -> Column:
+    """The commit record read is the one that wrote the value Kafka answers with."""
+    return F.col("kafka_commit_ms").isNotNull() & (F.col("kafka_commit_offset")
+                                                   == F.col("kafka_offset"))
+
+
 def _taken_over(policy: Policy) -> Column:
-    """takeover.judge's verdict with no watch (a diff watches nothing): committed by a consumer
-    group's member after ZooKeeper's last write, by more than the margin."""
-    return (F.col("kafka_commit_ms").isNotNull() & F.col("zk_mtime").isNotNull()
-            & ~_by_zk2kafka(policy)
-            & (F.coalesce(F.col("protocol_type"), F.lit("")) != "")
+    """takeover.verdict's with no watch: committed by a member of the group after ZooKeeper's
+    last write, by more than the margin in force."""
+    return (_dated() & F.col("zk_mtime").isNotNull() & ~_by_zk2kafka(policy)
+            & (F.col("kafka_commit_by") == F.lit(takeover.MEMBER))
             & (_commit_seconds() > _zk_written() + F.lit(policy.clock_margin)))
 
 
 def _words(policy: Policy) -> dict[str, Column]:
-    member = F.coalesce(F.col("protocol_type"), F.lit("")) != ""
-    who = F.when(member, _fill(takeover.WHO[takeover.MEMBER], protocol_type=F.col("protocol_type"))
-                 ).otherwise(F.lit(takeover.WHO[takeover.OUTSIDE]))
     committed = F.date_format(F.timestamp_millis(F.col("kafka_commit_ms")),
                               "yyyy-MM-dd'T'HH:mm:ss'Z'")
+    who = F.col("kafka_commit_who")
     return {"who": who, "committed": committed, "zk": _utc("zk_mtime"),
             "kafka": _fill(takeover.KAFKA, committed=committed, who=who),
             "margin": F.lit(f"{policy.clock_margin:g}")}
@@ -274,8 +282,12 @@ def _differs_words(policy: Policy) -> Column:
     words = _words(policy)
     committed, written = _commit_seconds(), _zk_written()
     margin = F.lit(policy.clock_margin)
+    undated = _fill(takeover.NO_TIME, why=F.concat(
+        F.lit("the newest commit record read holds "), F.col("kafka_commit_offset").cast("string"),
+        F.lit(", not Kafka's "), F.col("kafka_offset").cast("string")))
     return (F.when(_by_zk2kafka(policy), _fill(takeover.BY_ZK2KAFKA,
                                                metadata=F.col("kafka_metadata")))
+            .when(~_dated(), undated)
             .when(F.col("zk_mtime").isNull(), _fill(takeover.NO_ZK_TIME, **words))
             .when(committed < written - margin, _fill(takeover.BEFORE, **words))
             .when(committed <= written + margin, _fill(takeover.WITHIN, **words))

@@ -213,10 +213,13 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
         F.lit(True).alias("_in_kafka"))
     # A row without a partition number (unlistable directory) matches nothing in Kafka.
     rows = zk_rows.join(F.broadcast(partitions), ["topic", "partition"], "left")
-    # When Kafka's values were committed, for the groups holding one that names no zk2kafka run
-    # (few beside the offsets, and broadcast so the rows stay where they are): the takeover rule.
+    # Who committed Kafka's values, and when, for the groups holding one that names no zk2kafka
+    # run (few beside the offsets, and broadcast so the rows stay where they are): the takeover
+    # rule.
     commits = kafka.filter(F.col("kind") == COMMIT).select(
-        *KEYS, F.col("commit_ms").alias("kafka_commit_ms"))
+        *KEYS, F.col("commit_ms").alias("kafka_commit_ms"),
+        F.col("committed_offset").alias("kafka_commit_offset"),
+        F.col("commit_by").alias("kafka_commit_by"), F.col("commit_who").alias("kafka_commit_who"))
     rows = rows.join(F.broadcast(commits), KEYS, "left")
     # Groups that never reached Kafka have no row in the group list: fill them as absent with no
     # members.

@@ -10,6 +10,7 @@ What a *broker* can answer is `migrate/kafka/compat.py`, a different matter.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
@@ -163,3 +164,26 @@ def send_to_coordinators(admin: KafkaAdminClient, groups: Iterable[str], request
         return [await admin._manager.send(request_of(names), node_id=node)
                 for node, names in sorted(by_node.items())]
     return run(admin, send_all)
+
+
+class Answer:
+    """An answer on its way from kafka-python's IO thread, waited for on the caller's."""
+
+    def __init__(self, future):
+        self._done = threading.Event()
+        self._future = future
+        future.add_both(lambda _: self._done.set())
+
+    def result(self, timeout: float) -> Any:
+        """The answer; raises what the request failed with, or KafkaTimeoutError."""
+        if not self._done.wait(timeout):
+            raise Errors.KafkaTimeoutError(f"no answer within {timeout:g}s")
+        if self._future.failed():
+            raise self._future.exception
+        return self._future.value
+
+
+def send_soon(admin: KafkaAdminClient, node_id: int, request) -> Answer:
+    """`request` sent to broker `node_id` on the admin client's connection, without waiting: the
+    caller reads one answer while the next is on the wire (offsets_log.py's fetches)."""
+    return Answer(admin._manager.call_soon(admin._manager.send, request, node_id))

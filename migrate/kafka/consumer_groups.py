@@ -60,7 +60,7 @@ class _Out:
 
 class WireReader:
     """Reads a Kafka message field by field (flexible or not); a short buffer raises struct.error.
-    Also what group_clock reads `__consumer_offsets` records with."""
+    Also what group_records.py reads `__consumer_offsets` records with."""
 
     def __init__(self, data: bytes):
         self.data, self.at = data, 0

@@ -11,11 +11,13 @@ One Parquet file, five kinds of rows (column `kind`):
   coordinator for many groups);
 - `partition`: every partition of the topics involved, with its log-start and
   log-end offsets (ListOffsets, one request per leader);
-- `commit`: when each committed offset of a group holding a value that names no zk2kafka run was
-  committed (`commit_ms`, from __consumer_offsets: the takeover rule, migrate/kafka/takeover.py,
-  weighs it against ZooKeeper's last write), when asked for.
-The broker's `offsets.retention.minutes` (or why it is unknown), the cluster id and the
-broker's release (from its ApiVersions answer) ride in the file's metadata. What is asked
+- `commit`: for each committed offset of a group holding a value that names no zk2kafka run, the
+  record of `__consumer_offsets` that wrote the newest value read (offsets_log.py): the offset it
+  committed (`committed_offset`), when (`commit_ms`) and who made it (`commit_by`, `commit_who`:
+  the takeover rule's words, migrate/kafka/takeover.py), when asked for.
+The broker's `offsets.retention.minutes` (or why it is unknown), the cluster id, the broker's
+release (from its ApiVersions answer) and the clocks the read of `__consumer_offsets` measured
+(`clocks`, migrate/kafka/clocks.py) ride in the file's metadata. What is asked
 of the broker depends on the API versions it announces (see `compat`).
 """
 
@@ -37,7 +39,9 @@ from kafka.errors import KafkaError
 
 from migrate.batches import chunks
 from migrate.errors import KafkaUnavailable
-from migrate.kafka import compat, group_clock, members
+from migrate.kafka import compat, members
+from migrate.kafka.clocks import UNMEASURED, Lead
+from migrate.kafka.snapshot_log import COMMIT as COMMIT, read_log   # the kinds of rows
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.log_bounds import log_bounds
 from migrate.kafka.retry import RetryPolicy
@@ -46,7 +50,7 @@ from migrate.kafka.takeover import named_run
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-GROUP, OFFSET, PARTITION, ASSIGNED, COMMIT = "group", "offset", "partition", "assigned", "commit"
+GROUP, OFFSET, PARTITION, ASSIGNED = "group", "offset", "partition", "assigned"
 KAFKA_SCHEMA = pa.schema([
     ("kind", pa.string()), ("group", pa.string()),
     ("topic", pa.string()), ("partition", pa.int32()),
@@ -55,12 +59,13 @@ KAFKA_SCHEMA = pa.schema([
     ("log_start", pa.int64()), ("log_end", pa.int64()), ("leader", pa.int32()),
     ("error", pa.string()),  # why a group or partition could not be read fully
     ("commit_ms", pa.int64()),   # `commit` rows: the commit timestamp __consumer_offsets keeps
+    ("commit_by", pa.string()),  # `commit` rows: takeover.MEMBER, UNASSIGNED or OUTSIDE
+    ("commit_who", pa.string()),  # `commit` rows: the rule's words for who made the commit
 ])
 # Groups in these states have no members; any other state means live consumers.
 IDLE_STATES = members.IDLE_STATES
 GROUP_CHUNK = 1000      # groups per OffsetFetch / DescribeGroups round
 PARTITION_CHUNK = 20000  # partitions per ListOffsets round
-COMMIT_CLOCK_BUDGET = 15.0  # seconds of reading __consumer_offsets for commit times
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ class SnapshotInfo:
     # partitions, so a group has few), and why some or all could not be told; None: not read.
     commit_clocks: dict[str, list[tuple[int, int | None]]] | None = None
     commit_clocks_unknown: str | None = None
+    # How far Kafka's clock leads ZooKeeper's, as far as the read of __consumer_offsets measured
+    lead: Lead = UNMEASURED
 
 
 class _Retention(NamedTuple):
@@ -138,15 +145,12 @@ class KafkaSnapshot:
         active = sum(1 for g, m in live.items()
                      if m.count or listed[g].get("group_state") not in IDLE_STATES)
         retention = self._retention_and_cluster()
-        empty_since, empty_unknown = self._empty_since(listed)
         meta = {"zk2kafka.snapshot": "kafka", "cluster_id": retention.cluster_id or "",
                 "offsets_retention_minutes":
                     "" if retention.minutes is None else str(retention.minutes),
                 "offsets_retention_unknown": retention.why_unknown or "",
                 "broker_version": self.features.release,
-                "broker_version_source": compat.HOW_VERSION_IS_KNOWN,
-                "empty_since": json.dumps(empty_since),
-                "empty_since_unknown": empty_unknown or ""}
+                "broker_version_source": compat.HOW_VERSION_IS_KNOWN}
         schema = KAFKA_SCHEMA.with_metadata(meta)
         path.parent.mkdir(parents=True, exist_ok=True)
         committed, offset_errors, all_topics = 0, {}, set(topics)
@@ -166,16 +170,12 @@ class KafkaSnapshot:
                 if commit_times:
                     unexplained.update(row["group"] for row in rows
                                        if named_run(row["metadata"]) is None)
-            clocks, clocks_unknown, read = self._commit_clocks(
-                listed if commit_clocks else {}, unexplained)
-            if not commit_clocks:
-                clocks, clocks_unknown = None, None
-            out.write_table(pa.Table.from_pylist(
-                [{"kind": COMMIT, "group": group, "topic": topic, "partition": partition,
-                  "commit_ms": clock.commit_ms}
-                 for group in sorted(unexplained & read.keys())
-                 for (topic, partition), clock in sorted(read[group].partitions.items())],
-                schema=schema))
+            read = read_log(self.admin, self.features, listed, unexplained, commit_clocks,
+                            evidence=commit_times)
+            out.write_table(pa.Table.from_pylist(read.commit_rows, schema=schema))
+            out.add_key_value_metadata({"empty_since": json.dumps(read.empty_since),
+                                        "empty_since_unknown": read.empty_since_unknown or "",
+                                        "clocks": json.dumps(read.lead.to_json(0.0))})
 
             rows = []
             for group in groups:
@@ -197,8 +197,10 @@ class KafkaSnapshot:
             broker_version=self.features.release if self.features.version else None,
             retention_unknown=retention.why_unknown,
             default_retention_minutes=self.features.default_retention_minutes,
-            empty_since=empty_since, empty_since_unknown=empty_unknown,
-            commit_clocks=clocks, commit_clocks_unknown=clocks_unknown)
+            empty_since=read.empty_since, empty_since_unknown=read.empty_since_unknown,
+            commit_clocks=read.commit_clocks if commit_clocks else None,
+            commit_clocks_unknown=read.commit_clocks_unknown if commit_clocks else None,
+            lead=read.lead)
         log.info("kafka snapshot: %d of %d groups known to Kafka (%d active), "
                  "%d committed offsets, %d partitions, %d missing topics in %.1fs "
                  "(broker Kafka %s)", info.groups_in_kafka, len(groups), info.active_groups,
@@ -284,42 +286,6 @@ class KafkaSnapshot:
                 row["error"] = bounds[tp]
             else:
                 row["log_start"], row["log_end"] = bounds[tp]
-
-    def _empty_since(self, listed: dict[str, dict]) -> tuple[dict[str, int], str | None]:
-        """When each Empty consumer group became Empty, as the broker keeps it (see group_clock)."""
-        empty = sorted(g for g, info in listed.items()
-                       if info.get("group_state") == "Empty" and info.get("protocol_type"))
-        # before 2.1 offsets expire by commit time
-        if not empty or self.features.at_least(2, 1) is False:
-            return {}, None
-        found, why = group_clock.empty_since(self.admin, empty)
-        if why:
-            log.warning("when Empty consumer groups became Empty: %s", why)
-        return found, why
-
-    def _commit_clocks(self, listed: dict[str, dict], unexplained: set[str]
-                       ) -> tuple[dict[str, list[tuple[int, int | None]]], str | None,
-                                  dict[str, group_clock.GroupClock]]:
-        """When the offsets of each group with no member that expires by commit time were
-        committed (every such group before 2.1, a group without a protocol type since), and
-        those of the `unexplained` groups (their values name no zk2kafka run: the takeover rule
-        weighs their commit times), in one read of __consumer_offsets. Returns the first as
-        SnapshotInfo holds them, why some or all could not be told, and every group's clock."""
-        by_commit = self.features.at_least(2, 1) is False
-        # Every idle group but those whose clock is when they became Empty (_empty_since).
-        idle = sorted(g for g, info in listed.items() if info.get("group_state") in IDLE_STATES
-                      and (by_commit or not (info.get("group_state") == "Empty"
-                                             and info.get("protocol_type"))))
-        if not idle and not unexplained:
-            return {}, None, {}
-        # Its own budget: the Empty consumer groups' clock (read first) is never lost to it.
-        found, why = group_clock.read_clocks(self.admin, sorted(set(idle) | unexplained),
-                                             budget=COMMIT_CLOCK_BUDGET)
-        if why:
-            log.warning("when the offsets of groups with no member, or held by others than "
-                        "zk2kafka, were committed: %s", why)
-        return ({g: sorted(set(found[g].commits)) for g in idle
-                 if g in found and found[g].commits}, why, found)
 
     def _retention_and_cluster(self) -> _Retention:
         """offsets.retention.minutes of a live broker (or why it is unknown), and the cluster id."""

@@ -4,18 +4,22 @@
 A value in Kafka that zk2kafka did not write is no evidence of a new consumer by itself: an admin
 tool commits as readily as a consumer, a canary may commit once and leave while the old
 consumers go on committing to ZooKeeper, a seed plants values. A partition is taken over only
-when there is evidence that a new consumer owns it now:
+when `__consumer_offsets` shows a consumer there (offsets_log.py reads it as the coordinator
+does: an aborted or open transaction's commit is no commit, and the value is dated by the record
+that wrote it):
 - it is assigned to a live member of the Kafka group (classic or KIP-848); or
-- Kafka's commit of it (the commit timestamp `__consumer_offsets` keeps) is newer than
-  ZooKeeper's last write of its znode (the znode's mtime) by more than a stated margin, and
-  either the group is a consumer group (it has a protocol type: consumers joined it, by either
-  rebalance protocol) or the commit was made while zk2kafka watched (consumers that assign
-  partitions themselves, as Flink and Spark do, join no group and commit as they go).
+- the record that wrote Kafka's value is newer than ZooKeeper's last write of the znode (its
+  mtime) by more than the margin, widened by the measured lead of Kafka's clock over
+  ZooKeeper's (clocks.py), and it was made
+  - by a member: the group's records show members at that moment (and, where the assignment is
+    told, one of them assigned the partition); a commit made while the group had no member came
+    from outside, whatever the group's protocol type; or
+  - by a consumer that assigns itself partitions (as Flink and Spark do), seen consuming: the
+    partition committed at least twice during zk2kafka's watch, the offset moving forward. One
+    commit, or commits that do not move, show no consumer.
 
-The two times come from two servers' clocks: a pair closer than the margin shows nothing.
-Anything else is DIFFERS, said with both values, both times and who wrote Kafka's: a zk2kafka
-run, a consumer group's member, a client during the watch, or a client that never joined the
-group. Pure: the callers read the stores.
+Anything else is DIFFERS, said with both values, both times and who wrote Kafka's. Pure: the
+callers read the stores.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import re
 import time
 from typing import NamedTuple
 
+from migrate.kafka.group_log import Commit, GroupLog, Watched
+
 MARGIN = 60.0   # seconds: --clock-margin's default, far above NTP-kept servers' skew
 
 # zk2kafka's default commit metadata, which names the run that wrote the value.
@@ -31,38 +37,46 @@ NAMES_A_RUN = re.compile(r"zk2kafka (migrate|sync) (\S+)")
 
 # Who wrote the value Kafka holds, as far as the evidence tells.
 ZK2KAFKA = "zk2kafka"
-MEMBER = "member"          # the group has a protocol type: a member of a consumer group
-WATCHED = "watched"        # committed while zk2kafka watched, by a client of no consumer group
-OUTSIDE = "outside"        # by a client that never joined the group (no protocol type)
-UNKNOWN = "unknown"        # the commit's time could not be read
+MEMBER = "member"          # a member of the group at the moment of the commit
+WATCHED = "watched"        # a client of no group, seen consuming during the watch
+UNASSIGNED = "unassigned"  # while the group had members, none of them assigned the partition
+OUTSIDE = "outside"        # while the group had no member
+UNKNOWN = "unknown"        # the record of Kafka's value could not be read
+CONSUMERS = (MEMBER, WATCHED)
 
 
-class CommitEvidence(NamedTuple):
-    """What __consumer_offsets says of a Kafka group, for the rule: its protocol type, when each
-    of its offsets was committed (seconds), or why that could not be read."""
+class Seen(NamedTuple):
+    """What `__consumer_offsets` shows of the value Kafka holds of a partition: the record that
+    wrote it (None: not found), the commits of it during the watch (None: none, or no watch),
+    and why it could not be read (None: it was)."""
 
-    protocol_type: str | None
-    committed: dict[tuple[str, int], float]
+    commit: Commit | None
+    watched: Watched | None = None
     unknown: str | None = None
 
 
-def evidence_of(clocks: dict, why: str | None, groups) -> dict[str, CommitEvidence]:
-    """Each of `groups`' CommitEvidence from group_clock.read_clocks' answer (`clocks`, `why`)."""
-    out = {}
-    for group in groups:
-        clock = clocks.get(group)
-        out[group] = (CommitEvidence(None, {}, why or "no record of the group was read")
-                      if clock is None else CommitEvidence(
-                          clock.protocol_type,
-                          {key: c.commit_ms / 1000 for key, c in clock.partitions.items()}))
-    return out
+NO_RECORD = "no commit record of it was read"
+
+
+def seen(group: GroupLog | None, key: tuple[str, int], offset: int, why: str | None) -> Seen:
+    """What `group`'s records show of Kafka's value `offset` of `key`; `why`: why the records
+    could not be read (then nothing is shown)."""
+    if why is not None:
+        return Seen(None, None, why)
+    commit = group.committed(key) if group is not None else None
+    if commit is None:
+        return Seen(None, None, NO_RECORD)
+    if commit.offset != offset:
+        return Seen(None, None, f"the newest commit record read holds {commit.offset}, not "
+                                f"Kafka's {offset}")
+    return Seen(commit, group.watched.get(key))
 
 
 class Finding(NamedTuple):
     """The verdict on one partition where Kafka holds another value than ZooKeeper."""
 
     taken_over: bool
-    writer: str            # ZK2KAFKA, MEMBER, WATCHED, OUTSIDE or UNKNOWN
+    writer: str            # ZK2KAFKA, MEMBER, WATCHED, UNASSIGNED, OUTSIDE or UNKNOWN
     words: str             # what the evidence shows, in parentheses after the two values
 
 
@@ -83,9 +97,6 @@ def stamp(seconds: float | None) -> str:
 # The words, as templates: the diff (migrate/diff/judge.py) fills the same ones with Spark's
 # columns, so that a row reads alike in every command (tests/unit/test_takeover.py holds them
 # to it).
-WHO = {MEMBER: "by a consumer group's member (protocol type {protocol_type})",
-       WATCHED: "during the watch by a client in no consumer group",
-       OUTSIDE: "from outside (no protocol type: no consumer joined the group)"}
 KAFKA = "Kafka's commit {committed} {who}"
 NO_ZK_TIME = "{kafka}; when ZooKeeper's znode was last written is unknown"
 BEFORE = ("{kafka}, before ZooKeeper's last write {zk}: the old consumers committed after it "
@@ -97,30 +108,59 @@ TAKEN = ("committed by a new consumer {committed}, {who}, after ZooKeeper's last
          "(clock margin {margin}s)")
 BY_ZK2KAFKA = "written by zk2kafka: {metadata}"
 NO_TIME = "committed at an unknown time ({why}): not shown to be a new consumer's"
-NO_RECORD = "no commit record of it was read"
 
 
-def judge(*, zk_written: float | None, committed: float | None, protocol_type: str | None,
-          watched: tuple[float, float] | None, margin: float = MARGIN,
-          zk2kafka: str | None = None, clocks_unknown: str | None = None) -> Finding:
+def committer(commit: Commit, watched: Watched | None, watching: bool) -> tuple[str, str]:
+    """Who made `commit`, as the records show it: (writer, the words after "Kafka's commit
+    <time>"). `watched`: the partition's commits during the watch; `watching`: whether there was
+    a watch at all (the diff watches nothing)."""
+    by = commit.by
+    kind = f"protocol type {by.protocol_type}" if by.protocol_type else "no protocol type"
+    if by.members:
+        at = (f"generation {by.generation}" if by.generation is not None else "a KIP-848 group")
+        if by.covered is False:
+            return UNASSIGNED, (f"while the group had {by.members} member(s) at {at}, none of "
+                                f"them assigned it ({kind}): not a member's")
+        if by.member is not None:
+            return MEMBER, f"by member {by.member.member_id} of {at}, assigned it ({kind})"
+        return MEMBER, f"by a member of the group ({by.members} member(s) at {at}; {kind})"
+    if watching and watched is not None:
+        if watched.consuming:
+            return WATCHED, (f"by a client of no consumer group seen consuming: {watched.count} "
+                             f"commits during the watch, {watched.first} to {watched.last}")
+        if watched.count == 1:
+            return OUTSIDE, "one commit during the watch: not shown to be a consumer"
+        return OUTSIDE, (f"{watched.count} commits during the watch that did not move forward "
+                         f"({watched.first} to {watched.last}): not shown to be a consumer")
+    if by.generation is not None:
+        return OUTSIDE, f"from outside: the group had no member then ({kind}, Empty)"
+    return OUTSIDE, "from outside: no consumer had joined the group then"
+
+
+def judge(*, zk_written: float | None, seen: Seen, margin: float = MARGIN,
+          watching: bool = False, zk2kafka: str | None = None) -> Finding:
     """Whether a value Kafka holds, not equal to ZooKeeper's and not assigned to a live member,
     is a new consumer's.
 
-    `zk_written`: the znode's mtime, `committed`: Kafka's commit timestamp of it (both seconds
-    since the epoch; None when not known); `protocol_type`: the Kafka group's ("" for a group
-    only ever committed to from outside); `watched`: the window (from, to) during which zk2kafka
-    watched the group (a commit after its start counts as seen during it), or None; `zk2kafka`:
-    how zk2kafka wrote the value (its metadata), None when it did not; `clocks_unknown`: why the
-    commit times could not be read.
+    `zk_written`: the znode's mtime (seconds since the epoch; None when not known); `seen`: what
+    `__consumer_offsets` shows of Kafka's value; `margin`: the clock margin in force (the
+    configured one widened by the measured lead, clocks.Lead.widened); `watching`: whether
+    zk2kafka watched the group (`seen.watched` then counts); `zk2kafka`: how zk2kafka wrote the
+    value (its metadata), None when it did not.
     """
     if zk2kafka is not None:
         return Finding(False, ZK2KAFKA, BY_ZK2KAFKA.format(metadata=zk2kafka))
-    if committed is None:
-        return Finding(False, UNKNOWN, NO_TIME.format(why=clocks_unknown or NO_RECORD))
-    # The watch's start is zk2kafka's clock, the commit the broker's: the margin between them too.
-    during = watched is not None and committed >= watched[0] + margin
-    writer = MEMBER if protocol_type else WATCHED if during else OUTSIDE
-    who = WHO[writer].format(protocol_type=protocol_type)
+    if seen.commit is None:
+        return Finding(False, UNKNOWN, NO_TIME.format(why=seen.unknown or NO_RECORD))
+    writer, who = committer(seen.commit, seen.watched, watching)
+    committed = seen.commit.commit_ms / 1000
+    return verdict(zk_written, committed, writer, who, margin)
+
+
+def verdict(zk_written: float | None, committed: float, writer: str, who: str,
+            margin: float) -> Finding:
+    """The rule's verdict once the committer is known (judge's last step; the diff's rows
+    are judged the same way over the plan's columns)."""
     words = {"kafka": KAFKA.format(committed=stamp(committed), who=who), "who": who,
              "committed": stamp(committed), "zk": stamp(zk_written), "margin": f"{margin:g}"}
     if zk_written is None:
@@ -129,7 +169,7 @@ def judge(*, zk_written: float | None, committed: float | None, protocol_type: s
         return Finding(False, writer, BEFORE.format(**words))
     if committed <= zk_written + margin:
         return Finding(False, writer, WITHIN.format(**words))
-    if writer == OUTSIDE:
+    if writer not in CONSUMERS:
         return Finding(False, writer, NO_CONSUMER.format(**words))
     return Finding(True, writer, TAKEN.format(**words))
 

@@ -10,6 +10,7 @@ else fails the group with Kafka's own reason.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 
 from kafka import TopicPartition
@@ -66,6 +67,9 @@ class KafkaOffsetWriter:
         self.policy = policy or RetryPolicy()
         self.in_flight = max(1, in_flight)
         self.features = compat.BrokerFeatures.of(admin)
+        # Each group's latest accepted commit: when it was sent and when its answer came (this
+        # host's clock). Its record, read back after that, bounds the broker's clock (clocks.py).
+        self.accepted: dict[str, tuple[float, float]] = {}
 
     def committed(self, group: str) -> dict[Key, Committed]:
         """What Kafka holds for `group`, by (topic, partition).
@@ -106,10 +110,13 @@ class KafkaOffsetWriter:
         commits/s of blocking calls from a thread pool); a group whose first try fails for any
         reason goes through commit(), with its retries and reasons.
         """
+        sent = time.time()
         first = self._pipelined(commits, metadata)
         out: dict[str, Exception | None] = {
             g: None for g, answer in first.items()
             if not isinstance(answer, BaseException) and _all_accepted(commits[g], answer.value)}
+        answered = time.time()
+        self.accepted.update(dict.fromkeys(out, (sent, answered)))
         # Most often the first try failed because the coordinator moved or died: look it up afresh
         # for each, rather than have every group's own retry back off against it first.
         self._forget([g for g in first if g not in out])
@@ -137,6 +144,7 @@ class KafkaOffsetWriter:
         send_one = lib.send_to_coordinator(self.admin)
 
         def send():
+            sent = time.time()
             answer = self.features.call("OffsetCommit", lambda: lib.run(
                 self.admin, send_one, group, CommitRequest(group, offsets, metadata)))
             errors = {key: Errors.for_code(code) for key, code in answer.value.items()}
@@ -151,6 +159,7 @@ class KafkaOffsetWriter:
                                                f"partition(s) refused ({err.__name__}, "
                                                f"e.g. {label(key)}); the others were written")
                 raise err(f"{len(failed)} partition(s) refused, e.g. {label(key)}")
+            self.accepted[group] = (sent, time.time())
         self._call(group, "commit offsets", send)
 
     def delete(self, group: str, partitions: list[Key]) -> None:

@@ -28,12 +28,13 @@ from kazoo.exceptions import KazooException
 from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal
-from migrate.kafka import group_clock, takeover
+from migrate.kafka.offsets_log import OffsetsLog
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.kafka.snapshot import ASSIGNED, GROUP, IDLE_STATES, OFFSET, PARTITION, KafkaSnapshot
 from migrate.options import exact_duration, flag
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
+from migrate.ready.evidence import READ_BUDGET, Reading, follow, groups_found, lead, with_log
 from migrate.ready.expiry import HeldGroup, expiring
 from migrate.ready.own import own_differences
 from migrate import group_map
@@ -41,6 +42,7 @@ from migrate.ready.rules import Evidence, KafkaGroup, judge
 from migrate.ready.watch import COMMIT_INTERVAL, WriteWatch, short_watch
 from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
+from migrate.zk.brokers import registrations
 from migrate.zk.client import close, connect
 from migrate.zk.ensemble import bare, search
 from migrate.zk.quiet import Stamp, moved_within, seconds
@@ -99,17 +101,26 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
                  searched.listed, len(searched.trees),
                  f"; {searched.cut_short}" if searched.cut_short else "")
         watch = WriteWatch(client, group_of=lambda path: _group_of(reader.root, path))
+        offsets_log = OffsetsLog(admin)
+        unreadable = follow(offsets_log, mapping, {r["group"] for r in first},
+                            groups_found(searched))
         started = time.time()
         armed = watch.arm([r["path"] for r in first if r["mzxid"] is not None],
                           _directories(reader, first))
+        if unreadable is None:
+            offsets_log.mark_watch()   # a commit past here in __consumer_offsets came during it
         log.info("ready-for-kraft %s: watching %d znodes of %d groups under %s for writes for "
                  "%s (--quiet-for)", run, armed, len({r["group"] for r in first}), source,
                  exact_duration(settings.quiet_for))
+        # __consumer_offsets is read while the watch waits; what the watch adds, after it.
+        early = Reading(offsets_log, READ_BUDGET) if unreadable is None else None
         watch.wait(settings.quiet_for)
         ended = time.time()
         groups = reader.groups()   # a group created during the watch is judged too
         final = _read(reader, groups)
+        read_done = time.time()
         liveness = _liveness(client, reader, groups)
+        registered = registrations(client, _cluster_id(admin))
     finally:
         close(client)
     moved = _moved(first, final, watch.seen, since=min(started, ended - settings.quiet_for))
@@ -127,18 +138,19 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     # A renamed group is judged by the Kafka group it maps to: moved when that one holds its
     # offsets, taken over by that one's consumers.
     judged = {**kafka, **{old: kafka.get(new, KafkaGroup()) for old, new in renamed.items()}}
-    # One read of __consumer_offsets: when the values a takeover is judged by were committed, and
-    # when the idle groups' offsets expire.
+    # One read of __consumer_offsets: who committed the values a takeover is judged by, and
+    # when; when the idle groups' offsets expire; how far the brokers' clocks are from ours.
     idle = _idle(kafka_snapshot)
-    clocks, clocks_unknown = group_clock.read_clocks(
-        admin, sorted({g.group for g in idle} | _unexplained(final, judged, renamed)))
-    _with_clocks(kafka, clocks, clocks_unknown)
+    clocks_unknown = unreadable or (early.finish(kafka) if early is not None else None)
+    with_log(kafka, offsets_log, clocks_unknown)
+    clocks = lead(offsets_log.clocks, registered, final, read_done)
+    margin = clocks.widened(settings.clock_margin)
     journal = (Journal.open(settings.state_dir)
                if (settings.state_dir / "journal.sqlite").exists() else None)
     try:
         wrote = _zk2kafka_wrote(journal)
         verdicts = judge(final, judged, partitions, moved, liveness, wrote,
-                         Evidence((started, ended), settings.clock_margin))
+                         Evidence(watching=True, margin=margin))
         found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left)
         own = own_differences(journal, verdicts, final, judged)
     finally:
@@ -160,6 +172,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
             "not_ready": [v.group for v in verdicts if not v.ready and v.group not in kept],
             "own_differences": own,
             "verdicts": [v.to_json() for v in verdicts],
+            "clocks": clocks.to_json(settings.clock_margin),
             "ensemble": summary(searched, found, left),
             "evidence": {"zookeeper": str(zk_snapshot), "kafka": str(kafka_snapshot)}}
     if mapping:
@@ -167,7 +180,8 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
                              "renamed": renamed}
     data["blocking"] = blocking(data)
     data["ready"] = not data["blocking"] and bool(verdicts)
-    data["expiry"] = _expiry(kafka_snapshot, zk_snapshot, idle, clocks, clocks_unknown,
+    data["expiry"] = _expiry(kafka_snapshot, zk_snapshot, idle, offsets_log.groups,
+                             clocks_unknown,
                              {v.group for v in verdicts if v.foreign or v.taken_over}, renamed)
     return data
 
@@ -291,26 +305,6 @@ def _idle(kafka_snapshot) -> list[HeldGroup]:
     return [HeldGroup(g, described[g]["group_state"], described[g]["protocol_type"], n)
             for g, n in sorted(offsets.items())
             if g in described and described[g]["group_state"] in IDLE_STATES]
-
-
-def _unexplained(rows: list[dict], judged: dict[str, KafkaGroup],
-                 renamed: dict[str, str]) -> set[str]:
-    """The Kafka groups holding a value other than ZooKeeper's that names no zk2kafka run: those
-    whose commit times the takeover rule needs."""
-    out = set()
-    for row in rows:
-        held = judged.get(row["group"])
-        value = held.offsets.get((row["topic"], row["partition"])) if held else None
-        if value is not None and value[0] != row["offset"] and named_run(value[1]) is None:
-            out.add(renamed.get(row["group"], row["group"]))
-    return out
-
-
-def _with_clocks(kafka: dict[str, KafkaGroup], clocks: dict[str, group_clock.GroupClock],
-                 why: str | None) -> None:
-    """Each Kafka group's commit times (seconds) from its clocks, or why they are unknown."""
-    for name, found in takeover.evidence_of(clocks, why, kafka).items():
-        kafka[name].committed, kafka[name].clocks_unknown = found.committed, found.unknown
 
 
 def _expiry(kafka_snapshot, zk_snapshot, held: list[HeldGroup], clocks, why: str | None,

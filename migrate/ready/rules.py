@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from migrate.kafka import takeover
+from migrate.kafka.group_log import GroupLog
 from migrate.zk import layouts
 from migrate.zk.quiet import Moved, seconds, when
 
@@ -34,8 +35,8 @@ HEADINGS = {"not_in_kafka": "NOT-IN-KAFKA", "registered": "OLD-CONSUMER", "writt
 class KafkaGroup:
     """What Kafka holds for a group: its state (None: Kafka has no such group), its members, the
     partitions assigned to them, its committed offsets with their metadata, and why it would not
-    show them (None: it did); its protocol type, and when each offset was committed (seconds,
-    from __consumer_offsets) or why that could not be read."""
+    show them (None: it did); its protocol type, and what __consumer_offsets shows of it
+    (offsets_log.py: who committed each value, and when) or why that could not be read."""
 
     state: str | None = None
     offsets: dict[Key, tuple[int, str | None]] = field(default_factory=dict)
@@ -43,16 +44,17 @@ class KafkaGroup:
     members: int = 0
     assigned: set[Key] = field(default_factory=set)
     protocol_type: str | None = None
-    committed: dict[Key, float] = field(default_factory=dict)
+    log: GroupLog | None = None
     clocks_unknown: str | None = None
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """What a takeover is judged with besides the stores' values: the watch's window (seconds)
-    and the clock margin (migrate/kafka/takeover.py)."""
+    """What a takeover is judged with besides the stores' values: whether zk2kafka watched the
+    groups (commits during the watch then count), and the clock margin in force (the configured
+    one widened by the measured lead of Kafka's clock over ZooKeeper's, migrate/kafka/clocks.py)."""
 
-    watched: tuple[float, float] | None = None
+    watching: bool = False
     margin: float = takeover.MARGIN
 
 
@@ -153,9 +155,9 @@ def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: 
         else:
             offset, metadata = held.offsets[key]
             finding = takeover.judge(
-                zk_written=seconds(row["mtime"]), committed=held.committed.get(key),
-                protocol_type=held.protocol_type, watched=evidence.watched,
-                margin=evidence.margin, clocks_unknown=held.clocks_unknown,
+                zk_written=seconds(row["mtime"]),
+                seen=takeover.seen(held.log, key, offset, held.clocks_unknown),
+                margin=evidence.margin, watching=evidence.watching,
                 zk2kafka=metadata if zk2kafka_wrote(verdict.group, key, offset, metadata) else None)
             line = f"{name}: ZooKeeper {zk}, Kafka {offset} ({finding.words})"
             if finding.taken_over:

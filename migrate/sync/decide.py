@@ -12,45 +12,58 @@ told to.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from migrate.journal.authorship import Authorship, Held, differs, other_run, taken_over
 from migrate.kafka import takeover
-from migrate.kafka.takeover import CommitEvidence
+from migrate.kafka.clocks import UNMEASURED, Lead
+from migrate.kafka.group_log import GroupLog
+from migrate.sync.evidence import BUSY, FollowedLog
 from migrate.kafka.writer import GroupRejected, Key
 from migrate.sync.state import GroupState
 
-Evidence = Callable[[list[str]], Mapping[str, CommitEvidence]]
+# (Kafka groups) -> ({Kafka group: its records}, why they could not be read or None)
+Evidence = Callable[[list[str]], tuple[Mapping[str, GroupLog], str | None]]
 
 
-def no_evidence(groups: list[str]) -> Mapping[str, CommitEvidence]:
+def no_evidence(groups: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
     """Nothing read: every value zk2kafka did not write differs."""
-    return {}
+    return {}, "not read"
 
 
 class Judging(NamedTuple):
-    """What one pass judges a takeover with: the evidence, asked by ZooKeeper group; when sync
-    started watching (its clock, seconds); the clock margin (--clock-margin)."""
+    """What one pass judges a takeover with: the evidence, asked by ZooKeeper group; the clock
+    margin in force (--clock-margin widened by the measured lead, `lead()`), and a hook told each
+    pass's latest znode mtime (ZooKeeper's clock, seconds) with the moment its reads were done."""
 
-    evidence: Evidence
-    watching_since: float
-    margin: float
+    evidence: Callable[[list[str]], tuple[Mapping[str, GroupLog], str | None]]
+    margin: Callable[[], float]
+    zookeeper_read: Callable[[float, float], None]
+    read_done: float
 
 
 class Takeover(NamedTuple):
-    """What the rule reads for sync: `evidence(kafka groups)`, and its margin."""
+    """What the rule reads for sync: `evidence(kafka groups)`, its margin (--clock-margin), the
+    measured lead of Kafka's clock over ZooKeeper's, where ZooKeeper's reads are told, and the
+    reader of __consumer_offsets behind them (shared with the retention clock)."""
 
     evidence: Evidence = no_evidence
     margin: float = takeover.MARGIN
+    lead: Callable[[], Lead] = lambda: UNMEASURED
+    zookeeper_read: Callable[[float, float], None] = lambda mtime, at: None
+    log: FollowedLog | None = None
 
-    def watching(self, since: float, kafka_name: Callable[[str], str]) -> Judging:
-        """The pass's Judging: the evidence asked by ZooKeeper name through `kafka_name`."""
-        def asked(names: list[str]) -> Mapping[str, CommitEvidence]:
+    def watching(self, kafka_name: Callable[[str], str]) -> Judging:
+        """The pass's Judging (called once its ZooKeeper reads are done): the evidence asked by
+        ZooKeeper name through `kafka_name`."""
+        def asked(names: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
             kafka = {name: kafka_name(name) for name in names}
-            found = self.evidence(sorted(set(kafka.values())))
-            return {name: found[k] for name, k in kafka.items() if k in found}
-        return Judging(asked, since, self.margin)
+            found, why = self.evidence(sorted(set(kafka.values())))
+            return {name: found[k] for name, k in kafka.items() if k in found}, why
+        return Judging(asked, lambda: self.lead().widened(self.margin), self.zookeeper_read,
+                       time.time())
 
 
 class Commits(NamedTuple):
@@ -97,28 +110,34 @@ def decide(names: list[str], groups: Mapping[str, GroupState],
             if len(theirs) < len(wanted):
                 todo.renewals[name] = {k: o for k, o in wanted.items() if k not in theirs}
     if suspects:
-        _taken_over_or_differs(suspects, groups, committed, stop,
-                               judging.evidence(sorted(suspects)), judging)
+        _taken_over_or_differs(suspects, groups, committed, stop, judging)
     return todo
 
 
 def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, GroupState],
                            committed: Mapping[str, Held | GroupRejected],
-                           stop: Callable[[str, str, str], None],
-                           facts: Mapping[str, CommitEvidence], judging: Judging) -> None:
+                           stop: Callable[[str, str, str], None], judging: Judging) -> None:
     """Stop each group holding values zk2kafka did not write: taken over where the rule finds a
-    new consumer's commit of every one of them, else differs."""
-    watched = (judging.watching_since, float("inf"))
+    new consumer's commit of every one of them, else differs. A group whose records are still
+    being read is left as it is, to be judged again (it is not written meanwhile)."""
+    # ZooKeeper's clock, from the suspects' znodes: each was written before this pass's reads.
+    latest = max((zk.mtime for name in suspects for zk in groups[name].offsets.values()
+                  if zk.mtime is not None), default=None)
+    if latest is not None:
+        judging.zookeeper_read(latest, judging.read_done)
+    logs, why = judging.evidence(sorted(suspects))
+    if why == BUSY:
+        return
+    margin = judging.margin()
     for name, foreign in suspects.items():
         group, held = groups[name], committed[name]
-        known = facts.get(name) or CommitEvidence(None, {}, "not read")
         findings = {}
         for key in foreign:
             zk = group.offsets.get(key)
             findings[key] = takeover.judge(
                 zk_written=zk.mtime if zk is not None else None,
-                committed=known.committed.get(key), protocol_type=known.protocol_type,
-                watched=watched, margin=judging.margin, clocks_unknown=known.unknown)
+                seen=takeover.seen(logs.get(name), key, held[key][0], why),
+                margin=margin, watching=True)
         wanted = group.wanted()
         if all(f.taken_over for f in findings.values()):
             stop(name, taken_over(foreign, held, wanted, findings), "taken_over")

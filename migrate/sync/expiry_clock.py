@@ -1,6 +1,7 @@
 """The retention clock as sync's series: when Kafka deletes the offsets of each followed group it
-holds with no member, by the same rules `ready-for-kraft` goes by (migrate/ready/expiry.py over
-migrate/kafka/group_clock.py and migrate/diff/retention.py `offsets_expire`).
+holds with no member, by the same rules `ready-for-kraft` goes by (migrate/ready/expiry.py and
+migrate/diff/retention.py `offsets_expire`), over the follower's reader of __consumer_offsets
+(migrate/sync/evidence.py), which its passes share and which reads only what is new.
 
 A days-long cutover can lose a group's offsets in Kafka without any error: a ready group left
 unswitched whose offsets sync never commits again (no `--renew-every`, or an Empty consumer group
@@ -8,8 +9,8 @@ on Kafka 2.1+, which no commit renews), or a switched group whose new consumers 
 are read from __consumer_offsets on a thread of their own, every `EVERY` seconds and soon after a
 followed group comes, goes or changes state (mirroring, ready, stopped: no sooner than `GAP`
 seconds, nor than twice the last read took, and not before `EVERY` after a read that ran out of
-its budget), never at scrape time (a read takes up to `BUDGET`
-seconds); a scrape serves the last read. It starts with the first
+its budget), never at scrape time (the first read of a large topic takes seconds); a scrape serves
+the last read. It starts with the first
 collection: a scrape of the command's endpoint, or a follower process's first report (--writers).
 
 Series (the group label as the other per-group series, `old -> new` when renamed):
@@ -34,19 +35,21 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from migrate.diff.retention import offsets_expire
-from migrate.kafka import compat, group_clock
+from migrate.kafka import compat
 from migrate.kafka.members import IDLE_STATES
 from migrate.ready.expiry import release, window
+from migrate.sync.evidence import FollowedLog
 from migrate.sync.metrics import state_of
 
 log = logging.getLogger(__name__)
 
 PREFIX = "zk2kafka_sync"
 EVERY = 600.0     # seconds between two reads of the clocks when the followed groups stay the same
-BUDGET = 30.0     # seconds one read of __consumer_offsets may take
+# Seconds one read of __consumer_offsets may take: the first reads the followed partitions from
+# their start, the later ones only what is new; an unfinished read goes on at the next.
+BUDGET = 120.0
 POLL = 1.0        # seconds between two looks at the set of followed groups
-# A change reads again no sooner than this, nor than twice the last read took: the reads (a whole
-# budget each at a million commit records, docs/performance.md) take a third of a core at most.
+# A change reads again no sooner than this, nor than twice the last read took.
 GAP = 10.0
 RETENTION_KEY = "offsets.retention.minutes"
 
@@ -58,11 +61,11 @@ class Expiry(dict):
     unknown: int = 0
 
 
-def read(admin: KafkaAdminClient, features: compat.BrokerFeatures,
+def read(admin: KafkaAdminClient, features: compat.BrokerFeatures, followed: FollowedLog,
          kafka_names: Mapping[str, str]) -> tuple[Expiry, str | None]:
     """When Kafka deletes the first offset of each group of `kafka_names` ({label: Kafka group})
-    that it holds with no member, and why some could not be told (or None). Raises KafkaError
-    when Kafka does not answer."""
+    that it holds with no member, and why some could not be told (or None), from the follower's
+    reader of __consumer_offsets (`followed`). Raises KafkaError when Kafka does not answer."""
     states = compat.group_states(admin, features)
     protocols = {g["group_id"]: g.get("protocol_type")
                  for g in compat.list_groups(admin, features)}
@@ -77,7 +80,7 @@ def read(admin: KafkaAdminClient, features: compat.BrokerFeatures,
         setting = compat.broker_setting(admin, features, cluster.brokers[0], RETENTION_KEY)
         minutes = int(setting.value) if setting.value and setting.value.isdigit() else None
     effective, _ = window(minutes, features.release if features.version else None)
-    clocks, why = group_clock.read_clocks(admin, sorted(set(idle.values())), BUDGET)
+    clocks, why = followed.read(sorted(set(idle.values())), BUDGET)
     reasons = []
     for label, kafka in sorted(idle.items()):
         clock = clocks.get(kafka)
@@ -96,15 +99,18 @@ def read(admin: KafkaAdminClient, features: compat.BrokerFeatures,
 
 class ExpiryClock(Collector):
     """The expiry series of one follower's groups. `groups`: () -> the followed groups by their
-    ZooKeeper names; `kafka_name` and `named`: a group's Kafka group and its label. `version`:
+    ZooKeeper names; `kafka_name` and `named`: a group's Kafka group and its label; `followed`:
+    the follower's reader of __consumer_offsets (one of its own when None). `version`:
     () -> a value that changes whenever a group comes, goes or changes state; without it the
     groups' states are compared, which at 10,000 groups cost 3 % of sync's CPU, asked every
     second."""
 
     def __init__(self, admin: KafkaAdminClient, groups: Callable[[], Mapping[str, Any]],
                  kafka_name: Callable[[str], str], named: Callable[[str], str], per_group: bool,
-                 every: float = EVERY, version: Callable[[], Hashable] | None = None):
+                 every: float = EVERY, version: Callable[[], Hashable] | None = None,
+                 followed: FollowedLog | None = None):
         self.admin, self.groups, self.kafka_name, self.named = admin, groups, kafka_name, named
+        self.followed = followed
         self.per_group, self.every, self.version = per_group, every, version
         self.last = Expiry()
         self.reads = {"ok": 0, "failed": 0}
@@ -153,7 +159,8 @@ class ExpiryClock(Collector):
             began = time.monotonic()
             try:
                 features = features or compat.BrokerFeatures.of(self.admin)
-                found, why = read(self.admin, features,
+                self.followed = self.followed or FollowedLog(self.admin, features)
+                found, why = read(self.admin, features, self.followed,
                                   {self.named(g): self.kafka_name(g) for g in dict(self.groups())})
             except Exception as exc:  # noqa: BLE001 - counted and logged; the next read retries
                 self.reads["failed"] += 1

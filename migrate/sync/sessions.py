@@ -16,7 +16,7 @@ from migrate import group_map
 from migrate.connection import Connection
 from migrate.group_map import GroupMap
 from migrate.journal.journal import Journal
-from migrate.kafka import group_clock, takeover
+from migrate.kafka import takeover
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, group_states
 from migrate.kafka.retry import RetryPolicy
@@ -26,14 +26,18 @@ from migrate.sync.decide import Takeover
 from migrate.sync.follower import Follower
 from migrate.sync.renames import SyncRenames
 from migrate.sync.service import Health
+from migrate.sync.evidence import FollowedLog
 from migrate.sync.expiry_clock import ExpiryClock
 from migrate.sync.metrics import DryRun
 from migrate.zk.client import close, connect
 from migrate.zk.scan import ReaderOptions, make_reader
 
 
-# Seconds a pass spends at most reading __consumer_offsets for a takeover's evidence.
+# Seconds a pass spends at most reading __consumer_offsets for a takeover's evidence (what is new
+# since the last read: a read that did not finish goes on at the next), and waits at most for a
+# read under way on the retention clock's thread.
 EVIDENCE_BUDGET = 10.0
+EVIDENCE_WAIT = 1.0
 
 
 @dataclass(frozen=True)
@@ -81,19 +85,22 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
         described = policy.call("describe topics", lambda: admin.describe_topics(topics))
         return {t["name"]: {p["partition_index"] for p in t["partitions"]} for t in described}
 
-    def commit_evidence(groups: list[str]) -> dict[str, takeover.CommitEvidence]:
-        # Once a pass, for the groups holding values zk2kafka did not write: within a budget,
-        # since the pass waits for it (an unfinished read shows nothing, and the groups differ).
-        clocks, why = group_clock.read_clocks(admin, groups, budget=EVIDENCE_BUDGET)
-        return takeover.evidence_of(clocks, why, groups)
+    writer = KafkaOffsetWriter(admin, policy, options.parallelism)
+    followed = FollowedLog(admin, features, writer, metadata)
 
-    return Follower(client, make_reader(client, options.reading),
-                    KafkaOffsetWriter(admin, policy, options.parallelism),
+    def commit_evidence(groups: list[str]):
+        # Once a pass, for the groups holding values zk2kafka did not write: read on from where
+        # the last read stopped; a first read of a large topic under way on the retention
+        # clock's thread is not waited for (the groups are judged again at a later pass).
+        return followed.read(groups, EVIDENCE_BUDGET, wait=EVIDENCE_WAIT)
+
+    return Follower(client, make_reader(client, options.reading), writer,
                     kafka_groups, kafka_partitions, journal, run_id, metadata,
                     options.rescan_every, options.renew_every, status_file,
                     dry_run=options.dry_run, per_group_metrics=options.per_group_metrics,
                     quiet_for=options.quiet_for, renames=SyncRenames(options.mapping),
-                    takeover=Takeover(commit_evidence, options.clock_margin), **extra)
+                    takeover=Takeover(commit_evidence, options.clock_margin, followed.lead,
+                                      followed.zookeeper_read, followed), **extra)
 
 
 def with_clock(follower: Follower, admin: KafkaAdminClient, options: FollowOptions) -> Follower:
@@ -102,7 +109,7 @@ def with_clock(follower: Follower, admin: KafkaAdminClient, options: FollowOptio
     registry = follower.metrics.registry
     registry.register(ExpiryClock(admin, lambda: follower.groups, follower.renames.kafka_name,
                                   follower.renames.named, options.per_group_metrics,
-                                  version=follower.states_version))
+                                  version=follower.states_version, followed=follower.takeover.log))
     registry.register(DryRun(options.dry_run))
     return follower
 

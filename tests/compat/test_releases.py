@@ -90,25 +90,38 @@ def commit_kafka_offsets(bootstrap: str, group: str, offsets: dict[int, int]) ->
 
 
 def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
-    """What the takeover rule reads from this release's __consumer_offsets (migrate/kafka/takeover.py): when
-    each of the group's offsets was committed (zk2kafka's migrate, minutes ago at most), and its protocol type
-    (`consumer`: the release's new consumer joined it)."""
+    """What the takeover rule reads from this release's __consumer_offsets (migrate/kafka/offsets_log.py): when
+    each of the group's offsets was committed (minutes ago at most), by whom (zk2kafka's migrate from outside, or
+    the release's new consumer as a member assigned the partition), and its protocol type (`consumer`)."""
     import time
 
     from kafka.admin import KafkaAdminClient
 
-    from migrate.kafka import group_clock
+    from migrate.kafka.offsets_log import read_groups
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-compat")
     try:
-        clocks, why = group_clock.read_clocks(admin, [group])
+        logs, why = read_groups(admin, [group])
     finally:
         admin.close()
-    assert why is None and group in clocks, why
-    clock = clocks[group]
-    assert set(clock.partitions) == {(TOPIC, p) for p in partitions}, clock.partitions
-    assert all(0 <= time.time() - c.commit_ms / 1000 < 3600 for c in clock.partitions.values()), clock.partitions
-    assert clock.protocol_type == "consumer", clock
+    assert why is None and group in logs, why
+    found = logs[group]
+    commits = {key: found.committed(key) for key in found.keys}
+    assert set(commits) == {(TOPIC, p) for p in partitions}, commits
+    assert all(0 <= time.time() - c.commit_ms / 1000 < 3600 for c in commits.values()), commits
+    assert found.protocol_type == "consumer", found.metadata
+    # Each value is zk2kafka's commit, made from outside the group (no member then), or the release's own consumer's
+    # commit as a member of its group, assigned the partition: the group's metadata records, in the version this
+    # release writes, read in log order with its commits.
+    by_member = 0
+    for key, c in commits.items():
+        if c.metadata.startswith("zk2kafka migrate "):
+            assert c.by.members == 0, (key, c.by)
+        else:
+            assert c.by.members >= 1 and c.by.generation is not None and c.by.covered, (key, c.by)
+            assert key in c.by.member.assigned, (key, c.by)
+            by_member += 1
+    assert by_member, commits
 
 
 def log_positions(bootstrap: str, topic: str) -> dict[str, tuple[int, int]]:

@@ -28,7 +28,7 @@ from support.hints import HINT, hints, operator_shell, paste, paste_lines, revie
 from support.runs import INTERRUPTIBLE_WRITER
 from support.seeding import kafka_offsets, make_topic
 
-from migrate.kafka.group_clock import read_clocks
+from migrate.kafka.offsets_log import read_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -355,9 +355,9 @@ def test_report_md_advice_pasted_from_the_rendered_markdown(cluster, zk_chroot, 
 
 def _commit_times(kafka_admin, groups: list[str]) -> dict[str, list[int]]:
     """When Kafka took each group's last commits, as __consumer_offsets holds them."""
-    clocks, why = read_clocks(kafka_admin, groups)
+    clocks, why = read_groups(kafka_admin, groups)
     assert why is None, why
-    return {g: sorted(c.commit_ms for c in clocks[g].commits) for g in groups}
+    return {g: sorted(commit_ms for commit_ms, _ in clocks[g].commits) for g in groups}
 
 
 def test_after_zookeeper_renewal_as_printed(cluster, zk_chroot, kafka_admin, prefix, tmp_path):

@@ -20,7 +20,7 @@ from support.consumers import joined
 from support.hints import operator_shell, paste
 from support.seeding import TopicPartition, kafka_offsets, make_topic
 
-from migrate.kafka.group_clock import read_clocks
+from migrate.kafka.offsets_log import read_groups
 
 
 def seed(zk, groups: list[str], topic: str, offset: int) -> None:
@@ -29,9 +29,9 @@ def seed(zk, groups: list[str], topic: str, offset: int) -> None:
 
 
 def commit_times(kafka_admin, groups: list[str]) -> dict[str, list[int]]:
-    clocks, why = read_clocks(kafka_admin, groups)
+    clocks, why = read_groups(kafka_admin, groups)
     assert why is None, why
-    return {g: sorted(c.commit_ms for c in clocks[g].commits) if g in clocks else [] for g in groups}
+    return {g: sorted(commit_ms for commit_ms, _ in clocks[g].commits) if g in clocks else [] for g in groups}
 
 
 def test_renew_renews_only_what_zk2kafka_wrote_and_kafka_still_holds(cluster, zk, zk_chroot, kafka_admin, prefix,

@@ -16,10 +16,12 @@ import pytest
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
 from migrate.diff.run import run_diff
-from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.jvm.server import wait_until
 from migrate.testing.spark import StandaloneSpark
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
+
+from support.frames import commit_time
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 GROUPS, TOPICS, PARTITIONS = 120, ("orders", "clicks"), 16  # 3,840 ZooKeeper offsets
@@ -67,8 +69,7 @@ def snapshots(tmp_path):
                 elif kind == 9:   # TAKEN_OVER in a consumer group (committed after ZooKeeper's write), else CONFLICT
                     kafka.append({"kind": OFFSET, "group": group, "topic": topic, "partition": p,
                                   "committed_offset": offset + 20, "metadata": ""})
-                    kafka.append({"kind": COMMIT, "group": group, "topic": topic, "partition": p,
-                                  "commit_ms": int((T0 + dt.timedelta(minutes=10)).timestamp() * 1000)})
+                    kafka.append(commit_time(group, topic, p, T0 + dt.timedelta(minutes=10), offset=offset + 20))
                 elif kind == 3:                                            # BELOW_LOG_START
                     offset = LOG_START - 5
                 elif kind == 4:                                            # ABOVE_LOG_END

@@ -1,21 +1,31 @@
 """Taken over only on evidence, on the sandbox: ready-for-kraft, the diff and sync say the same of each
-value Kafka holds that zk2kafka did not write (migrate/kafka/takeover.py).
+value Kafka holds that zk2kafka did not write (migrate/kafka/takeover.py over migrate/kafka/offsets_log.py).
 
 The cases, each a group of its own with ZooKeeper's offsets at 5 and 6:
 - `outside-low`, `outside-high`: an admin tool committed 1, 1 or 80, 90 after ZooKeeper's last write; no
-  consumer ever joined (no protocol type): DIFFERS, blocking;
-- `canary`: a consumer of the new application joined once, committed the log end and left (protocol type
-  `consumer`); the old consumers then committed to ZooKeeper after it: DIFFERS, blocking;
+  consumer ever joined: DIFFERS, blocking;
+- `reset`: a canary of the new application joined, committed and left (the group keeps protocol type
+  `consumer` while Empty); after the old consumers' last commit to ZooKeeper an admin reset it to the log
+  end, with no member in it: DIFFERS (a commit from outside), blocking;
+- `canary`: a consumer of the new application joined once, committed and left; the old consumers then
+  committed to ZooKeeper after it: DIFFERS, blocking;
+- `aborted`: the canary's commit, the old consumers' after it, then an exactly-once application sent
+  another offset for the group inside a transaction and aborted it: Kafka holds the canary's value, dated by
+  the canary's record (the aborted one is no commit): DIFFERS, blocking;
+- `once`: no consumer ever joined; during ready-for-kraft's watch an admin committed the log end, once:
+  DIFFERS there ("one commit during the watch"), blocking;
 - `switched`: the new consumers joined after the old ones' last commit, committed, and left: taken over;
-- `assigning`: a client of no group (as Flink and Spark assign partitions themselves) commits as it goes,
-  during ready-for-kraft's watch: taken over there; the diff, which watches nothing, and a sync that saw
-  its values before it began to watch, keep it as a difference that says so (a sync that saw it start
-  committing took it over: the last test);
+- `assigning`: a client of no group (as Flink and Spark assign partitions themselves) commits as it reads,
+  moving forward, during ready-for-kraft's watch: taken over there; the diff, which watches nothing, and a
+  sync that saw its values before it began to watch, keep it as a difference that says so (a sync that saw
+  it committing took it over: the last test);
 - `live`: a member of the live group is assigned the partitions: taken over.
 Then the same through `--map-group OLD=NEW`, NEW holding the values.
 
 The clocks of ZooKeeper and Kafka are this host's: the tests give `--clock-margin 1s` and wait, on the
-znodes' own mtime, until the margin has passed before Kafka commits.
+znodes' own mtime, until the margin has passed before Kafka commits. What is committed during the watch is
+committed by the watch itself (WriteWatch.wait, wrapped): after the watch's mark in __consumer_offsets and
+before the gate reads it, whatever the host's speed.
 """
 
 from __future__ import annotations
@@ -32,6 +42,9 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from kafka import KafkaProducer
+
+from migrate.ready.watch import WriteWatch
 from support.cli import ROOT, zk2kafka_json
 from support.consumers import joined
 from support.seeding import kafka_offsets, make_topic, put
@@ -76,20 +89,34 @@ def member_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int
         consumer.close()
 
 
-class Assigning(threading.Thread):
-    """A client that assigns itself the partitions and commits as it goes, joining no group (no protocol type),
-    until stopped."""
+def aborted_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """An exactly-once application sends `offsets` for `group` inside a transaction, then aborts it."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{group}-eos")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+                                              for p, o in offsets.items()}, group)
+        producer.abort_transaction()
+    finally:
+        producer.close()
 
-    def __init__(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int]):
+
+class Assigning(threading.Thread):
+    """A client that assigns itself the partitions and commits as it reads (one message further each time, up to
+    the log end), joining no group, until stopped."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, offsets: dict[int, int], end: int = 100):
         super().__init__(daemon=True)
         self.consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False)
         self.consumer.assign([TopicPartition(topic, p) for p in offsets])
-        self.offsets, self.halt, self.commits = offsets, threading.Event(), 0
+        self.offsets, self.end, self.halt, self.commits = dict(offsets), end, threading.Event(), 0
 
     def run(self) -> None:
         while not self.halt.is_set():
             self.consumer.commit({TopicPartition(self.topic, p): OffsetAndMetadata(o, "", -1)
                                   for p, o in self.offsets.items()})
+            self.offsets = {p: min(o + 1, self.end) for p, o in self.offsets.items()}
             self.commits += 1
             self.halt.wait(0.3)
         self.consumer.close()
@@ -109,21 +136,40 @@ def seed(cluster, zk, kafka_admin, prefix: str, names: dict[str, str]) -> tuple[
     topic = f"{prefix}orders"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 100)
     bootstrap = cluster.bootstrap_server
-    # The canary commits first, then the old consumers write ZooKeeper after it, past the margin.
-    member_commit(bootstrap, names["canary"], topic, {0: 100, 1: 100})
+    # The canaries commit first, then the old consumers write ZooKeeper after them, past the margin.
+    for case in ("canary", "reset", "aborted"):
+        member_commit(bootstrap, names[case], topic, {0: 100, 1: 100})
     past_the_margin(time.time())
     written = max(write_zk(zk, f"{prefix}{case}", topic, ZK_OFFSETS) for case in names)
     past_the_margin(written)
     admin_commit(kafka_admin, names["outside-low"], topic, {0: 1, 1: 1})
     admin_commit(kafka_admin, names["outside-high"], topic, {0: 80, 1: 90})
+    admin_commit(kafka_admin, names["reset"], topic, {0: 100, 1: 100})
+    aborted_commit(bootstrap, names["aborted"], topic, {0: 80, 1: 80})
+    admin_commit(kafka_admin, names["once"], topic, {0: 5, 1: 6})   # as ZooKeeper: the watch's commit moves it
     member_commit(bootstrap, names["switched"], topic, {0: 40, 1: 50})
     live = joined(bootstrap, names["live"], topic)
     assigning = Assigning(bootstrap, names["assigning"], topic, {0: 30, 1: 31})
     return topic, assigning, live
 
 
-CASES = ("outside-low", "outside-high", "canary", "switched", "assigning", "live")
+CASES = ("outside-low", "outside-high", "reset", "canary", "aborted", "once", "switched", "assigning", "live")
 TAKEN_OVER = {"switched", "assigning", "live"}
+BLOCKED = sorted(set(CASES) - TAKEN_OVER)
+
+
+def during_the_watch(monkeypatch, kafka_admin, topic: str, names: dict[str, str], assigning: Assigning) -> None:
+    """What happens while the gate watches: the assigning client commits twice more (moving forward), and an
+    admin commits `once`'s group to the log end, once. Done by the watch as it begins waiting: past its mark in
+    __consumer_offsets, before its read of it."""
+    wait = WriteWatch.wait
+
+    def watched(self, seconds):
+        seen = assigning.commits
+        wait_for("two commits of the assigning client", lambda: assigning.commits >= seen + 2, 30)
+        admin_commit(kafka_admin, names["once"], topic, {0: 100, 1: 100})
+        return wait(self, seconds)
+    monkeypatch.setattr(WriteWatch, "wait", watched)
 
 
 def sync(cluster, zk_chroot, state, *extra, stop_after="5m") -> subprocess.Popen:
@@ -176,28 +222,37 @@ def check_gate(code: int, data: dict, prefix: str) -> None:
         else:
             assert v["taken_over"] == 0 and len(v["differs"]) == 2 and v["foreign"] == 2, (case, v)
             assert not any("committed by a new consumer" in d for d in v["differs"]), (case, v["differs"])
-    assert "from outside (no protocol type" in verdicts["outside-high"]["differs"][0]
+    assert "from outside: no consumer had joined the group then" in verdicts["outside-high"]["differs"][0]
     assert "ZooKeeper 5, Kafka 80" in verdicts["outside-high"]["differs"][0]
+    assert "from outside: the group had no member then (protocol type consumer, Empty)" in \
+        verdicts["reset"]["differs"][0]
     assert "before ZooKeeper's last write" in verdicts["canary"]["differs"][0]
+    # Kafka holds the canary's 100, dated by the canary's own record: the aborted 80 is no commit.
+    assert "ZooKeeper 5, Kafka 100" in verdicts["aborted"]["differs"][0]
+    assert "before ZooKeeper's last write" in verdicts["aborted"]["differs"][0]
+    assert "one commit during the watch: not shown to be a consumer" in verdicts["once"]["differs"][0]
     assert "committed by a new consumer" in verdicts["switched"]["taken_over_offsets"][0]
-    assert "during the watch" in verdicts["assigning"]["taken_over_offsets"][0]
+    assert "by member " in verdicts["switched"]["taken_over_offsets"][0]
+    assert "seen consuming" in verdicts["assigning"]["taken_over_offsets"][0]
     assert "assigned to a live member" in verdicts["live"]["taken_over_offsets"][0]
-    assert sorted(g[len(prefix):] for g in data["not_ready"]) == ["canary", "outside-high", "outside-low"]
+    assert sorted(g[len(prefix):] for g in data["not_ready"]) == BLOCKED
+    clocks = data["clocks"]
+    assert clocks["assumed"] and clocks["margin"] == 1.0 and clocks["effective_margin"] >= 1.0, clocks
 
 
-def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path,
+                                                      monkeypatch):
     names = {case: f"{prefix}{case}" for case in CASES}
     topic, assigning, live = seed(cluster, zk, kafka_admin, prefix, names)
     assigning.start()
-    wait_for("the assigning client's first commits", lambda: assigning.commits >= 2, 30)
+    during_the_watch(monkeypatch, kafka_admin, topic, names, assigning)
     try:
-        # ready-for-kraft: the watch sees the assigning client commit; it must have begun before them by the
-        # margin, so the client's commits go on through it.
         code, data = gate(cluster, zk_chroot, tmp_path / "gate", prefix)
         check_gate(code, data, prefix)
-        # Named on purpose, the blockers are left behind and the gate passes.
+        # Named on purpose, the blockers are left behind and the gate passes (the admin's commit of `once` now
+        # before this watch: from outside).
         code, named = gate(cluster, zk_chroot, tmp_path / "gate", prefix,
-                           "--leave-behind", f"{prefix}(outside-.*|canary)")
+                           "--leave-behind", f"{prefix}({'|'.join(BLOCKED)})")
         assert code == 0 and named["ready"], named["blocking"]
 
         # The diff: the same rows, the same words, no watch.
@@ -207,20 +262,26 @@ def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, ka
         per_group = json.loads(Path(diff["files"]["summary"]).read_text())["per_group"]
         statuses = {g["group"][len(prefix):]: g["counts"] for g in per_group}
         assert statuses["switched"] == {"TAKEN_OVER": 2}, statuses
-        for case in ("outside-low", "outside-high", "canary", "assigning"):
+        for case in (*BLOCKED, "assigning"):
             assert statuses[case] == {"CONFLICT": 2}, (case, statuses)
         assert statuses["live"] == {"GROUP_ACTIVE_KAFKA": 2}, statuses
         first = {g["group"][len(prefix):]: g.get("first_blocker") or "" for g in per_group}
-        assert "from outside (no protocol type" in first["outside-low"], first
+        assert "from outside: no consumer had joined the group then" in first["outside-low"], first
+        assert "from outside: the group had no member then (protocol type consumer, Empty)" in first["reset"], first
         assert "before ZooKeeper's last write" in first["canary"], first
+        assert "before ZooKeeper's last write" in first["aborted"], first
 
-        # sync: never writes over them; taken over where the evidence shows it, differs where it does not.
+        # sync: never writes over them; taken over where the evidence shows it, differs where it does not. The
+        # assigning client stopped before it began: its commits were made before sync's watch.
+        assigning.stop()
         ended = stopped_then_ended(sync(cluster, zk_chroot, tmp_path / "sync"), tmp_path / "sync",
                                    set(names.values()))
         stopped = {g[len(prefix):]: why for g, why in ended["groups_stopped"].items()}
-        for case in ("outside-low", "outside-high", "canary", "assigning"):
+        for case in (*BLOCKED, "assigning"):
             assert stopped[case].startswith("differs: "), (case, stopped)
-        assert "from outside (no protocol type" in stopped["outside-low"], stopped
+        assert "from outside: no consumer had joined the group then" in stopped["outside-low"], stopped
+        assert "from outside: the group had no member then" in stopped["reset"], stopped
+        assert "before ZooKeeper's last write" in stopped["aborted"], stopped
         assert stopped["switched"].startswith("taken over: "), stopped
         assert "Kafka group" in stopped["live"], stopped
     finally:
@@ -229,13 +290,15 @@ def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, ka
     held = kafka_offsets(kafka_admin, list(names.values()))
     assert held[names["outside-low"]] == {(topic, 0): (1, ""), (topic, 1): (1, "")}, "sync moved another's offset"
     assert held[names["canary"]] == {(topic, 0): (100, ""), (topic, 1): (100, "")}, "sync moved another's offset"
+    assert held[names["aborted"]] == {(topic, 0): (100, ""), (topic, 1): (100, "")}, "sync moved another's offset"
 
 
-def test_through_a_group_mapping_the_new_group_is_judged(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path):
+def test_through_a_group_mapping_the_new_group_is_judged(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path,
+                                                         monkeypatch):
     names = {case: f"{prefix}{case}-v2" for case in CASES}
-    _, assigning, live = seed(cluster, zk, kafka_admin, prefix, names)
+    topic, assigning, live = seed(cluster, zk, kafka_admin, prefix, names)
     assigning.start()
-    wait_for("the assigning client's first commits", lambda: assigning.commits >= 2, 30)
+    during_the_watch(monkeypatch, kafka_admin, topic, names, assigning)
     try:
         code, data = gate(cluster, zk_chroot, tmp_path / "gate", prefix, "--map-group", f"{prefix}(.*)={prefix}\\1-v2")
         check_gate(code, data, prefix)
@@ -265,5 +328,5 @@ def test_sync_takes_a_group_over_when_it_sees_a_client_of_no_group_begin_committ
         if running.poll() is None:
             running.kill()
     assert stopped[group].startswith("taken over: "), stopped
-    assert "during the watch by a client in no consumer group" in stopped[group], stopped
-    assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] == 30, "sync moved the new client's offset"
+    assert "by a client of no consumer group seen consuming" in stopped[group], stopped
+    assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] >= 30, "sync moved the new client's offset"

@@ -52,6 +52,7 @@ from migrate.diff import cds
 from migrate.diff.offset_diff import Policy
 from migrate.diff.schema import PLAN_ORDER
 from migrate.diff.run import run_diff
+from migrate.kafka import takeover
 from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
@@ -151,13 +152,17 @@ def _kafka(zk: pa.Table, g, i, groups: int, partitions: int, topics: int, topic_
     # When the values that differ were committed (the snapshot's `commit` rows, the takeover rule's
     # input): every other one by the consumer group after ZooKeeper's last write, T0 (TAKEN_OVER), the
     # rest before it (CONFLICT).
-    differ = committed.filter(ahead)
+    differ = kafka_offsets.filter(ahead)
     written = int(T0.timestamp() * 1000)
     later = _is(pa.array(range(differ.num_rows), pa.int64()), 2, 0)
     commits = pa.table({
         "kind": pa.repeat(pa.scalar(COMMIT), differ.num_rows), "group": differ["group"],
         "topic": differ["topic"], "partition": differ["partition"],
-        "commit_ms": pc.if_else(later, pa.scalar(written + 600_000), pa.scalar(written - 600_000))})
+        "committed_offset": differ["committed_offset"],
+        "commit_ms": pc.if_else(later, pa.scalar(written + 600_000), pa.scalar(written - 600_000)),
+        "commit_by": pa.repeat(pa.scalar(takeover.MEMBER), differ.num_rows),
+        "commit_who": pa.repeat(pa.scalar("by member m-1 of generation 4, assigned it (protocol type consumer)"),
+                                differ.num_rows)})
     small = pa.Table.from_pylist(rows, schema=KAFKA_SCHEMA)
     return pa.concat_tables([small, kafka_offsets, commits], promote_options="default").cast(KAFKA_SCHEMA)
 

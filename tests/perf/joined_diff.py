@@ -42,7 +42,9 @@ def joined_diff(zk: DataFrame, kafka: DataFrame, policy: od.Policy) -> DataFrame
     groups = kafka.filter(F.col("kind") == GROUP).select(
         "group", "group_state", F.col("members").alias("kafka_members"), "protocol_type")
     commits = kafka.filter(F.col("kind") == COMMIT).select(
-        "group", "topic", "partition", F.col("commit_ms").alias("kafka_commit_ms"))
+        "group", "topic", "partition", F.col("commit_ms").alias("kafka_commit_ms"),
+        F.col("committed_offset").alias("kafka_commit_offset"), F.col("commit_by").alias("kafka_commit_by"),
+        F.col("commit_who").alias("kafka_commit_who"))
     rows = (zk_rows.join(committed, ["group", "topic", "partition"], "full_outer")
             .join(partitions, ["topic", "partition"], "left")
             .join(groups, "group", "left")

@@ -9,6 +9,9 @@ import pyarrow as pa
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy, offset_diff
 from migrate.diff.run import _conform
+from migrate.kafka import takeover
+from migrate.kafka.group_log import NO_MEMBER, Commit, Membership
+from migrate.kafka.group_records import Member
 from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
@@ -34,10 +37,20 @@ def committed(group, topic, p, offset, metadata=""):
             "metadata": metadata}
 
 
-def commit_time(group, topic, p, at: dt.datetime):
-    """When Kafka's value of a partition was committed, as the snapshot's `commit` rows say."""
-    return {"kind": COMMIT, "group": group, "topic": topic, "partition": p,
-            "commit_ms": int(at.timestamp() * 1000)}
+# The group as its records stood at a commit (migrate/kafka/group_log.py): a member assigned the partition, a
+# group that was Empty, one no consumer ever joined.
+MEMBER_AT = Membership(2, 4, "consumer", Member("m-1", "app", "/10.0.0.1", frozenset({("t", 0)})), True)
+EMPTY_AT = Membership(0, 5, "consumer", None, None)
+NEVER_JOINED = NO_MEMBER
+
+
+def commit_time(group, topic, p, at: dt.datetime, offset=45, by: Membership = MEMBER_AT):
+    """The record that wrote Kafka's value of a partition (`offset`, committed `at`, the group as `by`), as the
+    snapshot's `commit` rows say it: its writer and words from the takeover rule."""
+    ms = int(at.timestamp() * 1000)
+    writer, who = takeover.committer(Commit(offset, "", ms, None, 10, by), None, watching=False)
+    return {"kind": COMMIT, "group": group, "topic": topic, "partition": p, "committed_offset": offset,
+            "commit_ms": ms, "commit_by": writer, "commit_who": who}
 
 
 def group(name, state=None, members=0, protocol=None):

@@ -12,8 +12,10 @@ from joined_diff import joined_diff
 from migrate.diff import offset_diff as od
 from migrate.diff import schema as s
 from migrate.diff.run import _conform
-from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
+
+from support.frames import commit_time
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 OLD = "kafka-1.1.0-offset"
@@ -100,6 +102,6 @@ def edge_cases() -> tuple[pa.Table, pa.Table]:
     kafka += [{"kind": OFFSET, "group": "g", "topic": "t", "partition": p, "committed_offset": o, "metadata": ""}
               for p, o in ((0, 45), (1, 30))]
     kafka += [{"kind": GROUP, "group": "g", "group_state": "Empty", "members": 0, "protocol_type": "consumer"}]
-    kafka += [{"kind": COMMIT, "group": "g", "topic": "t", "partition": p, "commit_ms": int(at.timestamp() * 1000)}
-              for p, at in ((0, T0 + dt.timedelta(minutes=5)), (1, T0 - dt.timedelta(minutes=5)))]
+    kafka += [commit_time("g", "t", p, at, offset=o)
+              for p, o, at in ((0, 45, T0 + dt.timedelta(minutes=5)), (1, 30, T0 - dt.timedelta(minutes=5)))]
     return pa.Table.from_pylist(zk, schema=ZK_SCHEMA), pa.Table.from_pylist(kafka, schema=KAFKA_SCHEMA)

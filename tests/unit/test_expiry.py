@@ -1,17 +1,16 @@
 """When Kafka deletes the offsets of a group with no member, per release: before 2.1 each offset by its own
 commit (or the expiry a v1 record set); from 2.1 (KIP-211) an Empty consumer group all at once, retention after
-it became Empty; a group with no protocol type by commit time on every release. And the records of
-__consumer_offsets those clocks are read from."""
+it became Empty; a group with no protocol type by commit time on every release, each group's clocks as its
+records in __consumer_offsets give them (migrate/kafka/group_log.py)."""
 
 from __future__ import annotations
-
-import struct
 
 import pytest
 
 from migrate.diff.retention import COMMIT_CLOCK, EMPTY_CLOCK, expiry_lines, offsets_expire, retention_preflight
-from migrate.kafka.group_clock import GroupClock, OffsetClock, parse_offset_clock, parse_offset_key
 from migrate.ready.expiry import HeldGroup, expiring, window
+
+from support.records import group_log
 
 DAY_MS = 86_400_000
 T0 = 1_800_000_000_000   # ms
@@ -60,8 +59,8 @@ def test_the_release_default_stands_in_for_a_broker_that_cannot_tell_its_retenti
 
 def test_ready_for_kraft_names_each_group_with_its_time_and_whether_a_renewal_helps():
     now = T0 / 1000
-    clocks = {"went-empty": GroupClock(T0 - DAY_MS, (OffsetClock(T0, None),)),
-              "migrated": GroupClock(None, (OffsetClock(T0 - 2 * DAY_MS, None), OffsetClock(T0 - DAY_MS, None)))}
+    clocks = {"went-empty": group_log("went-empty", T0 - DAY_MS, [T0]),
+              "migrated": group_log("migrated", None, [T0 - 2 * DAY_MS, T0 - DAY_MS], protocol_type="")}
     held = [HeldGroup("went-empty", "Empty", "consumer", 1), HeldGroup("migrated", "Empty", "", 2),
             HeldGroup("unread", "Empty", "", 3)]
     out = expiring(held, clocks, None, 10080, "3.9", now, "/state/snapshots/zk-r.parquet")
@@ -83,7 +82,7 @@ def test_ready_for_kraft_renews_a_renamed_group_by_its_old_name_through_the_mapp
     Kafka group named as an old group that maps elsewhere is not one sync with the mapping renews."""
     from migrate.report.ready import expiry
 
-    clocks = {g: GroupClock(None, (OffsetClock(T0, None),)) for g in ("billing-v2", "plain", "legacy-billing")}
+    clocks = {g: group_log(g, None, [T0], protocol_type="") for g in ("billing-v2", "plain", "legacy-billing")}
     held = [HeldGroup(g, "Empty", "", 1) for g in clocks]
     found = expiring(held, clocks, None, 10080, "3.9", T0 / 1000, "e")
     data = {"expiry": found, "group_map": {"renamed": {"legacy-billing": "billing-v2"},
@@ -112,78 +111,3 @@ def test_the_diff_lists_the_first_few_expiring_groups_and_counts_the_rest():
     assert lines[2] == "  e1: at 2027-01-21T08:00:00Z (6.0 day(s); since it became Empty)"
     assert lines[-1] == "  ... and 2 more (report.md, summary.json retention.expiring)"
     assert expiry_lines(retention_preflight([], 10080, "3.9", None, 10080)) == []
-
-
-def _string(text: str, compact: bool = False) -> bytes:
-    raw = text.encode()
-    return bytes([len(raw) + 1]) + raw if compact else struct.pack(">h", len(raw)) + raw
-
-
-@pytest.mark.parametrize("version,body,expected", [
-    (0, struct.pack(">q", 7) + _string("m") + struct.pack(">q", T0), OffsetClock(T0, None)),
-    (1, struct.pack(">q", 7) + _string("m") + struct.pack(">qq", T0, T0 + DAY_MS), OffsetClock(T0, T0 + DAY_MS)),
-    (1, struct.pack(">q", 7) + _string("") + struct.pack(">qq", T0, -1), OffsetClock(T0, None)),
-    (2, struct.pack(">q", 7) + _string("m") + struct.pack(">q", T0), OffsetClock(T0, None)),
-    (3, struct.pack(">qi", 7, -1) + _string("m") + struct.pack(">q", T0), OffsetClock(T0, None)),
-    (4, struct.pack(">qi", 7, 3) + _string("meta", compact=True) + struct.pack(">q", T0) + b"\x00",
-     OffsetClock(T0, None)),
-])
-def test_an_offset_commit_record_gives_its_commit_time(version, body, expected):
-    assert parse_offset_clock(struct.pack(">h", version) + body) == expected
-
-
-def test_an_offset_commit_key_names_group_topic_and_partition():
-    key = struct.pack(">h", 1) + _string("billing") + _string("orders") + struct.pack(">i", 4)
-    assert parse_offset_key(key) == ("billing", "orders", 4)
-    assert parse_offset_key(struct.pack(">h", 2) + _string("billing")) is None   # a group metadata key
-    assert parse_offset_clock(struct.pack(">h", 9) + b"\x00" * 20) is None
-
-
-@pytest.mark.parametrize("version,by_commit", [("3.9", {"migrated-before"}),
-                                               ("2.0", {"migrated-before", "went-empty"})])
-def test_the_diff_names_groups_already_in_kafka_with_no_member_and_nothing_to_commit(version, by_commit):
-    groups = [{"group": "migrated-before", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 2},
-              {"group": "went-empty", "group_state": "Empty", "protocol_type": "consumer", "planned": 0, "offsets": 2},
-              {"group": "live", "group_state": "Stable", "protocol_type": "consumer", "planned": 0, "offsets": 2}]
-    out = retention_preflight(groups, 10080, version, None, 10080, {"went-empty": T0}, None, now=T0 / 1000)
-    expiring = {g["group"]: g for g in out["expiring"]}
-    assert set(expiring) == {"migrated-before", "went-empty"}   # never the live group
-    # Commit times not read (migrate's dry run, verify): said so, and which commands tell.
-    unread = {g for g, e in expiring.items() if e["unknown"] and "only `zk2kafka diff`" in e["unknown"]}
-    assert unread == by_commit and all(expiring[g]["clock"] == COMMIT_CLOCK for g in by_commit)
-    assert [line for line in expiry_lines(out) if "migrated-before" in line] == [
-        "  migrated-before: at an unknown time (by its last commit, which only `zk2kafka diff` and "
-        "`ready-for-kraft` read)"]
-
-
-@pytest.mark.parametrize("version", ["3.9", "2.0"])
-def test_the_diff_tells_when_a_group_already_in_kafka_expires_by_its_last_commit(version):
-    groups = [{"group": "migrated-before", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 2},
-              {"group": "no-record", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 1}]
-    # Two commits: the first to expire decides when the group starts losing offsets.
-    clocks = {"migrated-before": [(T0 - DAY_MS, None), (T0, None)]}
-    out = retention_preflight(groups, 10080, version, None, 10080, {}, None, now=T0 / 1000,
-                              commit_clocks=clocks, commit_clocks_unknown=None)
-    expiring = {g["group"]: g for g in out["expiring"]}
-    told = expiring["migrated-before"]
-    assert told["clock"] == COMMIT_CLOCK and told["unknown"] is None
-    assert told["time_left_seconds"] == 6 * 86400 and told["expires_at"] is not None
-    assert expiring["no-record"]["unknown"] == "no commit of its offsets was found in __consumer_offsets"
-    lines = [line for line in expiry_lines(out) if "migrated-before" in line]
-    assert lines == [f"  migrated-before: at {told['expires_at']} (6.0 day(s); by its last commit)"]
-    # A read cut short says why, for the groups it could not tell.
-    cut = retention_preflight(groups, 10080, version, None, 10080, {}, None, now=T0 / 1000,
-                              commit_clocks={}, commit_clocks_unknown="reading took longer than 15s")
-    assert {g["unknown"] for g in cut["expiring"]} == {"reading took longer than 15s"}
-
-
-def test_the_pages_say_groups_expiring_by_their_own_commits_in_one_line_from_the_first():
-    from migrate.diff.retention import left_without_consumer
-    groups = [{"group": f"g{i}", "group_state": "Empty", "protocol_type": "", "planned": 0, "offsets": 1}
-              for i in range(3)]
-    clocks = {f"g{i}": [(T0 - i * DAY_MS, None)] for i in range(3)}
-    out = retention_preflight(groups, 10080, "3.9", None, 10080, {}, None, now=T0 / 1000,
-                              commit_clocks=clocks)
-    [(when, named)] = left_without_consumer(out)
-    assert named == ["g2", "g1", "g0"]   # the first to go first
-    assert when.startswith("from ") and when.endswith("(5.0 day(s)) on, each by its last commit")

@@ -108,27 +108,3 @@ def test_group_states_come_from_describe_groups_before_list_groups_v4():
     admin = Groups((2, 4), apis(ListGroups=3))
     assert compat.group_states(admin, compat.BrokerFeatures.of(admin)) == {"a": "Stable", "b": "Empty"}
     assert admin.used == ["ListGroups", "DescribeGroups ['a', 'b']"]
-
-
-def test_group_clock_finds_the_coordinator_partition_and_reads_the_state_timestamp():
-    import struct
-
-    from migrate.kafka import group_clock
-
-    # Java: "abc".hashCode() == 96354; "polygenelubricants".hashCode() == Integer.MIN_VALUE (Utils.abs -> 0).
-    assert group_clock.partition_for("abc", 50) == 96354 % 50
-    assert group_clock.partition_for("polygenelubricants", 50) == 0
-    assert group_clock.partition_for("", 50) == 0
-    key = struct.pack(">hh", 2, 5) + b"billy"
-    assert group_clock.parse_key(key) == "billy" and group_clock.parse_key(struct.pack(">hh", 1, 1) + b"x") is None
-
-    def s(text):
-        return struct.pack(">h", len(text)) + text.encode() if text is not None else struct.pack(">h", -1)
-    v3 = struct.pack(">h", 3) + s("consumer") + struct.pack(">i", 4) + s(None) + s(None) + struct.pack(">qi", 1234, 0)
-    assert group_clock.parse_state_timestamp(v3) == ("consumer", 1234, 0)
-    v1 = struct.pack(">h", 1) + s("consumer") + struct.pack(">i", 4) + s("range") + s("m-1") + struct.pack(">i", 0)
-    assert group_clock.parse_state_timestamp(v1) == ("consumer", None, 0)   # before 2.1: no timestamp
-    v4 = struct.pack(">h", 4) + bytes([9]) + b"consumer" + struct.pack(">i", 4) + bytes([0, 0]) + struct.pack(">q",
-                                                                                                              77) \
-        + bytes([1, 0])
-    assert group_clock.parse_state_timestamp(v4) == ("consumer", 77, 0)

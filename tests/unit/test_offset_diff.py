@@ -54,9 +54,9 @@ def test_every_status_from_one_plan(spark):
     assert rows[("plain", "t", 1)]["action"] == rows[("plain", "t", 3)]["action"] == s.NOTHING
     taken = rows[("moved-on", "t", 0)]
     assert (taken["action"], taken["planned_offset"]) == (s.NOTHING, None)
-    assert taken["reason"] == ("Kafka has 45, ZooKeeper 40 (committed by a new consumer 2026-01-01T00:05:00Z, by a "
-                               "consumer group's member (protocol type consumer), after ZooKeeper's last write "
-                               "2026-01-01T00:00:00Z (clock margin 60s)): nothing to move")
+    assert taken["reason"] == ("Kafka has 45, ZooKeeper 40 (committed by a new consumer 2026-01-01T00:05:00Z, by "
+                               "member m-1 of generation 4, assigned it (protocol type consumer), after ZooKeeper's "
+                               "last write 2026-01-01T00:00:00Z (clock margin 60s)): nothing to move")
     assert rows[("live", "t", 0)]["reason"].startswith("Kafka group is Stable with 3 member(s)")
     assert rows[("bad", "t", 0)]["zk_raw"] == "1.5E2"
     stale = rows[("stale", "t", 0)]

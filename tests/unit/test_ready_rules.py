@@ -12,6 +12,8 @@ from migrate.report.ready import markdown, text
 from migrate.zk.ensemble import Search, Tree
 from migrate.zk.quiet import Moved
 
+from support.records import held
+
 T = "orders"
 
 
@@ -62,18 +64,24 @@ def test_a_group_taken_over_by_new_consumers_is_ready_by_syncs_rules():
     found = verdicts([row("live", 0), row("theirs", 0)],
                      {"live": KafkaGroup("Stable", {}, assigned={(T, 0)}),
                       "theirs": KafkaGroup("Empty", {(T, 0): (5000, "")}, protocol_type="consumer",
-                                           committed={(T, 0): 601.0})})
+                                           log=held("theirs", {(T, 0): (5000, 601.0)}))})
     assert found["live"].ready and found["live"].taken_over == 1
     assert found["theirs"].ready and found["theirs"].taken_over == 1
 
 
 def test_a_value_no_consumer_is_shown_to_own_differs_and_blocks():
     kafka = {
-        # committed from outside (no protocol type), lower and higher than ZooKeeper's, after its write
-        "outside-low": KafkaGroup("Empty", {(T, 0): (1, "")}, protocol_type="", committed={(T, 0): 601.0}),
-        "outside-high": KafkaGroup("Empty", {(T, 0): (90, "")}, protocol_type="", committed={(T, 0): 601.0}),
+        # committed from outside (no consumer ever joined), lower and higher than ZooKeeper's, after its write
+        "outside-low": KafkaGroup("Empty", {(T, 0): (1, "")}, protocol_type="",
+                                  log=held("outside-low", {(T, 0): (1, 601.0)}, by="never")),
+        "outside-high": KafkaGroup("Empty", {(T, 0): (90, "")}, protocol_type="",
+                                   log=held("outside-high", {(T, 0): (90, 601.0)}, by="never")),
+        # an admin's reset of a consumer group all of whose members had left: Empty at the commit
+        "reset": KafkaGroup("Empty", {(T, 0): (200, "")}, protocol_type="consumer",
+                            log=held("reset", {(T, 0): (200, 601.0)}, by="empty")),
         # a canary of the new consumers committed, then the old ones committed to ZooKeeper after it
-        "canary": KafkaGroup("Empty", {(T, 0): (100, "")}, protocol_type="consumer", committed={(T, 0): -599.0}),
+        "canary": KafkaGroup("Empty", {(T, 0): (100, "")}, protocol_type="consumer",
+                             log=held("canary", {(T, 0): (100, -599.0)})),
         # commit times that could not be read
         "unknown": KafkaGroup("Empty", {(T, 0): (100, "")}, protocol_type="consumer",
                               clocks_unknown="reading __consumer_offsets took longer than 30s"),
@@ -82,17 +90,23 @@ def test_a_value_no_consumer_is_shown_to_own_differs_and_blocks():
     for name, v in found.items():
         assert not v.ready and v.taken_over == 0 and v.foreign == 1, name
         assert "committed by a new consumer" not in v.differs[0], v.differs
-    assert "from outside (no protocol type" in found["outside-low"].differs[0]
+    assert "from outside: no consumer had joined the group then" in found["outside-low"].differs[0]
+    assert "from outside: the group had no member then (protocol type consumer, Empty)" in found["reset"].differs[0]
     assert "before ZooKeeper's last write" in found["canary"].differs[0]
     assert "took longer than 30s" in found["unknown"].differs[0]
 
 
-def test_a_client_of_no_group_committing_during_the_watch_took_over():
-    kafka = {"flink": KafkaGroup("Empty", {(T, 0): (50, "")}, protocol_type="", committed={(T, 0): 700.0})}
-    watched = judge([row("flink", 0)], kafka, PARTITIONS, [], {}, wrote, Evidence((600.0, 720.0), 10.0))[0]
-    assert watched.ready and "during the watch" in watched.taken_over_offsets[0]
-    unwatched = judge([row("flink", 0)], kafka, PARTITIONS, [], {}, wrote, Evidence(None, 10.0))[0]
+def test_a_client_of_no_group_seen_consuming_during_the_watch_took_over():
+    flink = held("flink", {(T, 0): (50, 700.0)}, by="never", watched={(T, 0): [30, 40]})
+    kafka = {"flink": KafkaGroup("Empty", {(T, 0): (50, "")}, protocol_type="", log=flink)}
+    watched = judge([row("flink", 0)], kafka, PARTITIONS, [], {}, wrote, Evidence(True, 10.0))[0]
+    assert watched.ready and "seen consuming: 3 commits during the watch, 30 to 50" in watched.taken_over_offsets[0]
+    unwatched = judge([row("flink", 0)], kafka, PARTITIONS, [], {}, wrote, Evidence(False, 10.0))[0]
     assert not unwatched.ready
+    once = held("admin", {(T, 0): (50, 700.0)}, by="never", watched={(T, 0): []})
+    kafka = {"admin": KafkaGroup("Empty", {(T, 0): (50, "")}, protocol_type="", log=once)}
+    reset = judge([row("admin", 0)], kafka, PARTITIONS, [], {}, wrote, Evidence(True, 10.0))[0]
+    assert not reset.ready and "one commit during the watch: not shown to be a consumer" in reset.differs[0]
 
 
 def test_registered_consumers_and_writes_during_the_watch_block():
@@ -148,7 +162,8 @@ def test_the_text_tables_the_groups_rarest_finding_first_and_says_what_to_do():
 
 def test_no_advice_names_sync_for_a_group_it_would_leave_alone():
     # `mixed` lacks orders-1 in Kafka and holds another committer's value for orders-0: sync would stop it.
-    kafka = {"mixed": KafkaGroup("Empty", {(T, 0): (1, "")}, protocol_type="", committed={(T, 0): 601.0})}
+    kafka = {"mixed": KafkaGroup("Empty", {(T, 0): (1, "")}, protocol_type="",
+                                 log=held("mixed", {(T, 0): (1, 601.0)}, by="never"))}
     found = judge([row("mixed", 0), row("mixed", 1), row("plain", 0)], kafka, PARTITIONS, [], {}, wrote)
     expiry = {"groups": [{"group": "mixed", "clock": "commit", "expires_at": "2026-12-01T00:00:00Z",
                           "all_expire_at": "2026-12-01T00:00:00Z", "time_left_seconds": 3600, "renewable": True,
@@ -319,11 +334,11 @@ def test_a_live_groups_unassigned_partition_already_in_kafka_is_ready():
 
 def test_a_value_a_new_consumer_committed_is_named_as_taken_over():
     v = verdicts([row("g", 0)], {"g": KafkaGroup("Empty", {(T, 0): (5000, "")}, protocol_type="consumer",
-                                                 committed={(T, 0): 601.0})})["g"]
+                                                 log=held("g", {(T, 0): (5000, 601.0)}))})["g"]
     assert v.ready and v.taken_over_offsets == [
-        "orders-0: ZooKeeper 10, Kafka 5000 (committed by a new consumer 1970-01-01T00:10:01Z, by a consumer "
-        "group's member (protocol type consumer), after ZooKeeper's last write 1970-01-01T00:00:01Z (clock margin "
-        "60s))"]
+        "orders-0: ZooKeeper 10, Kafka 5000 (committed by a new consumer 1970-01-01T00:10:01Z, by member m-1 of "
+        "generation 4, assigned it (protocol type consumer), after ZooKeeper's last write 1970-01-01T00:00:01Z "
+        "(clock margin 60s))"]
 
 
 def test_ready_with_groups_left_behind_counts_only_the_groups_it_cleared():

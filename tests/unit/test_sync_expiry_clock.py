@@ -32,7 +32,7 @@ def reads(monkeypatch, took: float, change_at: float, until: float) -> list[floa
     clock = Clock(1000.0 + until)
     began = []
 
-    def read(admin, features, kafka_names):
+    def read(admin, features, followed, kafka_names):
         began.append(clock.now - 1000.0)
         clock.now += took
         return Expiry(), None

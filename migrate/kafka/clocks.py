@@ -1,0 +1,152 @@
+"""How far the two servers' clocks the takeover rule compares are from zk2kafka's, measured from
+what zk2kafka reads and writes, never assumed when it can be measured.
+
+The rule (takeover.py) compares a commit's timestamp (the group coordinator's clock) with a
+znode's mtime (ZooKeeper's leader's clock). A broker clock ahead of ZooKeeper's makes a commit
+look newer than it is: an old commit could pass for a takeover. What bounds each clock:
+
+- a `__consumer_offsets` record stamped later than the moment its answer came back shows the
+  broker that stamped it ahead of zk2kafka's clock by at least the difference (every read);
+- a commit zk2kafka made, stamped before the moment it was sent, shows that broker ahead by at
+  most the difference (sync's commits);
+- a znode written before the moment zk2kafka saw the write shows ZooKeeper ahead by at least
+  mtime minus that moment (a write seen during a watch; every change sync mirrors);
+- a broker's registration in ZooKeeper (`/brokers/ids/N`: the broker's clock in `timestamp`,
+  ZooKeeper's in the znode's ctime, taken a round trip apart) shows that broker's clock ahead of
+  ZooKeeper's by at least `timestamp - ctime`.
+
+From them, Kafka's lead over ZooKeeper (`Lead`): at most the highest broker bound less ZooKeeper's
+lowest, where both are measured; where one is not, the margin is assumed there, on top of the
+largest lead measured (a broker found 5 minutes ahead widens the margin by 5 minutes even when
+nothing bounds it from above). Pure: the readers feed it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+
+class Bound(NamedTuple):
+    """A clock's offset from zk2kafka's (seconds, + ahead) bounded on one side, and by what."""
+
+    seconds: float
+    how: str
+
+
+def _lower(current: Bound | None, seconds: float, how: str) -> Bound:
+    return current if current is not None and current.seconds >= seconds else Bound(seconds, how)
+
+
+def _upper(current: Bound | None, seconds: float, how: str) -> Bound:
+    return current if current is not None and current.seconds <= seconds else Bound(seconds, how)
+
+
+@dataclass
+class Clocks:
+    """Bounds of each broker's and ZooKeeper's clock against zk2kafka's, as they are measured."""
+
+    brokers_lo: dict[int, Bound] = field(default_factory=dict)
+    brokers_hi: dict[int, Bound] = field(default_factory=dict)
+    zk_lo: Bound | None = None
+    zk_hi: Bound | None = None
+    registered: dict[int, Bound] = field(default_factory=dict)   # broker's lead over ZooKeeper
+
+    def kafka_read(self, broker: int, stamped_ms: int, read_at: float) -> None:
+        """A record broker `broker` stamped, in an answer that came back at `read_at`."""
+        self.brokers_lo[broker] = _lower(self.brokers_lo.get(broker), stamped_ms / 1000 - read_at,
+                                         "a record of __consumer_offsets read")
+
+    def kafka_sent(self, broker: int, sent_at: float, stamped_ms: int) -> None:
+        """A commit zk2kafka sent at `sent_at`, stamped `stamped_ms` by broker `broker`."""
+        self.brokers_hi[broker] = _upper(self.brokers_hi.get(broker), stamped_ms / 1000 - sent_at,
+                                         "a commit zk2kafka made")
+
+    def zk_seen(self, mtime_ms: int, seen_at: float) -> None:
+        """A znode ZooKeeper stamped `mtime_ms`, seen written by `seen_at`."""
+        self.zk_lo = _lower(self.zk_lo, mtime_ms / 1000 - seen_at, "a znode write seen")
+
+    def zk_written(self, sent_at: float, mtime_ms: int) -> None:
+        """A znode zk2kafka wrote at `sent_at`, stamped `mtime_ms` by ZooKeeper."""
+        self.zk_hi = _upper(self.zk_hi, mtime_ms / 1000 - sent_at, "a znode zk2kafka wrote")
+
+    def broker_registered(self, broker: int, timestamp_ms: int, ctime_ms: int) -> None:
+        """A broker's registration: its own clock's `timestamp_ms`, ZooKeeper's ctime."""
+        self.registered[broker] = Bound((timestamp_ms - ctime_ms) / 1000,
+                                        f"broker {broker}'s registration in ZooKeeper")
+
+    def merge(self, other: Clocks) -> None:
+        """`other`'s measurements taken in too (another reader's, another process's)."""
+        for b, bound in other.brokers_lo.items():
+            self.brokers_lo[b] = _lower(self.brokers_lo.get(b), *bound)
+        for b, bound in other.brokers_hi.items():
+            self.brokers_hi[b] = _upper(self.brokers_hi.get(b), *bound)
+        if other.zk_lo is not None:
+            self.zk_lo = _lower(self.zk_lo, *other.zk_lo)
+        if other.zk_hi is not None:
+            self.zk_hi = _upper(self.zk_hi, *other.zk_hi)
+        self.registered.update(other.registered)
+
+    def lead(self) -> Lead:
+        """Kafka's lead over ZooKeeper, as measured (see the module's docstring)."""
+        brokers = set(self.brokers_lo) | set(self.brokers_hi) | set(self.registered)
+        measured_hi = bool(brokers) and all(b in self.brokers_hi for b in brokers)
+        hi = None
+        if measured_hi and self.zk_lo is not None:
+            hi = max(self.brokers_hi[b].seconds for b in brokers) - self.zk_lo.seconds
+        zk_hi = self.zk_hi.seconds if self.zk_hi is not None else 0.0
+        lows = [bound.seconds - zk_hi for bound in self.brokers_lo.values()]
+        lows += [bound.seconds for bound in self.registered.values()]
+        lo = max(lows) if lows else None
+        return Lead(lo, hi, self)
+
+
+class Lead(NamedTuple):
+    """Kafka's clock ahead of ZooKeeper's (seconds): at least `lo`, at most `hi` (None: not
+    measured), and the measurements behind them."""
+
+    lo: float | None
+    hi: float | None
+    clocks: Clocks | None = None
+
+    def widened(self, margin: float) -> float:
+        """The margin a commit must be newer than ZooKeeper's write by: `margin` on top of the
+        measured lead (its upper bound where measured, else its lower), never below `margin`."""
+        lead = self.hi if self.hi is not None else self.lo
+        return float(math.ceil(margin + lead)) if lead is not None and lead > 0 else margin
+
+    @property
+    def assumed(self) -> bool:
+        """No upper bound was measured: the margin is assumed on the side that matters."""
+        return self.hi is None
+
+    def to_json(self, margin: float) -> dict[str, Any]:
+        c = self.clocks or Clocks()
+
+        def bound(b: Bound | None):
+            return None if b is None else {"seconds": round(b.seconds, 3), "by": b.how}
+        return {"kafka": {str(b): {"ahead_at_least": bound(c.brokers_lo.get(b)),
+                                   "ahead_at_most": bound(c.brokers_hi.get(b)),
+                                   "ahead_of_zookeeper_at_least": bound(c.registered.get(b))}
+                          for b in sorted(set(c.brokers_lo) | set(c.brokers_hi)
+                                          | set(c.registered))},
+                "zookeeper": {"ahead_at_least": bound(c.zk_lo), "ahead_at_most": bound(c.zk_hi)},
+                "lead_at_least": None if self.lo is None else round(self.lo, 3),
+                "lead_at_most": None if self.hi is None else round(self.hi, 3),
+                "margin": margin, "effective_margin": round(self.widened(margin), 3),
+                "assumed": self.assumed}
+
+    def words(self, margin: float) -> str:
+        """One line for the verdicts: the margin in force and what it rests on."""
+        used = self.widened(margin)
+        measured = ("Kafka's clock ahead of ZooKeeper's by "
+                    + (f"{self.lo:+.1f}s" if self.lo is not None else "?")
+                    + (f" to {self.hi:+.1f}s" if self.hi is not None else " at least")
+                    if self.lo is not None or self.hi is not None else "no clock measured")
+        tail = ("; the margin is assumed above it: nothing bounded Kafka's lead from above"
+                if self.assumed else "")
+        return f"clock margin {used:g}s ({margin:g}s + the measured lead; {measured}{tail})"
+
+
+UNMEASURED = Lead(None, None)

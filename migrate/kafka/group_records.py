@@ -1,0 +1,166 @@
+"""What a record of `__consumer_offsets` means: its key's type and group, an offset commit's value,
+a group's metadata (its members and what each is assigned), a transaction's marker. Pure: bytes in,
+values out; offsets_log.py reads them in log order.
+
+Every key starts with an int16 type (its "version") and the group id as an int16-length string:
+- 0 and 1: an offset commit (group, topic, partition); the value, OffsetCommitValue v0-v4: offset,
+  v3+ leader epoch, metadata, commit timestamp, v1 only the expiry the broker went by (v4 is
+  flexible: a compact metadata string);
+- 2: a classic group's metadata; the value, GroupMetadataValue v0-v4: protocol type, generation,
+  protocol, leader, v2+ (Kafka 2.1) the current state's timestamp, and the members, each with its
+  id, v3+ instance id, client id and host, v1+ rebalance timeout, session timeout, subscription
+  and assignment (v4 flexible: compact strings, bytes and arrays, tagged fields after each
+  struct). Under protocol type `consumer` an assignment is the ConsumerProtocol's (version, then
+  the topics and their partitions), which every version of it starts with;
+- 3: a KIP-848 consumer group's metadata (Kafka 4.0+): a tombstone deletes the group;
+- 5: a KIP-848 group's member (group, member id): present while the member is, a tombstone when it
+  leaves; its value (flexible) starts with the instance id, rack id, client id and host;
+- 4, 6, 7, 8 and higher: the rest of a KIP-848, share or streams group's state, not read here.
+A value of None is a tombstone. A transaction's marker (a control record) has a key of version
+and type: 0 ABORT, 1 COMMIT.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from migrate.kafka.consumer_groups import WireReader, classic_assignment
+
+OFFSET_KEYS = (0, 1)
+GROUP_METADATA = 2
+CONSUMER_GROUP_METADATA = 3    # KIP-848 (Kafka 4.0+)
+CONSUMER_GROUP_MEMBER = 5
+ABORT, COMMIT = 0, 1
+
+Key = tuple[str, int]
+
+
+class CommitValue(NamedTuple):
+    """An OffsetCommitValue: the offset committed, its metadata, when the coordinator took it
+    (its clock, ms) and, v1 only, the expiry the broker went by (ms, else None)."""
+
+    offset: int
+    metadata: str
+    commit_ms: int
+    expire_ms: int | None
+
+
+class Member(NamedTuple):
+    """A member of a group as its metadata record names it; `assigned`: the partitions of its
+    assignment, None where the record does not tell them (another protocol type than
+    `consumer`, or a KIP-848 member, whose assignment names topics by id)."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    assigned: frozenset[Key] | None
+
+
+class GroupMetadata(NamedTuple):
+    """A GroupMetadataValue: protocol type ("" for none), generation, the state's timestamp (ms,
+    2.1+; else None) and the members at that generation."""
+
+    protocol_type: str
+    generation: int
+    state_ms: int | None
+    members: tuple[Member, ...]
+
+
+def key_type(key: bytes) -> int:
+    """The type (version) a `__consumer_offsets` key starts with."""
+    return struct.unpack_from(">h", key)[0]
+
+
+def key_group(key: bytes) -> str:
+    """The group id every key type carries after its type."""
+    (n,) = struct.unpack_from(">h", key, 2)
+    return key[4:4 + n].decode("utf-8")
+
+
+def offset_key(key: bytes) -> tuple[str, str, int]:
+    """(group, topic, partition) of an offset commit's key (type 0 or 1)."""
+    r = WireReader(key)
+    r.fixed("h")
+    group, topic = r.string(False), r.string(False)
+    return group or "", topic or "", r.fixed("i")
+
+
+def member_key(key: bytes) -> tuple[str, str]:
+    """(group, member id) of a KIP-848 member record's key (type 5)."""
+    r = WireReader(key)
+    r.fixed("h")
+    return r.string(False) or "", r.string(False) or ""
+
+
+def commit_value(value: bytes) -> CommitValue | None:
+    """An OffsetCommitValue, v0 to v4; None for a version this does not know."""
+    r = WireReader(value)
+    version = r.fixed("h")
+    if not 0 <= version <= 4:
+        return None
+    offset = r.fixed("q")
+    if version >= 3:
+        r.fixed("i")                  # leader epoch
+    metadata = r.string(version >= 4) or ""
+    commit = r.fixed("q")
+    expire = r.fixed("q") if version == 1 else -1
+    return CommitValue(offset, metadata, commit, expire if expire >= 0 else None)
+
+
+def group_metadata(value: bytes) -> GroupMetadata | None:
+    """A GroupMetadataValue, v0 to v4, with its members; None for a version this does not know.
+    Raises struct.error on bytes shorter than their fields."""
+    r = WireReader(value)
+    version = r.fixed("h")
+    if not 0 <= version <= 4:
+        return None
+    compact = version >= 4
+    protocol_type = r.string(compact) or ""
+    generation = r.fixed("i")
+    r.string(compact)                 # protocol
+    r.string(compact)                 # leader
+    stamp = r.fixed("q") if version >= 2 else -1
+    members = []
+    for _ in range(r.count() if compact else max(0, r.fixed("i"))):
+        member_id = r.string(compact) or ""
+        if version >= 3:
+            r.string(compact)         # group instance id
+        client_id, client_host = r.string(compact) or "", r.string(compact) or ""
+        r.fixed("i" if version == 0 else "ii")   # (rebalance timeout,) session timeout
+        _bytes(r, compact)            # subscription
+        assignment = _bytes(r, compact)
+        if compact:
+            r.tags()
+        assigned = _assigned(assignment) if protocol_type == "consumer" else None
+        members.append(Member(member_id, client_id, client_host, assigned))
+    return GroupMetadata(protocol_type, generation, stamp if stamp >= 0 else None, tuple(members))
+
+
+def member_value(member_id: str, value: bytes) -> Member:
+    """A KIP-848 member (type 5) as a Member: its client id and host; its assignment untold."""
+    r = WireReader(value)
+    r.fixed("h")                      # version
+    r.string()                        # instance id
+    r.string()                        # rack id
+    return Member(member_id, r.string() or "", r.string() or "", None)
+
+
+def marker(key: bytes) -> int | None:
+    """A control record's type: ABORT or COMMIT; None for another."""
+    if key is None or len(key) < 4:
+        return None
+    version, kind = struct.unpack_from(">hh", key)
+    return kind if version == 0 and kind in (ABORT, COMMIT) else None
+
+
+def _bytes(r: WireReader, compact: bool) -> bytes | None:
+    n = r.varint() - 1 if compact else r.fixed("i")
+    return None if n < 0 else r.take(n)
+
+
+def _assigned(assignment: bytes | None) -> frozenset[Key] | None:
+    try:
+        return frozenset(classic_assignment(assignment or b""))
+    except (struct.error, UnicodeDecodeError):
+        return None       # not the ConsumerProtocol's after all: the assignment is untold

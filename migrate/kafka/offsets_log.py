@@ -1,0 +1,255 @@
+"""The one reader of `__consumer_offsets`: each asked group's records, read as the group
+coordinator reads them, for the takeover rule (who committed each value Kafka holds, and when),
+the retention clocks (when an Empty group became Empty, when each offset was committed) and the
+clocks of the brokers that stamped them.
+
+A group lives in one partition of the topic (Utils.abs(groupId.hashCode()) % partitions, as the
+coordinator picks it). Each partition followed is read from its start to its end as of the read,
+then, on the next read, from where it stopped: `sync` reads only what is new (a partition is read
+from its start again only when it must: a group newly followed there, or its position no longer
+in the log). The records are fetched raw (fetch_codec.py), sliced by record_batches.py, and only
+those of the followed groups applied, in log order, to each group's GroupLog (group_log.py).
+
+Transactions are resolved as the coordinator resolves them: a transactional offset commit is held
+by its producer id until that producer's marker; a COMMIT applies it (unless the partition holds
+a value written later in the log), an ABORT drops it, and one still open is no commit.
+
+What it reads, and only that, also measures the brokers' clocks: a record stamped later than the
+moment its answer came back shows the broker that stamped it ahead of zk2kafka's clock by at
+least that much (clocks.py). It reads only; the budget bounds a read, and a read that did not
+finish tells nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Iterable
+
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaError
+
+from migrate.kafka import _compat as lib
+from migrate.kafka.clocks import Clocks
+from migrate.kafka.compat import BrokerFeatures
+from migrate.kafka.fetch_codec import FetchRequest, version_for
+from migrate.kafka.group_log import GroupLog, PartitionLog
+from migrate.kafka.log_bounds import log_bounds
+from migrate.kafka.record_batches import CorruptRecords, batches
+from migrate.kafka.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+FETCH_API = 1
+PARTITION_BYTES = 8 << 20      # bytes a partition may give in one answer
+ANSWER_BYTES = 32 << 20        # bytes one answer may hold
+OUT_OF_RANGE, NOT_AUTHORIZED = 1, 29
+MOVED = {3, 5, 6, 74, 75, 76}  # unknown partition, no leader, not the leader, fenced/unknown epoch
+ANSWER_WAIT = 30.0
+
+
+def partition_for(group: str, partitions: int) -> int:
+    """The __consumer_offsets partition of `group`, as Kafka picks it:
+    Utils.abs(groupId.hashCode()) % partitions."""
+    h = 0
+    utf16 = group.encode("utf-16-be")
+    for unit in struct.unpack(f">{len(utf16) // 2}H", utf16):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    h = h - (1 << 32) if h & 0x80000000 else h
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class Unreadable(Exception):
+    """Why `__consumer_offsets` could not be read (the text says it)."""
+
+
+class OffsetsLog:
+    """The followed groups' records of `__consumer_offsets`, read forward from where the last
+    read stopped. Not thread-safe: one reader at a time (sync holds a lock around it)."""
+
+    def __init__(self, admin: KafkaAdminClient, features: BrokerFeatures | None = None,
+                 policy: RetryPolicy | None = None, clocks: Clocks | None = None):
+        self.admin = admin
+        self._features = features
+        self.policy = policy or RetryPolicy()
+        self.clocks = clocks or Clocks()
+        self.groups: dict[str, GroupLog] = {}
+        self.partitions = 0                         # of the topic; 0 until described
+        self._leaders: dict[int, int] = {}
+        self._wanted: dict[int, set[bytes]] = {}    # partition -> its followed groups' ids
+        self._position: dict[int, int] = {}
+        self._marks: dict[int, int] = {}            # the watch's start: the log end then
+        self._logs: dict[int, PartitionLog] = {}
+
+    @property
+    def features(self) -> BrokerFeatures:
+        if self._features is None:
+            self._features = BrokerFeatures.of(self.admin)
+        return self._features
+
+    # -- what to read -----------------------------------------------------------------------
+
+    def follow(self, groups: Iterable[str]) -> None:
+        """Follow `groups` too: their partitions are read again from the start by the next read
+        (what another group's reading of them passed over is needed now)."""
+        self._describe()
+        for name in groups:
+            if name in self.groups:
+                continue
+            self.groups[name] = GroupLog(name)
+            p = partition_for(name, self.partitions)
+            self._wanted.setdefault(p, set()).add(name.encode("utf-8"))
+            self._restart(p)
+
+    def mark_watch(self) -> None:
+        """The watch starts now: a commit at or past each partition's log end of this moment is
+        one made during it."""
+        self._describe()
+        tps = [TopicPartition(OFFSETS_TOPIC, p) for p in range(self.partitions)]
+        for tp, bounds in log_bounds(self.admin, self.features, self.policy, tps).items():
+            if isinstance(bounds, str):
+                raise Unreadable(f"could not list the log end of {OFFSETS_TOPIC}-{tp.partition}: "
+                                 f"{bounds}")
+            self._marks[tp.partition] = bounds[1]
+            if tp.partition in self._logs:
+                self._logs[tp.partition].watch_from = bounds[1]
+
+    def group(self, name: str) -> GroupLog:
+        return self.groups[name]
+
+    def leader_of(self, group: str) -> int | None:
+        """The broker leading the partition of `group` (its coordinator), as last described."""
+        return self._leaders.get(partition_for(group, self.partitions)) if self.partitions else None
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read(self, budget: float) -> str | None:
+        """Read every followed partition from its position to its end as of this read, within
+        `budget` seconds; why it did not finish (then what was read stays, and the next read goes
+        on from there, but nothing of an unfinished partition is to be relied on), or None."""
+        if version_for(self.features.max_version(FETCH_API)) is None:
+            return (f"the broker answers no Fetch version zk2kafka reads {OFFSETS_TOPIC} with "
+                    f"(3 to 11)")
+        deadline = time.monotonic() + budget
+        try:
+            self._describe()
+            return self._read(deadline)
+        except Unreadable as exc:
+            return str(exc)
+        except KafkaError as exc:
+            return f"could not read {OFFSETS_TOPIC}: {type(exc).__name__}: {exc}"
+
+    def _read(self, deadline: float) -> str | None:
+        ends: dict[int, int] = {}                   # each partition's end as of its first answer
+        left = set(self._wanted)
+        while left:
+            by_leader: dict[int, dict[int, int]] = {}
+            for p in sorted(left):
+                by_leader.setdefault(self._leaders.get(p, -1), {})[p] = self._position[p]
+            if -1 in by_leader:
+                self._describe(force=True)
+                if time.monotonic() > deadline:
+                    return f"{OFFSETS_TOPIC} partition(s) with no leader: {sorted(by_leader[-1])}"
+                continue
+            version = version_for(self.features.max_version(FETCH_API))
+            sent = {node: lib.send_soon(self.admin, node, FetchRequest(
+                        version, OFFSETS_TOPIC, positions, PARTITION_BYTES, ANSWER_BYTES))
+                    for node, positions in by_leader.items()}
+            for node, answer in sent.items():
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    return self._unfinished(left, deadline)
+                response = answer.result(min(wait, ANSWER_WAIT))
+                read_at = time.time()
+                for part in response.partitions:
+                    done = self._take(node, part, ends, read_at)
+                    if done:
+                        left.discard(part.partition)
+            if left and time.monotonic() > deadline:
+                return self._unfinished(left, deadline)
+        return None
+
+    def _unfinished(self, left: set[int], deadline: float) -> str:
+        return (f"reading {OFFSETS_TOPIC} took longer than its budget; {len(left)} partition(s) "
+                f"unfinished")
+
+    def _take(self, node: int, part, ends: dict[int, int], read_at: float) -> bool:
+        """One partition of an answer applied; whether the partition is read to its end."""
+        p = part.partition
+        if part.error_code == OUT_OF_RANGE:
+            self._restart(p, start=part.log_start if part.log_start >= 0 else None)
+            return False
+        if part.error_code == NOT_AUTHORIZED:
+            raise Unreadable(f"not allowed to read {OFFSETS_TOPIC} (Read on the topic is needed)")
+        if part.error_code in MOVED:
+            self._leaders.pop(p, None)
+            return False
+        if part.error_code:
+            raise Unreadable(f"{OFFSETS_TOPIC}-{p}: the broker answered error code "
+                             f"{part.error_code}")
+        end = ends.setdefault(p, part.high_watermark)
+        position, stamped = self._position[p], -1
+        applied = self._logs[p]
+        try:
+            for batch in batches(part.records, frozenset(self._wanted[p])):
+                if batch.last_offset < position:
+                    continue                        # a batch the fetch offset falls inside
+                applied.apply(batch)
+                stamped = max(stamped, batch.max_timestamp)
+                position = batch.last_offset + 1
+        except CorruptRecords as exc:
+            raise Unreadable(f"{OFFSETS_TOPIC}-{p}: {exc}") from exc
+        if stamped >= 0:
+            self.clocks.kafka_read(node, stamped, read_at)
+        self._position[p] = position
+        return position >= end
+
+    @property
+    def records(self) -> int:
+        """Records of the followed groups applied so far."""
+        return sum(applied.records for applied in self._logs.values())
+
+    def _restart(self, p: int, start: int | None = None) -> None:
+        """Read partition `p` from `start` (its log start when None) afresh: its groups' state
+        is dropped, to be built again from its records."""
+        names = [name.decode("utf-8") for name in self._wanted.get(p, ())]
+        self.groups.update((name, GroupLog(name)) for name in names)
+        self._logs[p] = PartitionLog({name: self.groups[name] for name in names},
+                                     self._marks.get(p))
+        self._position[p] = start if start is not None else 0
+
+    def _describe(self, force: bool = False) -> None:
+        if self.partitions and not force:
+            return
+        try:
+            topics = self.policy.call("describe __consumer_offsets",
+                                      lambda: self.admin.describe_topics([OFFSETS_TOPIC]))
+        except KafkaError as exc:
+            raise Unreadable(f"could not describe {OFFSETS_TOPIC}: {type(exc).__name__}: "
+                             f"{exc}") from exc
+        found = topics[0]["partitions"] if topics else []
+        if not found:
+            raise Unreadable(f"{OFFSETS_TOPIC} is not visible to this client (Describe on the "
+                             f"topic is needed)")
+        if self.partitions and len(found) != self.partitions:
+            raise Unreadable(f"{OFFSETS_TOPIC} changed from {self.partitions} to {len(found)} "
+                             f"partitions")
+        self.partitions = len(found)
+        self._leaders = {p["partition_index"]: p["leader_id"] for p in found
+                         if p["leader_id"] >= 0}
+
+
+def read_groups(admin: KafkaAdminClient, groups: Iterable[str],
+                budget: float = 300.0) -> tuple[dict[str, GroupLog], str | None]:
+    """`groups`' records read once to the end of their partitions, and why they could not be
+    (then none is given)."""
+    reader = OffsetsLog(admin)
+    try:
+        reader.follow(groups)
+    except Unreadable as exc:
+        return {}, str(exc)
+    why = reader.read(budget)
+    return ({} if why else dict(reader.groups)), why

@@ -1,0 +1,86 @@
+"""What the Kafka snapshot takes from `__consumer_offsets`, in one read by the one reader
+(offsets_log.py): when each Empty consumer group became Empty, when the offsets of the groups
+with no member that expire by commit time were committed, and, for the groups holding a value
+that names no zk2kafka run, who committed each value and when (the snapshot's `commit` rows,
+which the diff judges a takeover by: migrate/diff/judge.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka.admin import KafkaAdminClient
+
+from migrate.kafka import takeover
+from migrate.kafka.clocks import UNMEASURED, Lead
+from migrate.kafka.compat import BrokerFeatures
+from migrate.kafka.members import IDLE_STATES
+from migrate.kafka.offsets_log import OffsetsLog, Unreadable
+
+log = logging.getLogger(__name__)
+
+READ_BUDGET = 300.0    # seconds reading __consumer_offsets may take (docs/performance.md)
+COMMIT = "commit"      # the snapshot's kind of row
+
+
+@dataclass
+class LogRead:
+    """What the snapshot keeps of the read."""
+
+    empty_since: dict[str, int] = field(default_factory=dict)
+    empty_since_unknown: str | None = None
+    commit_clocks: dict[str, list[tuple[int, int | None]]] = field(default_factory=dict)
+    commit_clocks_unknown: str | None = None
+    commit_rows: list[dict[str, Any]] = field(default_factory=list)
+    lead: Lead = UNMEASURED
+
+
+def read_log(admin: KafkaAdminClient, features: BrokerFeatures, listed: Mapping[str, dict],
+             unexplained: set[str], commit_clocks: bool, evidence: bool = True) -> LogRead:
+    """One read of `__consumer_offsets` for `listed` groups (ListGroups' answers): the Empty
+    consumer groups' clocks (2.1+), the commit clocks of the idle groups that expire by commit
+    time (when `commit_clocks`), and the commits of the `unexplained` groups (when `evidence`)."""
+    by_commit = features.at_least(2, 1) is False     # before 2.1 every offset expires by commit
+    empty = sorted(g for g, info in listed.items()
+                   if not by_commit and info.get("group_state") == "Empty"
+                   and info.get("protocol_type"))
+    idle = sorted(g for g, info in listed.items() if info.get("group_state") in IDLE_STATES
+                  and g not in empty) if commit_clocks else []
+    asked = set(unexplained if evidence else ()) & set(listed)
+    if not (empty or idle or asked):
+        return LogRead()
+    reader = OffsetsLog(admin, features)
+    try:
+        reader.follow(set(empty) | set(idle) | asked)
+        why = reader.read(READ_BUDGET)
+    except Unreadable as exc:
+        why = str(exc)
+    found = LogRead(lead=reader.clocks.lead())
+    if why is not None:
+        log.warning("could not read __consumer_offsets: %s", why)
+        found.empty_since_unknown = why if empty else None
+        found.commit_clocks_unknown = why if idle or asked else None
+        return found
+    groups = reader.groups
+    found.empty_since = {g: groups[g].empty_since for g in empty
+                         if groups[g].empty_since is not None}
+    missing = len(empty) - len(found.empty_since)
+    if missing:
+        found.empty_since_unknown = (f"{missing} group(s) have no state timestamp in "
+                                     f"__consumer_offsets (a record older than Kafka 2.1, or none)")
+    found.commit_clocks = {g: sorted(set(groups[g].commits)) for g in idle if groups[g].commits}
+    for name in sorted(asked):
+        group = groups[name]
+        for key in sorted(group.keys):
+            commit = group.committed(key)
+            if commit is None:
+                continue
+            by, who = takeover.committer(commit, None, watching=False)
+            found.commit_rows.append({"kind": COMMIT, "group": name, "topic": key[0],
+                                      "partition": key[1], "committed_offset": commit.offset,
+                                      "commit_ms": commit.commit_ms, "commit_by": by,
+                                      "commit_who": who})
+    return found

@@ -1,0 +1,204 @@
+"""The one reader of __consumer_offsets, its pure parts: the wire (record_batches.py, fetch_codec.py), what a
+record means (group_records.py), the records applied in log order as the coordinator applies them (group_log.py:
+members at the moment of each commit, transactions resolved by their markers, commits during the watch), and the
+clocks they measure (clocks.py). The records are built from Kafka's schemas and wrapped in batches by
+kafka-python's own builders (support/records.py); on real brokers of every release: tests/compat."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from kafka.record.memory_records import MemoryRecords
+
+from migrate.kafka import fetch_codec
+from migrate.kafka.clocks import Clocks
+from migrate.kafka.group_log import GroupLog, PartitionLog
+from migrate.kafka.group_records import commit_value, group_metadata, member_key, offset_key
+from migrate.kafka.offsets_log import partition_for
+from migrate.kafka.record_batches import CorruptRecords, batches
+
+from support import records as r
+
+T0 = 1_800_000_000_000
+
+
+def test_a_group_is_read_from_the_partition_its_coordinator_keeps_it_in():
+    # Java: "abc".hashCode() == 96354; "polygenelubricants".hashCode() == Integer.MIN_VALUE (Utils.abs -> 0).
+    assert partition_for("abc", 50) == 96354 % 50
+    assert partition_for("polygenelubricants", 50) == 0
+    assert partition_for("", 50) == 0
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_an_offset_commit_value_of_every_version(version):
+    found = commit_value(r.commit_value(7, T0, "meta", version, expire_ms=T0 + 5))
+    assert (found.offset, found.metadata, found.commit_ms) == (7, "meta", T0)
+    assert found.expire_ms == (T0 + 5 if version == 1 else None)
+    assert commit_value(struct.pack(">h", 9) + b"\x00" * 20) is None
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_a_group_metadata_value_of_every_version_names_its_members_and_their_partitions(version):
+    value = r.group_value(6, [("m-1", {"orders": [0, 2]}), ("m-2", {"orders": [1]})], state_ms=T0, version=version)
+    found = group_metadata(value)
+    assert (found.protocol_type, found.generation) == ("consumer", 6)
+    assert found.state_ms == (T0 if version >= 2 else None)
+    assert [(m.member_id, m.client_id, sorted(m.assigned)) for m in found.members] == [
+        ("m-1", "client-m-1", [("orders", 0), ("orders", 2)]), ("m-2", "client-m-2", [("orders", 1)])]
+    # Another protocol type's assignment is not the ConsumerProtocol's: not told.
+    assert group_metadata(r.group_value(6, [("w", {"x": [0]})], "connect", version=version)).members[0].assigned \
+        is None
+
+
+def test_keys_name_their_group_and_what_they_are_of():
+    assert offset_key(r.offset_key("billing", "orders", 4)) == ("billing", "orders", 4)
+    assert offset_key(r.offset_key("billing", "orders", 4, version=0)) == ("billing", "orders", 4)
+    assert member_key(r.member_key("g", "m-1")) == ("g", "m-1")
+
+
+def records(data: bytes, groups=None):
+    return [(b.base_offset, b.last_offset, b.control, b.transactional, b.records) for b in batches(data, groups)]
+
+
+def test_record_batches_are_read_as_kafka_python_reads_them():
+    rows = [(r.offset_key("a", "t", p), r.commit_value(p, T0)) for p in range(3)] + [(r.group_key("a"), None)]
+    data = r.batch(rows, base_offset=40, timestamp=T0) + r.batch(rows[:1], base_offset=44, timestamp=T0 + 1)
+    ours = [(o, k, v) for b in batches(data) for o, k, v in b.records]
+    theirs = []
+    memory = MemoryRecords(data)
+    while memory.has_next():
+        theirs += [(rec.offset, rec.key, rec.value) for rec in memory.next_batch()]
+    assert ours == theirs and len(ours) == 5
+    assert [b.max_timestamp for b in batches(data)] == [T0, T0 + 1]
+
+
+def test_only_the_asked_groups_records_are_kept_and_a_cut_batch_waits_for_the_next_fetch():
+    data = r.batch([(r.offset_key("a", "t", 0), r.commit_value(1, T0)), (r.offset_key("b", "t", 0),
+                                                                       r.commit_value(2, T0))], base_offset=0)
+    (only_b,) = records(data, frozenset({b"b"}))
+    assert [k for _, k, _ in only_b[4]] == [r.offset_key("b", "t", 0)] and only_b[:2] == (0, 1)
+    assert records(data + data[:30]) == records(data)   # the next batch is cut: left for the next fetch
+
+
+@pytest.mark.parametrize("codec", [0, 1])   # none, gzip
+def test_message_sets_of_kafka_0_10_2_are_read_too(codec):
+    rows = [(r.offset_key("a", "t", p), r.commit_value(p, T0, version=1)) for p in range(3)]
+    got = [(o, k, v) for b in batches(r.messages(rows, base_offset=10, timestamp=T0, compression=codec))
+           for o, k, v in b.records]
+    assert got == [(10 + p, k, v) for p, (k, v) in enumerate(rows)]
+
+
+def test_a_compressed_batch_is_read_and_corrupt_bytes_are_said():
+    rows = [(r.offset_key("a", "t", 0), r.commit_value(1, T0))]
+    assert records(r.batch(rows, compression=1)) == records(r.batch(rows))
+    broken = bytearray(r.batch(rows, base_offset=7))
+    broken[-3] ^= 0xFF
+    with pytest.raises(CorruptRecords, match="at offset 7: the record batch's CRC-32C does not match"):
+        list(batches(bytes(broken)))
+
+
+def apply(log: PartitionLog, rows, base, **kw):
+    for b in batches(r.batch(rows, base_offset=base, **kw)):
+        log.apply(b)
+
+
+def commit(group, partition, offset, at=T0):
+    return r.offset_key(group, "t", partition), r.commit_value(offset, at)
+
+
+def test_a_commit_is_a_members_only_while_the_records_show_members_and_one_is_assigned_it():
+    groups = {"g": GroupLog("g")}
+    log = PartitionLog(groups)
+    apply(log, [commit("g", 0, 5)], 0)                                            # before any consumer joined
+    apply(log, [(r.group_key("g"), r.group_value(1, [("m-1", {"t": [1]})], state_ms=T0))], 1)
+    apply(log, [commit("g", 1, 10), commit("g", 2, 11)], 2)                        # a member's; p2 no one's
+    apply(log, [(r.group_key("g"), r.group_value(2, [], state_ms=T0 + 9))], 4)    # the last member left: Empty
+    apply(log, [commit("g", 3, 20)], 5)                                           # an admin's reset
+    g = groups["g"]
+    by = {p: g.committed(("t", p)).by for p in range(4)}
+    assert by[0].members == 0 and by[0].generation is None
+    assert (by[1].members, by[1].generation, by[1].member.member_id, by[1].covered) == (1, 1, "m-1", True)
+    assert (by[2].members, by[2].covered, by[2].member) == (1, False, None)
+    assert (by[3].members, by[3].generation, by[3].protocol_type) == (0, 2, "consumer")
+    assert g.empty_since == T0 + 9 and g.protocol_type == "consumer"
+    assert sorted(g.commits) == [(T0, None)] * 4
+
+
+def test_a_kip848_groups_members_are_its_member_records_until_their_tombstones():
+    groups = {"g": GroupLog("g")}
+    log = PartitionLog(groups)
+    apply(log, [(r.group_key("g", kind=3), b"\x00\x00" + b"\x00" * 6),
+                (r.member_key("g", "m-1"), r.member_value("app"))], 0)
+    apply(log, [commit("g", 0, 5)], 2)
+    apply(log, [(r.member_key("g", "m-1"), None)], 3)
+    apply(log, [commit("g", 1, 6)], 4)
+    g = groups["g"]
+    assert g.committed(("t", 0)).by.members == 1 and g.protocol_type == "consumer"
+    assert g.committed(("t", 1)).by.members == 0
+
+
+def test_transactions_are_resolved_by_their_markers_as_the_coordinator_resolves_them():
+    groups = {"g": GroupLog("g")}
+    log = PartitionLog(groups)
+    apply(log, [commit("g", 0, 100)], 0)
+    apply(log, [commit("g", 0, 150)], 1, producer_id=7, transactional=True)       # aborted below
+    apply(log, [r.marker(commit=False)], 2, producer_id=7, transactional=True, control=True)
+    assert groups["g"].committed(("t", 0)).offset == 100 and groups["g"].committed(("t", 0)).log_offset == 0
+    apply(log, [commit("g", 1, 40)], 3, producer_id=8, transactional=True)        # committed below
+    apply(log, [commit("g", 1, 30)], 4)                                           # newer in the log: it wins
+    apply(log, [commit("g", 2, 77)], 5, producer_id=8, transactional=True)
+    apply(log, [r.marker(commit=True)], 6, producer_id=8, transactional=True, control=True)
+    assert groups["g"].committed(("t", 1)).offset == 30
+    assert groups["g"].committed(("t", 2)).offset == 77
+    apply(log, [commit("g", 3, 9)], 7, producer_id=9, transactional=True)         # still open: no commit
+    assert groups["g"].committed(("t", 3)) is None
+
+
+def test_commits_during_the_watch_are_counted_from_the_watchs_mark_in_the_log():
+    groups = {"g": GroupLog("g")}
+    log = PartitionLog(groups, watch_from=2)
+    for i, offset in enumerate((10, 20, 30, 35)):
+        apply(log, [commit("g", 0, offset)], i)
+    apply(log, [commit("g", 1, 50)], 4)
+    apply(log, [(r.offset_key("g", "t", 2), r.commit_value(5, T0)), (r.offset_key("g", "t", 2), None)], 5)
+    watched = groups["g"].watched
+    assert watched[("t", 0)] == (2, 30, 35) and watched[("t", 0)].consuming
+    assert watched[("t", 1)] == (1, 50, 50) and not watched[("t", 1)].consuming
+    assert groups["g"].committed(("t", 2)) is None    # a tombstone: the offset deleted
+
+
+def test_clocks_bound_each_server_and_widen_the_margin_by_the_measured_lead():
+    clocks = Clocks()
+    assert clocks.lead().widened(60) == 60 and clocks.lead().assumed
+    clocks.kafka_read(0, stamped_ms=1_000_300_000, read_at=1_000_000.2)          # stamped 300 s after we read it
+    lead = clocks.lead()
+    assert round(lead.lo, 1) == 299.8 and lead.hi is None and lead.assumed and lead.widened(60) == 360
+    clocks.kafka_sent(0, sent_at=1_000_000.0, stamped_ms=1_000_300_500)            # our commit, stamped +300.5
+    clocks.zk_seen(mtime_ms=1_000_000_000, seen_at=1_000_000.1)                    # ZooKeeper -0.1 at least
+    lead = clocks.lead()
+    assert round(lead.hi, 1) == 300.6 and not lead.assumed and lead.widened(60) == 361
+    assert lead.to_json(60)["effective_margin"] == 361
+    registered = Clocks()
+    registered.broker_registered(1, timestamp_ms=5_300_000, ctime_ms=5_000_000)
+    assert registered.lead().lo == 300 and registered.lead().widened(60) == 360
+    behind = Clocks()
+    behind.kafka_sent(0, sent_at=1_000_000.0, stamped_ms=999_000_000)              # the broker 1000 s behind
+    behind.zk_seen(mtime_ms=1_000_000_000, seen_at=1_000_000.0)
+    assert behind.lead().widened(60) == 60   # never narrower than the margin given
+
+
+def test_a_fetch_request_and_answer_of_each_version():
+    for version in (3, 4, 5, 7, 9, 11):
+        request = fetch_codec.encode_request(version, "__consumer_offsets", {3: 40, 1: 7}, 1 << 20, 1 << 25, 9, "c")
+        (size,) = struct.unpack_from(">i", request)
+        assert size == len(request) - 4 and struct.unpack_from(">hhi", request, 4) == (1, version, 9)
+        body = struct.pack(">i", 0) + (struct.pack(">hi", 0, 0) if version >= 7 else b"")
+        part = struct.pack(">ihq", 3, 0, 99) + (struct.pack(">q", 99) if version >= 4 else b"")
+        part += struct.pack(">q", 0) if version >= 5 else b""
+        part += struct.pack(">i", 1) + struct.pack(">qq", 7, 40) if version >= 4 else b""
+        part += struct.pack(">i", -1) if version >= 11 else b""
+        part += struct.pack(">i", 3) + b"abc"
+        body += struct.pack(">i", 1) + r.string("__consumer_offsets") + struct.pack(">i", 1) + part
+        error, (found,) = fetch_codec.decode_answer(version, body)
+        assert error == 0 and found == (3, 0, 99, 0 if version >= 5 else -1, b"abc")
