@@ -140,7 +140,7 @@ def plan(settings: Settings, command: str) -> Plan:
             # spend a read of __consumer_offsets on it.
             kafka = KafkaSnapshot(admin).write(
                 state.kafka_snapshot(run), [renamed.get(g, g) for g in names.groups], topics,
-                topic_selected, commit_clocks=command == "diff")
+                topic_selected, commit_clocks=command == "diff", registered=reached.registered)
         finally:
             admin.close()
     except BaseException:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka.errors import KafkaError
@@ -23,6 +23,7 @@ from migrate.connection import Connection
 from migrate.errors import KafkaUnavailable, ZkUnavailable
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
+from migrate.zk.brokers import Registration, registered
 from migrate.zk.client import close, connect
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ class Stores:
     zookeeper: str | None = None        # the brokers' cluster id under the chroot, if any
     zk_servers: tuple[str, ...] = ()    # the ZooKeeper servers, resolved: ip:port
     zk_chroot: str = ""
+    # Not identity: the brokers' registrations, read where ZooKeeper is this Kafka cluster's
+    registered: tuple[Registration, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"kafka_cluster_id": self.kafka, "zookeeper_cluster_id": self.zookeeper,
@@ -64,10 +67,12 @@ def reach(connection: Connection, *, kafka: bool = True, zookeeper: bool = True)
     kafka_id = zk_id = None
     servers: tuple[str, ...] = ()
     chroot = ""
+    brokers: list[Registration] = []
     if zookeeper:
         client = connect(connection)
         try:
             zk_id = _zk_cluster_id(client)
+            brokers = registered(client)
         finally:
             close(client)
         servers, chroot = zk_servers(connection.require("zookeeper"))
@@ -81,7 +86,10 @@ def reach(connection: Connection, *, kafka: bool = True, zookeeper: bool = True)
                                    bootstrap_server=connection.bootstrap_server) from exc
         finally:
             admin.close()
-    return Stores(kafka_id, zk_id, servers, chroot)
+    # The brokers' registrations measure their clocks against ZooKeeper's (migrate/kafka/clocks.py)
+    # where ZooKeeper is this Kafka cluster's.
+    same = kafka_id is not None and zk_id == kafka_id
+    return Stores(kafka_id, zk_id, servers, chroot, tuple(brokers) if same else ())
 
 
 def _zk_cluster_id(client) -> str | None:

@@ -89,8 +89,10 @@ class JavaServer:
     """One JVM: started with its own log file, stopped with SIGTERM and killed after a timeout."""
 
     def __init__(self, name: str, workdir: Path, classpath: list[Path], main: str, args: list[str],
-                 heap: str = DEFAULT_HEAP, jvm_opts: list[str] | None = None):
+                 heap: str = DEFAULT_HEAP, jvm_opts: list[str] | None = None,
+                 env: dict[str, str] | None = None):
         self.name = name
+        self.env = dict(env or {})   # added to the environment it starts in
         self.heap = heap
         self.jvm_opts = list(jvm_opts or [])
         self.workdir = workdir
@@ -121,7 +123,7 @@ class JavaServer:
             # the JVM in order.
             self.process = subprocess.Popen(
                 self.command(), cwd=self.workdir, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT,
+                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
                 start_new_session=True, preexec_fn=die_with_parent)
         self.pid = self.process.pid
 

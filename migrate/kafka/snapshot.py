@@ -117,7 +117,8 @@ class KafkaSnapshot:
 
     def write(self, path: Path, groups: Sequence[str], topics: Iterable[str],
               topic_selected: Callable[[str], bool] = lambda topic: True,
-              commit_clocks: bool = False, commit_times: bool = True) -> SnapshotInfo:
+              commit_clocks: bool = False, commit_times: bool = True,
+              registered: Sequence = ()) -> SnapshotInfo:
         """Snapshot `groups` and the partitions of `topics` into `path`, plus the selected topics
         those groups committed to.
 
@@ -125,7 +126,8 @@ class KafkaSnapshot:
         commit time were committed (a read of __consumer_offsets; the diff asks, to say when).
         The commit times of the groups holding a value that names no zk2kafka run are read
         in the same read, as `commit` rows, unless `commit_times` is False (a caller that reads
-        __consumer_offsets itself): a takeover is judged by them.
+        __consumer_offsets itself): a takeover is judged by them. `registered`: the brokers'
+        registrations in ZooKeeper (migrate/zk/brokers.py), which bound their clocks too.
 
         Committed offsets are written a round of groups at a time: a million of them are never
         all in memory.
@@ -171,7 +173,7 @@ class KafkaSnapshot:
                     unexplained.update(row["group"] for row in rows
                                        if named_run(row["metadata"]) is None)
             read = read_log(self.admin, self.features, listed, unexplained, commit_clocks,
-                            evidence=commit_times)
+                            evidence=commit_times, registered=registered)
             out.write_table(pa.Table.from_pylist(read.commit_rows, schema=schema))
             out.add_key_value_metadata({"empty_since": json.dumps(read.empty_since),
                                         "empty_since_unknown": read.empty_since_unknown or "",

@@ -8,7 +8,7 @@ which the diff judges a takeover by: migrate/diff/judge.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,10 +39,13 @@ class LogRead:
 
 
 def read_log(admin: KafkaAdminClient, features: BrokerFeatures, listed: Mapping[str, dict],
-             unexplained: set[str], commit_clocks: bool, evidence: bool = True) -> LogRead:
+             unexplained: set[str], commit_clocks: bool, evidence: bool = True,
+             registered: Sequence = ()) -> LogRead:
     """One read of `__consumer_offsets` for `listed` groups (ListGroups' answers): the Empty
     consumer groups' clocks (2.1+), the commit clocks of the idle groups that expire by commit
-    time (when `commit_clocks`), and the commits of the `unexplained` groups (when `evidence`)."""
+    time (when `commit_clocks`), and the commits of the `unexplained` groups (when `evidence`).
+    The lead of Kafka's clock over ZooKeeper's is measured by the records read and the brokers'
+    `registered` registrations."""
     by_commit = features.at_least(2, 1) is False     # before 2.1 every offset expires by commit
     empty = sorted(g for g, info in listed.items()
                    if not by_commit and info.get("group_state") == "Empty"
@@ -50,9 +53,11 @@ def read_log(admin: KafkaAdminClient, features: BrokerFeatures, listed: Mapping[
     idle = sorted(g for g, info in listed.items() if info.get("group_state") in IDLE_STATES
                   and g not in empty) if commit_clocks else []
     asked = set(unexplained if evidence else ()) & set(listed)
-    if not (empty or idle or asked):
-        return LogRead()
     reader = OffsetsLog(admin, features)
+    for r in registered:
+        reader.clocks.broker_registered(r.broker, r.timestamp_ms, r.ctime_ms)
+    if not (empty or idle or asked):
+        return LogRead(lead=reader.clocks.lead())
     try:
         reader.follow(set(empty) | set(idle) | asked)
         why = reader.read(READ_BUDGET)

@@ -100,7 +100,7 @@ class LocalCluster:
                  offsets_partitions: int = 10, zk_heap: str = DEFAULT_HEAP,
                  broker_heap: str = DEFAULT_HEAP,
                  security: bool = False, brokers: int = 1, broker_properties: dict | None = None,
-                 kafka_version: str = DEFAULT_KAFKA_VERSION):
+                 kafka_version: str = DEFAULT_KAFKA_VERSION, broker_env: dict | None = None):
         self.release = release(kafka_version)
         if security and self.release.version != DEFAULT_KAFKA_VERSION:
             raise ConfigError(f"the sandbox's SASL and TLS listeners exist on Kafka "
@@ -112,6 +112,8 @@ class LocalCluster:
         self.security = security
         self.brokers = brokers
         self.broker_properties = dict(broker_properties or {})
+        # added to the ZooKeeper-mode brokers' environment (tests run one under libfaketime)
+        self.broker_env = dict(broker_env or {})
         # The JVMs run in their own directories: relative paths would break.
         self.home = Path(home).resolve()
         self.cache_dir = Path(cache_dir).resolve()
@@ -176,7 +178,7 @@ class LocalCluster:
             "broker.id": 0, "listeners": plaintext,
             "zookeeper.connect": zk_server + BROKER_CHROOT, **self._broker_common("kafka"),
             **(secured.properties if secured else {}),
-        }, heap=self.broker_heap, jvm_opts=jmx_opts(jmx) if jmx else None)
+        }, heap=self.broker_heap, jvm_opts=jmx_opts(jmx) if jmx else None, env=self.broker_env)
         more = self._start_more_brokers(jars, zk_server)
         kraft_bootstrap = self._start_kraft(timeout) if self.kraft else None
         bootstrap = f"127.0.0.1:{broker_port}"
@@ -200,7 +202,7 @@ class LocalCluster:
                 "broker.id": n, "listeners": f"PLAINTEXT://127.0.0.1:{port}",
                 "zookeeper.connect": zk_server + BROKER_CHROOT,
                 **self._broker_common(f"kafka-{n}"),
-            }, heap=self.broker_heap)
+            }, heap=self.broker_heap, env=self.broker_env)
             started.append(_Broker(server, f"127.0.0.1:{port}"))
         return started
 
@@ -271,11 +273,13 @@ class LocalCluster:
         return {**props, **self.broker_properties}
 
     def _server(self, name: str, jars: list[Path], main: str, config_name: str, props: dict,
-                heap: str = DEFAULT_HEAP, jvm_opts: list[str] | None = None) -> JavaServer:
+                heap: str = DEFAULT_HEAP, jvm_opts: list[str] | None = None,
+                env: dict | None = None) -> JavaServer:
         workdir = self.home / name
         workdir.mkdir(parents=True, exist_ok=True)
         write_properties(workdir / config_name, props)
-        server = JavaServer(name, workdir, jars, main, [str(workdir / config_name)], heap, jvm_opts)
+        server = JavaServer(name, workdir, jars, main, [str(workdir / config_name)], heap, jvm_opts,
+                            env)
         server.start(self.attached)
         self.servers.append(server)
         return server

@@ -23,6 +23,7 @@ from migrate.kafka.compat import BrokerFeatures
 from migrate.kafka.group_log import GroupLog
 from migrate.kafka.offsets_log import OffsetsLog, Unreadable
 from migrate.kafka.writer import KafkaOffsetWriter
+from migrate.zk.brokers import Registration
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,11 @@ class FollowedLog:
     brokers' clocks (None: it writes nothing); `metadata`: what those commits carry."""
 
     def __init__(self, admin: KafkaAdminClient, features: BrokerFeatures | None = None,
-                 writer: KafkaOffsetWriter | None = None, metadata: str = ""):
+                 writer: KafkaOffsetWriter | None = None, metadata: str = "",
+                 registered: Iterable[Registration] = ()):
         self.log = OffsetsLog(admin, features)
+        for r in registered:   # the brokers' registrations in ZooKeeper (migrate/zk/brokers.py)
+            self.log.clocks.broker_registered(r.broker, r.timestamp_ms, r.ctime_ms)
         self.writer, self.metadata = writer, metadata
         self.lock = threading.Lock()
         self.marked = False

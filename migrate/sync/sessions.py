@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 from migrate import group_map
 from migrate.connection import Connection
+from migrate.errors import MigrateError
 from migrate.group_map import GroupMap
 from migrate.journal.journal import Journal
 from migrate.kafka import takeover
 from migrate.kafka.client import open_admin
-from migrate.kafka.compat import BrokerFeatures, group_states
+from migrate.kafka.compat import BrokerFeatures, describe_cluster, group_states
 from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings
@@ -29,6 +31,7 @@ from migrate.sync.service import Health
 from migrate.sync.evidence import FollowedLog
 from migrate.sync.expiry_clock import ExpiryClock
 from migrate.sync.metrics import DryRun
+from migrate.zk.brokers import registrations
 from migrate.zk.client import close, connect
 from migrate.zk.scan import ReaderOptions, make_reader
 
@@ -86,7 +89,8 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
         return {t["name"]: {p["partition_index"] for p in t["partitions"]} for t in described}
 
     writer = KafkaOffsetWriter(admin, policy, options.parallelism)
-    followed = FollowedLog(admin, features, writer, metadata)
+    followed = FollowedLog(admin, features, writer, metadata,
+                           registrations(client, _cluster_id(admin, features)))
 
     def commit_evidence(groups: list[str]):
         # Once a pass, for the groups holding values zk2kafka did not write: read on from where
@@ -101,6 +105,13 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
                     quiet_for=options.quiet_for, renames=SyncRenames(options.mapping),
                     takeover=Takeover(commit_evidence, options.clock_margin, followed.lead,
                                       followed.zookeeper_read, followed), **extra)
+
+
+def _cluster_id(admin: KafkaAdminClient, features: BrokerFeatures) -> str | None:
+    try:
+        return describe_cluster(admin, features).cluster_id
+    except (KafkaError, MigrateError):
+        return None   # its brokers' registrations are then not read: they may be another's
 
 
 def with_clock(follower: Follower, admin: KafkaAdminClient, options: FollowOptions) -> Follower:

@@ -32,6 +32,15 @@ def registrations(client: KazooClient, cluster_id: str | None) -> list[Registrat
         data, _ = client.get("/cluster/id")
         if cluster_id is None or json.loads(data)["id"] != cluster_id:
             return []
+    except (KazooException, ValueError, KeyError, TypeError) as exc:
+        log.debug("no cluster id read: %s", exc)
+        return []
+    return registered(client)
+
+
+def registered(client: KazooClient) -> list[Registration]:
+    """Every broker registration under the session's chroot (none where there is none)."""
+    try:
         found = []
         for child in client.get_children("/brokers/ids"):
             data, stat = client.get(f"/brokers/ids/{child}")
