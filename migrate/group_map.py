@@ -239,3 +239,21 @@ def renamed_text(group: str, renamed: Mapping[str, str]) -> str:
     """A group as output names it: `old -> new` when it is renamed, else its name alone."""
     new = renamed.get(group)
     return group if new is None else f"{group} -> {new}"
+
+
+def refuse_unmapped(groups: Iterable[str], mapping: GroupMap,
+                    journaled: Mapping[str, tuple[str, str]]) -> None:
+    """Without a mapping, refuse the selected `groups` the journal shows moved into Kafka under
+    another name (`journaled`: old -> (new, run)): judged by their own names they would read as
+    never moved, and a move advised again. Raises GroupMapRefused naming the mapping to pass."""
+    if mapping:
+        return     # the mapping given decides (resolve checks it)
+    moved = {g: journaled[g] for g in sorted(set(groups)) if g in journaled}
+    if not moved:
+        return
+    shown = "; ".join(f"'{old}' into '{new}' by run {run}" for old, (new, run) in
+                      list(moved.items())[:3]) + (" ..." if len(moved) > 3 else "")
+    flags = " ".join(f"{FLAG} {shlex.quote(f'{old}={new}')}" for old, (new, _) in moved.items())
+    raise GroupMapRefused(f"{len(moved)} selected group(s) the journal shows moved into Kafka "
+                          f"under another name ({shown}): judged by their own names they would "
+                          f"read as never moved; run it again with {flags}")

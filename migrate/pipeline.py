@@ -19,6 +19,7 @@ from migrate import group_map, stores
 from migrate.diff.plan import BLOCKED_SHOWN, Plan, commits, plan_batches, plan_id
 from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY, blocked_groups
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
+from migrate.journal.journal import journaled_renames
 from migrate.kafka.client import open_admin
 from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
                                         remote_name, syncs_topic, upstream_name)
@@ -124,7 +125,9 @@ def plan(settings: Settings, command: str) -> Plan:
                                exit_code=EXIT_BLOCKERS if command == "verify" else EXIT_ERROR)
         zk_snapshot = Path(scanned["snapshot"])
         names = _names(zk_snapshot)
-        # Refused here, with ZooKeeper read and before Kafka is: two groups meeting in one.
+        # Refused here, with ZooKeeper read and before Kafka is: two groups meeting in one, or a
+        # group the journal shows renamed judged by its old name.
+        group_map.refuse_unmapped(names.groups, mapping, journaled_renames(settings.state_dir))
         renamed = mapping.resolve(names.groups)
         selection = Selection.of(settings)
         topics, topic_selected = names.topics, selection.topic

@@ -12,7 +12,6 @@ is a few statements, whatever the offsets.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -26,8 +25,8 @@ from migrate.batches import chunks
 from migrate.diff.plan import Planned
 from migrate.errors import MigrateError, StateDirError
 from migrate.journal.locks import Transaction, WriterLock, why
+from migrate.journal.runs import Run as Run, digest   # Run: re-exported, as importers name it
 from migrate.journal.values import Before, Partition, after_text, before_text, merged
-from migrate.state import iso
 
 PENDING, COMMITTED, VERIFIED = "pending", "committed", "verified"
 FAILED, SKIPPED = "failed", "skipped"
@@ -92,38 +91,6 @@ class Transition(NamedTuple):
     state: str
     reason: str | None = None
     zk_after: Mapping[str, int] | None = None
-
-
-@dataclass(frozen=True)
-class Run:
-    run_id: str
-    kind: str
-    state: str
-    plan_hash: str
-    settings: dict[str, Any]
-    settings_digest: str
-    rolls_back: str | None
-    report: str | None
-    created: float
-    updated: float
-    groups: dict[str, int]   # groups per state
-    offsets: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"run": self.run_id, "kind": self.kind, "state": self.state,
-                "plan_hash": self.plan_hash, "settings_digest": self.settings_digest,
-                "rolls_back": self.rolls_back, "report": self.report,
-                "created": iso(self.created), "updated": iso(self.updated),
-                "groups": self.groups, "offsets": self.offsets,
-                "reviewed_plan": self.settings.get("reviewed_plan"),
-                # through --map-group: old -> new of each renamed group (a run without: no key)
-                **({"renamed": m} if (m := self.settings.get("group_map")) else {})}
-
-
-def digest(data: Any) -> str:
-    """A stable sha256 of JSON-able data."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class Journal:
@@ -315,6 +282,19 @@ class Journal:
         rows = self._select("SELECT * FROM runs ORDER BY created, run_id")
         return [self._run(row) for row in rows]
 
+    def renames(self) -> dict[str, tuple[str, str]]:
+        """old -> (new, the latest run that moved it so) of every group a run moved into Kafka
+        under another name (--map-group)."""
+        found: dict[str, tuple[str, str]] = {}
+        for run_id, mapped in self._select(
+                "SELECT run_id, json_extract(settings, '$.group_map') FROM runs WHERE "
+                "json_extract(settings, '$.group_map') IS NOT NULL ORDER BY created, run_id",
+                rows=tuple):
+            for old, new in (json.loads(mapped) or {}).items():
+                if new != old:
+                    found[old] = (new, run_id)
+        return found
+
     def run_ids(self, kind: str) -> list[str]:
         """The runs of `kind`, oldest first: runs() without counting each one's offsets (a sync
         run's grow with every change it mirrors)."""
@@ -395,3 +375,15 @@ class Journal:
 def _marks(names: list[str]) -> str:
     """One `?` per name, for an IN (...) list."""
     return ",".join("?" * len(names))
+
+
+def journaled_renames(state_dir: Path) -> dict[str, tuple[str, str]]:
+    """old -> (new, run) of the groups the state dir's runs moved under another name ({} with no
+    journal there)."""
+    if not (Path(state_dir) / "journal.sqlite").exists():
+        return {}
+    journal = Journal.open(state_dir)
+    try:
+        return journal.renames()
+    finally:
+        journal.close()

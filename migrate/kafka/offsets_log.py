@@ -66,6 +66,17 @@ class Unreadable(Exception):
     """Why `__consumer_offsets` could not be read (the text says it)."""
 
 
+class _Cursor:
+    """Where a read of one partition stands: its position, where it stops, the groups it keeps
+    and the log it applies them to. A partition's own cursor stops at the high watermark of its
+    first answer in each read; a catch-up's (`fixed`) where the partition's own stood."""
+
+    def __init__(self, partition: int, wanted: set[bytes], log: PartitionLog, position: int = 0,
+                 stop: int | None = None):
+        self.partition, self.wanted, self.log = partition, wanted, log
+        self.position, self.stop, self.fixed = position, stop, stop is not None
+
+
 class OffsetsLog:
     """The followed groups' records of `__consumer_offsets`, read forward from where the last
     read stopped. Not thread-safe: one reader at a time (sync holds a lock around it)."""
@@ -79,10 +90,10 @@ class OffsetsLog:
         self.groups: dict[str, GroupLog] = {}
         self.partitions = 0                         # of the topic; 0 until described
         self._leaders: dict[int, int] = {}
-        self._wanted: dict[int, set[bytes]] = {}    # partition -> its followed groups' ids
-        self._position: dict[int, int] = {}
+        self._cursors: dict[int, _Cursor] = {}      # a followed partition's reading
+        self._catch_up: list[_Cursor] = []          # groups followed late, read up to the rest
         self._marks: dict[int, int] = {}            # the watch's start: the log end then
-        self._logs: dict[int, PartitionLog] = {}
+        self.records = 0                            # records of the followed groups applied
 
     @property
     def features(self) -> BrokerFeatures:
@@ -93,16 +104,26 @@ class OffsetsLog:
     # -- what to read -----------------------------------------------------------------------
 
     def follow(self, groups: Iterable[str]) -> None:
-        """Follow `groups` too: their partitions are read again from the start by the next read
-        (what another group's reading of them passed over is needed now)."""
+        """Follow `groups` too. In a partition already read, they are read from its start up to
+        where it stands on their own by the next read (the others' state is kept)."""
         self._describe()
+        late: dict[int, dict[str, GroupLog]] = {}
         for name in groups:
             if name in self.groups:
                 continue
-            self.groups[name] = GroupLog(name)
+            group = self.groups[name] = GroupLog(name)
             p = partition_for(name, self.partitions)
-            self._wanted.setdefault(p, set()).add(name.encode("utf-8"))
-            self._restart(p)
+            cursor = self._cursors.get(p)
+            if cursor is None:
+                cursor = self._cursors[p] = _Cursor(p, set(), PartitionLog({}, self._marks.get(p)))
+            cursor.wanted.add(name.encode("utf-8"))
+            cursor.log.groups[name] = group
+            if cursor.position > 0:
+                late.setdefault(p, {})[name] = group
+        for p, found in late.items():
+            self._catch_up.append(_Cursor(
+                p, {name.encode("utf-8") for name in found},
+                PartitionLog(found, self._marks.get(p)), stop=self._cursors[p].position))
 
     def mark_watch(self) -> None:
         """The watch starts now: a commit at or past each partition's log end of this moment is
@@ -114,8 +135,8 @@ class OffsetsLog:
                 raise Unreadable(f"could not list the log end of {OFFSETS_TOPIC}-{tp.partition}: "
                                  f"{bounds}")
             self._marks[tp.partition] = bounds[1]
-            if tp.partition in self._logs:
-                self._logs[tp.partition].watch_from = bounds[1]
+        for cursor in (*self._cursors.values(), *self._catch_up):
+            cursor.log.watch_from = self._marks.get(cursor.partition)
 
     def group(self, name: str) -> GroupLog:
         return self.groups[name]
@@ -136,52 +157,71 @@ class OffsetsLog:
         deadline = time.monotonic() + budget
         try:
             self._describe()
-            return self._read(deadline)
+            # The groups followed late first: a partition is read once per request.
+            why = self._read(self._catch_up, deadline)
+            if why is None:
+                for cursor in self._catch_up:   # their open transactions, to the partition's own
+                    held = self._cursors[cursor.partition].log.pending
+                    for producer, commits in cursor.log.pending.items():
+                        held[producer] = commits + held.get(producer, [])
+                self._catch_up = []
+                why = self._read(list(self._cursors.values()), deadline)
+            return why
         except Unreadable as exc:
             return str(exc)
         except KafkaError as exc:
             return f"could not read {OFFSETS_TOPIC}: {type(exc).__name__}: {exc}"
 
-    def _read(self, deadline: float) -> str | None:
-        ends: dict[int, int] = {}                   # each partition's end as of its first answer
-        left = set(self._wanted)
+    def _read(self, cursors: list[_Cursor], deadline: float) -> str | None:
+        for cursor in cursors:
+            if not cursor.fixed:
+                cursor.stop = None              # set by this read's first answer
+        left = [c for c in cursors if not c.fixed or c.position < c.stop]
         while left:
-            by_leader: dict[int, dict[int, int]] = {}
-            for p in sorted(left):
-                by_leader.setdefault(self._leaders.get(p, -1), {})[p] = self._position[p]
+            by_leader: dict[int, list[_Cursor]] = {}
+            for cursor in left:
+                by_leader.setdefault(self._leaders.get(cursor.partition, -1), []).append(cursor)
             if -1 in by_leader:
                 self._describe(force=True)
                 if time.monotonic() > deadline:
-                    return f"{OFFSETS_TOPIC} partition(s) with no leader: {sorted(by_leader[-1])}"
+                    return (f"{OFFSETS_TOPIC} partition(s) with no leader: "
+                            f"{sorted(c.partition for c in by_leader[-1])}")
                 continue
             version = version_for(self.features.max_version(FETCH_API))
-            sent = {node: lib.send_soon(self.admin, node, FetchRequest(
-                        version, OFFSETS_TOPIC, positions, PARTITION_BYTES, ANSWER_BYTES))
-                    for node, positions in by_leader.items()}
-            for node, answer in sent.items():
+            sent = {node: (cursors_of, lib.send_soon(self.admin, node, FetchRequest(
+                        version, OFFSETS_TOPIC, {c.partition: c.position for c in cursors_of},
+                        PARTITION_BYTES, ANSWER_BYTES)))
+                    for node, cursors_of in by_leader.items()}
+            for node, (cursors_of, answer) in sent.items():
                 wait = deadline - time.monotonic()
                 if wait <= 0:
-                    return self._unfinished(left, deadline)
+                    return self._unfinished(left)
                 response = answer.result(min(wait, ANSWER_WAIT))
                 read_at = time.time()
+                by_partition = {c.partition: c for c in cursors_of}
                 for part in response.partitions:
-                    done = self._take(node, part, ends, read_at)
-                    if done:
-                        left.discard(part.partition)
+                    cursor = by_partition.get(part.partition)
+                    if cursor is None:
+                        continue
+                    done = self._take(node, cursor, part, read_at)
+                    if done is not False:
+                        left.remove(cursor)
+                    if isinstance(done, _Cursor) and not cursor.fixed:
+                        left.append(done)       # restarted: read again from its start
             if left and time.monotonic() > deadline:
-                return self._unfinished(left, deadline)
+                return self._unfinished(left)
         return None
 
-    def _unfinished(self, left: set[int], deadline: float) -> str:
+    def _unfinished(self, left: list[_Cursor]) -> str:
         return (f"reading {OFFSETS_TOPIC} took longer than its budget; {len(left)} partition(s) "
                 f"unfinished")
 
-    def _take(self, node: int, part, ends: dict[int, int], read_at: float) -> bool:
-        """One partition of an answer applied; whether the partition is read to its end."""
+    def _take(self, node: int, cursor: _Cursor, part, read_at: float) -> bool | _Cursor:
+        """One partition of an answer applied: whether the cursor is read to where it stops, or,
+        its position no longer in the log, the partition's new cursor from its log start."""
         p = part.partition
         if part.error_code == OUT_OF_RANGE:
-            self._restart(p, start=part.log_start if part.log_start >= 0 else None)
-            return False
+            return self._restart(p, part.log_start if part.log_start >= 0 else 0)
         if part.error_code == NOT_AUTHORIZED:
             raise Unreadable(f"not allowed to read {OFFSETS_TOPIC} (Read on the topic is needed)")
         if part.error_code in MOVED:
@@ -190,36 +230,37 @@ class OffsetsLog:
         if part.error_code:
             raise Unreadable(f"{OFFSETS_TOPIC}-{p}: the broker answered error code "
                              f"{part.error_code}")
-        end = ends.setdefault(p, part.high_watermark)
-        position, stamped = self._position[p], -1
-        applied = self._logs[p]
+        if cursor.stop is None:
+            cursor.stop = part.high_watermark
+        position, stamped, applied = cursor.position, -1, cursor.log
         try:
-            for batch in batches(part.records, frozenset(self._wanted[p])):
+            for batch in batches(part.records, frozenset(cursor.wanted)):
                 if batch.last_offset < position:
                     continue                        # a batch the fetch offset falls inside
+                if cursor.fixed and batch.base_offset >= cursor.stop:
+                    break                           # a catch-up stops where the partition stood
                 applied.apply(batch)
+                self.records += len(batch.records)
                 stamped = max(stamped, batch.max_timestamp)
                 position = batch.last_offset + 1
         except CorruptRecords as exc:
             raise Unreadable(f"{OFFSETS_TOPIC}-{p}: {exc}") from exc
         if stamped >= 0:
             self.clocks.kafka_read(node, stamped, read_at)
-        self._position[p] = position
-        return position >= end
+        cursor.position = position
+        return position >= cursor.stop
 
-    @property
-    def records(self) -> int:
-        """Records of the followed groups applied so far."""
-        return sum(applied.records for applied in self._logs.values())
-
-    def _restart(self, p: int, start: int | None = None) -> None:
-        """Read partition `p` from `start` (its log start when None) afresh: its groups' state
-        is dropped, to be built again from its records."""
-        names = [name.decode("utf-8") for name in self._wanted.get(p, ())]
-        self.groups.update((name, GroupLog(name)) for name in names)
-        self._logs[p] = PartitionLog({name: self.groups[name] for name in names},
-                                     self._marks.get(p))
-        self._position[p] = start if start is not None else 0
+    def _restart(self, p: int, start: int = 0) -> _Cursor:
+        """Partition `p` to be read afresh from `start`: its groups' state is dropped, to be built
+        again from its records (their late catch-ups with it). Its new cursor."""
+        cursor = self._cursors.get(p)
+        names = list(cursor.log.groups) if cursor is not None else []
+        fresh = {name: GroupLog(name) for name in names}
+        self.groups.update(fresh)
+        self._cursors[p] = _Cursor(p, {name.encode("utf-8") for name in names},
+                                   PartitionLog(fresh, self._marks.get(p)), start)
+        self._catch_up = [c for c in self._catch_up if c.partition != p]
+        return self._cursors[p]
 
     def _describe(self, force: bool = False) -> None:
         if self.partitions and not force:

@@ -27,7 +27,7 @@ from kazoo.exceptions import KazooException
 
 from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
-from migrate.journal.journal import Journal
+from migrate.journal.journal import Journal, journaled_renames
 from migrate.kafka.offsets_log import OffsetsLog
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
@@ -92,6 +92,8 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
         if not first:
             raise NothingFound("ready-for-kraft", source, Selection.of(settings).text,
                                exit_code=EXIT_BLOCKERS)
+        group_map.refuse_unmapped({r["group"] for r in first}, mapping,
+                                  journaled_renames(settings.state_dir))
         _, chroot = bare(settings.connection)
         checked_root = chroot + reader.root   # on the bare ensemble, as --leave-behind reads it
         searched = search(settings.connection, checked_root, settings.ensemble_max_znodes,

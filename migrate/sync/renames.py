@@ -17,7 +17,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from migrate.group_map import GroupMap, GroupMapRefused
+from migrate.group_map import GroupMap, GroupMapRefused, refuse_unmapped
+from migrate.journal.journal import journaled_renames
 from migrate.kafka.renamed import RenamedKafkaWriter
 from migrate.zk.client import close, connect
 from migrate.zk.scan import make_reader
@@ -90,12 +91,15 @@ def _as(name: str, target: str) -> str:
 
 def resolved_at_start(mapping: GroupMap, options: Any) -> dict[str, str]:
     """old -> new over the groups ZooKeeper lists now (a session of its own, closed again); raises
-    GroupMapRefused (exit 2) as diff and migrate do. `options`: the FollowOptions."""
-    if not mapping:
+    GroupMapRefused (exit 2) as diff and migrate do, also without a mapping for a group the
+    journal shows moved under another name. `options`: the FollowOptions."""
+    journaled = {} if mapping else journaled_renames(options.state_dir)
+    if not mapping and not journaled:
         return {}
     client = connect(options.connection)
     try:
         groups = make_reader(client, options.reading).groups()
     finally:
         close(client)
+    refuse_unmapped(groups, mapping, journaled)   # a group moved under another name, unmapped
     return mapping.resolve(groups)

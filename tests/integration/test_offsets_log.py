@@ -1,0 +1,101 @@
+"""The one reader of __consumer_offsets (migrate/kafka/offsets_log.py) on the session's Kafka: read forward from
+where it stopped, a group followed late caught up on its own (the partition's other groups keep their state), the
+watch counted from its mark in the log, a transaction resolved by a marker that comes in a later read, and what it
+measures of the broker's clock."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kafka import KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from migrate.kafka.offsets_log import OffsetsLog, partition_for
+from support.seeding import make_topic
+from support.wait import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def topic(cluster, kafka_admin, prefix) -> str:
+    make_topic(kafka_admin, cluster.bootstrap_server, f"{prefix}t", 1, 1)
+    return f"{prefix}t"
+
+
+def commit(kafka_admin, group: str, topic: str, offset: int) -> None:
+    errors = kafka_admin.alter_group_offsets(group, {TopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)})
+    assert all(e.__name__ == "NoError" for e in errors.values()), errors
+
+
+def same_partition(kafka_admin, prefix: str, n: int) -> list[str]:
+    """`n` group names whose records __consumer_offsets keeps in one partition."""
+    (described,) = kafka_admin.describe_topics(["__consumer_offsets"])
+    count = len(described["partitions"])
+    names = (f"{prefix}g{i}" for i in range(10_000))
+    first = next(names)
+    return [first, *[g for g in names if partition_for(g, count) == partition_for(first, count)][:n - 1]]
+
+
+def test_the_reader_goes_on_from_where_it_stopped_and_catches_up_a_group_followed_late(kafka_admin, prefix, topic):
+    a, b = same_partition(kafka_admin, prefix, 2)
+    commit(kafka_admin, a, topic, 10)
+    commit(kafka_admin, b, topic, 20)
+    reader = OffsetsLog(kafka_admin)
+    reader.follow([a])
+    assert reader.read(60) is None and reader.records == 1
+    assert reader.group(a).committed((topic, 0)).offset == 10
+
+    commit(kafka_admin, a, topic, 11)
+    assert reader.read(60) is None and reader.records == 2   # only what is new
+    assert reader.group(a).committed((topic, 0)).offset == 11
+
+    reader.follow([b])                                       # b's record lies before where the reader stands
+    assert reader.read(60) is None and reader.records == 3   # b's one record caught up, nothing read twice of a
+    assert reader.group(b).committed((topic, 0)).offset == 20
+    assert reader.group(a).committed((topic, 0)).offset == 11
+
+
+def test_commits_after_the_watchs_mark_are_the_watchs(kafka_admin, prefix, topic):
+    group = f"{prefix}flink"
+    commit(kafka_admin, group, topic, 5)
+    reader = OffsetsLog(kafka_admin)
+    reader.follow([group])
+    reader.mark_watch()
+    for offset in (6, 7):
+        commit(kafka_admin, group, topic, offset)
+    assert reader.read(60) is None
+    assert reader.group(group).watched[(topic, 0)] == (2, 6, 7)
+
+
+def test_a_transactions_commit_waits_for_its_marker_across_reads(cluster, kafka_admin, prefix, topic):
+    group = f"{prefix}eos"
+    commit(kafka_admin, group, topic, 100)
+    reader = OffsetsLog(kafka_admin)
+    reader.follow([group])
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_server, transactional_id=f"{prefix}tx")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({TopicPartition(topic, 0): OffsetAndMetadata(150, "", -1)}, group)
+        assert reader.read(60) is None
+        assert reader.group(group).committed((topic, 0)).offset == 100   # still open: no commit
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    # The markers are written after the producer's EndTxn is answered: read until the marker is there.
+    wait_for("the transaction's marker", lambda: reader.read(60) is None
+             and reader.group(group).committed((topic, 0)).offset == 150, 60)
+
+
+def test_the_brokers_clock_is_bounded_by_what_is_read(kafka_admin, prefix, topic):
+    group = f"{prefix}clock"
+    before = time.time()
+    commit(kafka_admin, group, topic, 1)
+    reader = OffsetsLog(kafka_admin)
+    reader.follow([group])
+    assert reader.read(60) is None
+    (bound,) = reader.clocks.brokers_lo.values()
+    # This host's clock is the broker's: a record stamped at most as late as it was read.
+    assert before - time.time() - 1 <= bound.seconds <= 0.5, bound
