@@ -16,8 +16,9 @@ from typing import NamedTuple
 
 from migrate.kafka.group_records import (ABORT, CONSUMER_GROUP_MEMBER, CONSUMER_GROUP_METADATA,
                                          GROUP_METADATA, OFFSET_KEYS, GroupMetadata,
-                                         Key, Member, commit_value, group_metadata, key_group,
-                                         key_type, marker, member_key, member_value, offset_key)
+                                         Key, Member, commit_clock, commit_value, group_metadata,
+                                         marker,
+                                         member_key, member_value, offset_key)
 from migrate.kafka.record_batches import Batch
 
 
@@ -35,6 +36,7 @@ class Membership(NamedTuple):
 
 
 NO_MEMBER = Membership(0, None, "", None, None)
+NOW = object()   # a commit applied as it is read: the group as it stands
 
 
 class Commit(NamedTuple):
@@ -64,50 +66,62 @@ class Watched(NamedTuple):
 
 
 class GroupLog:
-    """One group's records, applied in log order (see the module's docstring)."""
+    """One group's records, applied in log order (see the module's docstring). Its commits are
+    kept by their keys' bytes, as read (ten million records a read: a key is parsed only once,
+    when asked for), each with the record's place in the log and the group as it stood then."""
 
     def __init__(self, name: str):
         self.name = name
         self.metadata: GroupMetadata | None = None      # the latest classic metadata record
         self.kip848 = False                             # a KIP-848 consumer group's record read
         self.members848: dict[str, Member] = {}
-        self._at: tuple | None = None                   # KIP-848 members, as a commit sees them
-        self._latest: dict[Key, tuple[int, bytes, object]] = {}
-        self._decoded: dict[Key, Commit | None] = {}
+        self.now: object = None                         # the group as it stands: what commits keep
+        self.raw: dict[bytes, tuple[int, bytes, object]] = {}
+        self.fresh: list[bytes] = []                    # keys not parsed yet
+        self._keys: dict[Key, bytes] = {}               # (topic, partition) -> its key's bytes
+        self._decoded: dict[bytes, tuple[int, Commit | None]] = {}
         self.watched: dict[Key, Watched] = {}
 
     # -- applying records -------------------------------------------------------------------
 
-    def commit(self, key: Key, log_offset: int, value: bytes | None, during_watch: bool,
-               state: object = None) -> None:
-        """An offset commit record (None: a tombstone, the offset deleted). `state`: the group as
-        it stood at the record, when applied later (a transaction's commit); else now."""
+    def commit(self, key: bytes, log_offset: int, value: bytes | None, during_watch: bool,
+               state: object = NOW) -> None:
+        """An offset commit record, by its key's bytes (None: a tombstone, the offset deleted).
+        `state`: the group as it stood at the record, when applied later (a transaction's
+        commit), which a value written later in the log outranks; else now. (PartitionLog
+        applies the plain ones itself, the same way.)"""
         if value is None:
-            self._latest.pop(key, None)
-            self._decoded.pop(key, None)
+            self.raw.pop(key, None)
             return
-        held = self._latest.get(key)
-        if held is not None and held[0] > log_offset:
-            return          # a transaction's commit older than the value the group holds
-        self._latest[key] = (log_offset, value, self.state() if state is None else state)
-        self._decoded.pop(key, None)
+        held = self.raw.get(key)
+        if held is None:
+            self.fresh.append(key)
+        elif state is not NOW and held[0] > log_offset:
+            return
+        self.raw[key] = (log_offset, value, self.now if state is NOW else state)
         if during_watch:
-            found = commit_value(value)
-            if found is not None:
-                seen = self.watched.get(key)
-                self.watched[key] = (Watched(1, found.offset, found.offset) if seen is None else
-                                     Watched(seen.count + 1, seen.first, found.offset))
+            self.watch(key, value)
+
+    def watch(self, key: bytes, value: bytes) -> None:
+        """A commit made during the watch."""
+        found = commit_value(value)
+        if found is not None:
+            at = offset_key(key)[1:]
+            seen = self.watched.get(at)
+            self.watched[at] = (Watched(1, found.offset, found.offset) if seen is None else
+                                Watched(seen.count + 1, seen.first, found.offset))
 
     def group_record(self, value: bytes | None) -> None:
         """A classic group metadata record (None: the group deleted)."""
         self.metadata = group_metadata(value) if value is not None else None
+        self._now()
 
     def kip848_group(self, value: bytes | None) -> None:
         """A KIP-848 group's metadata record (None: the group deleted)."""
         self.kip848 = value is not None
         if value is None:
             self.members848.clear()
-            self._at = None
+        self._now()
 
     def kip848_member(self, member_id: str, value: bytes | None) -> None:
         """A KIP-848 member's record (None: the member left)."""
@@ -115,15 +129,10 @@ class GroupLog:
             self.members848.pop(member_id, None)
         else:
             self.members848[member_id] = member_value(member_id, value)
-        self._at = None
+        self._now()
 
-    def state(self) -> object:
-        """The group's members as they stand now, cheaply: what a commit record keeps."""
-        if self.members848:
-            if self._at is None:
-                self._at = tuple(self.members848.values())
-            return self._at
-        return self.metadata
+    def _now(self) -> None:
+        self.now = tuple(self.members848.values()) if self.members848 else self.metadata
 
     # -- what it shows ----------------------------------------------------------------------
 
@@ -142,23 +151,38 @@ class GroupLog:
             return None
         return self.metadata.state_ms
 
-    def committed(self, key: Key) -> Commit | None:
-        """The record that wrote the partition's value, as read; None when none was."""
-        if key not in self._decoded:
-            held = self._latest.get(key)
-            found = commit_value(held[1]) if held is not None else None
-            self._decoded[key] = None if found is None else Commit(
-                *found, log_offset=held[0], by=membership(held[2], key))
-        return self._decoded[key]
-
     @property
     def keys(self) -> list[Key]:
-        return list(self._latest)
+        """The (topic, partition) of each offset it holds."""
+        self._index()
+        return [key for key, raw in self._keys.items() if raw in self.raw]
+
+    def committed(self, key: Key) -> Commit | None:
+        """The record that wrote the partition's value, as read; None when none was."""
+        self._index()
+        raw = self._keys.get(key)
+        held = self.raw.get(raw) if raw is not None else None
+        if held is None:
+            return None
+        cached = self._decoded.get(raw)
+        if cached is None or cached[0] != held[0]:
+            found = commit_value(held[1])
+            cached = self._decoded[raw] = (held[0], None if found is None else Commit(
+                *found, log_offset=held[0], by=membership(held[2], key)))
+        return cached[1]
 
     @property
     def commits(self) -> tuple[tuple[int, int | None], ...]:
-        """(commit ms, expire ms or None) of each partition's value: its retention clocks."""
-        return tuple((c.commit_ms, c.expire_ms) for c in map(self.committed, self._latest) if c)
+        """The distinct (commit ms, expire ms or None) of its partitions' values: its retention
+        clocks (one commit request stamps all its partitions alike: a group has few)."""
+        clocks = {commit_clock(held[1]) for held in self.raw.values()}
+        clocks.discard(None)
+        return tuple(sorted(clocks))
+
+    def _index(self) -> None:
+        for raw in self.fresh:
+            self._keys[offset_key(raw)[1:]] = raw
+        self.fresh.clear()
 
 
 def membership(state: object, key: Key) -> Membership:
@@ -185,8 +209,15 @@ class PartitionLog:
 
     def __init__(self, groups: dict[str, GroupLog], watch_from: int | None = None):
         self.groups, self.watch_from = groups, watch_from
+        # by the group id's bytes every key carries (the group is one a read kept)
+        self.by_bytes = {name.encode("utf-8"): group for name, group in groups.items()}
         self.pending: dict[int, list[tuple[GroupLog, tuple]]] = {}
         self.records = 0
+
+    def add(self, group: GroupLog) -> None:
+        """Apply `group`'s records too, from the next batch on."""
+        self.groups[group.name] = group
+        self.by_bytes[group.name.encode("utf-8")] = group
 
     def apply(self, batch: Batch) -> None:
         """A batch of the partition, the next in log order, its records kept for the followed
@@ -199,23 +230,25 @@ class PartitionLog:
                     for group, args in held:
                         group.commit(*args)
             return
-        mark = self.watch_from
+        mark, by_bytes = self.watch_from, self.by_bytes
         for log_offset, key, value in batch.records:
-            kind = key_type(key)
+            kind = key[1] if key[0] == 0 else -1
+            group = by_bytes[key[4:4 + ((key[2] << 8) | key[3])]]
             if kind in OFFSET_KEYS:
-                name, topic, partition = offset_key(key)
-                group = self.groups[name]
-                args = ((topic, partition), log_offset, value,
-                        mark is not None and log_offset >= mark)
+                during = mark is not None and log_offset >= mark
                 if batch.transactional:
                     self.pending.setdefault(batch.producer_id, []).append(
-                        (group, (*args, group.state())))
-                else:
-                    group.commit(*args)
+                        (group, (key, log_offset, value, during, group.now)))
+                elif value is None or during:
+                    group.commit(key, log_offset, value, during)
+                else:                               # the hot path: GroupLog.commit, inlined
+                    raw = group.raw
+                    if key not in raw:
+                        group.fresh.append(key)
+                    raw[key] = (log_offset, value, group.now)
             elif kind == GROUP_METADATA:
-                self.groups[key_group(key)].group_record(value)
+                group.group_record(value)
             elif kind == CONSUMER_GROUP_METADATA:
-                self.groups[key_group(key)].kip848_group(value)
+                group.kip848_group(value)
             elif kind == CONSUMER_GROUP_MEMBER:
-                name, member = member_key(key)
-                self.groups[name].kip848_member(member, value)
+                group.kip848_member(member_key(key)[1], value)

@@ -117,7 +117,7 @@ class OffsetsLog:
             if cursor is None:
                 cursor = self._cursors[p] = _Cursor(p, set(), PartitionLog({}, self._marks.get(p)))
             cursor.wanted.add(name.encode("utf-8"))
-            cursor.log.groups[name] = group
+            cursor.log.add(group)
             if cursor.position > 0:
                 late.setdefault(p, {})[name] = group
         for p, found in late.items():

@@ -118,7 +118,7 @@ class KafkaSnapshot:
     def write(self, path: Path, groups: Sequence[str], topics: Iterable[str],
               topic_selected: Callable[[str], bool] = lambda topic: True,
               commit_clocks: bool = False, commit_times: bool = True,
-              registered: Sequence = ()) -> SnapshotInfo:
+              registered: Sequence = (), offsets_log: bool = True) -> SnapshotInfo:
         """Snapshot `groups` and the partitions of `topics` into `path`, plus the selected topics
         those groups committed to.
 
@@ -128,6 +128,8 @@ class KafkaSnapshot:
         in the same read, as `commit` rows, unless `commit_times` is False (a caller that reads
         __consumer_offsets itself): a takeover is judged by them. `registered`: the brokers'
         registrations in ZooKeeper (migrate/zk/brokers.py), which bound their clocks too.
+        `offsets_log`: False for a caller that reads __consumer_offsets for all of it itself
+        (ready-for-kraft): then nothing of it is read here.
 
         Committed offsets are written a round of groups at a time: a million of them are never
         all in memory.
@@ -172,8 +174,9 @@ class KafkaSnapshot:
                 if commit_times:
                     unexplained.update(row["group"] for row in rows
                                        if named_run(row["metadata"]) is None)
-            read = read_log(self.admin, self.features, listed, unexplained, commit_clocks,
-                            evidence=commit_times, registered=registered)
+            read = read_log(self.admin, self.features, listed if offsets_log else {},
+                            unexplained, commit_clocks, evidence=commit_times,
+                            registered=registered)
             out.write_table(pa.Table.from_pylist(read.commit_rows, schema=schema))
             out.add_key_value_metadata({"empty_since": json.dumps(read.empty_since),
                                         "empty_since_unknown": read.empty_since_unknown or "",

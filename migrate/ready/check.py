@@ -136,7 +136,9 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     renamed = mapping.resolve(groups)
     kafka, partitions, kafka_snapshot = _kafka(
         admin, state, run, sorted({renamed.get(g, g) for g in groups}
-                                  | {r["group"] for r in found_rows}), final + found_rows)
+                                  | {r["group"] for r in found_rows}), final + found_rows,
+        {(renamed.get(r["group"], r["group"]), r["topic"], r["partition"]) for r in final}
+        | {(r["group"], r["topic"], r["partition"]) for r in found_rows})
     # A renamed group is judged by the Kafka group it maps to: moved when that one holds its
     # offsets, taken over by that one's consumers.
     judged = {**kafka, **{old: kafka.get(new, KafkaGroup()) for old, new in renamed.items()}}
@@ -267,17 +269,23 @@ def _children(request) -> list[str]:
         return []
 
 
-def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]):
+def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict],
+           judged: set[tuple[str, str, int]]):
     """Kafka's side of `groups` (snapshotted into the state dir): per group (its state, members,
-    the partitions assigned to them, its offsets), its every partition, and the snapshot's
-    path."""
+    the partitions assigned to them, its offsets of the `judged` (group, topic, partition) that
+    ZooKeeper holds), its every partition, and the snapshot's path."""
     path = state.kafka_snapshot(run)
     # Its commit times are read with the expiry's clocks, in one read (_check).
     KafkaSnapshot(admin).write(path, groups, {r["topic"] for r in rows if r["topic"] is not None},
-                               commit_times=False)
+                               commit_times=False, offsets_log=False)
     kafka: dict[str, KafkaGroup] = {}
     partitions = set()
-    for row in pq.read_table(path).to_pylist():
+    # A batch at a time: a million offsets never all as Python rows at once.
+    rows_of = (row for batch in pq.ParquetFile(path).iter_batches(
+        batch_size=65_536, columns=["kind", "group", "topic", "partition", "committed_offset",
+                                    "metadata", "group_state", "protocol_type", "members",
+                                    "error"]) for row in batch.to_pylist())
+    for row in rows_of:
         if row["kind"] == GROUP:
             held = kafka.setdefault(row["group"], KafkaGroup())
             held.state, held.refused = row["group_state"], row["error"]
@@ -285,7 +293,7 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
         elif row["kind"] == ASSIGNED:
             kafka.setdefault(row["group"], KafkaGroup()).assigned.add((row["topic"],
                                                                        row["partition"]))
-        elif row["kind"] == OFFSET:
+        elif row["kind"] == OFFSET and (row["group"], row["topic"], row["partition"]) in judged:
             kafka.setdefault(row["group"], KafkaGroup()).offsets[row["topic"], row["partition"]] = (
                 row["committed_offset"], row["metadata"])
         elif row["kind"] == PARTITION:

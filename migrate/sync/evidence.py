@@ -44,7 +44,11 @@ class FollowedLog:
         self.writer, self.metadata = writer, metadata
         self.lock = threading.Lock()
         self.marked = False
-        self._mark()   # the watch is the whole run: from the log's end as the follower starts
+
+    def start_watch(self) -> None:
+        """The watch is the whole run: from the log's end as the follower starts (else from the
+        first read's)."""
+        self._mark()
 
     def _mark(self) -> None:
         try:

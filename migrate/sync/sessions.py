@@ -91,6 +91,7 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
     writer = KafkaOffsetWriter(admin, policy, options.parallelism)
     followed = FollowedLog(admin, features, writer, metadata,
                            registrations(client, _cluster_id(admin, features)))
+    followed.start_watch()
 
     def commit_evidence(groups: list[str]):
         # Once a pass, for the groups holding values zk2kafka did not write: read on from where

@@ -48,25 +48,130 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 
-from bench_commit_clocks import (CONSOLE_MAIN, FORMATTER, OFFSETS_TOPIC, ROOT, _load, _printed, _run_child,
-                                 _status_mib, _uptime, host_loop, make_topic)
 from bench_migrate import TOOL_JVM_OPTS, TOOLS_LOG4J
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
+CONSOLE_MAIN = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def group_name(prefix: str, i: int) -> str:
     return f"{prefix}{i:06d}"
+
+
+# ---------------------------------------------------------------------------------------------------- the host
+
+def host_loop() -> float:
+    """Seconds a fixed loop of 10 million additions takes: the host's speed (docs/testing.md)."""
+    t = time.perf_counter()
+    s = 0
+    for i in range(10_000_000):
+        s += i
+    return round(time.perf_counter() - t, 2)
+
+
+def _status_mib(field: str, pid: str = "self") -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _run_child(argv: list[str], timeout: float, stdout=subprocess.PIPE, first_output: Path | None = None
+               ) -> tuple[int, str, str, float, float, float | None]:
+    """(exit code, stdout, stderr, wall seconds, peak RSS MiB from wait4, seconds to the first byte in
+    `first_output`); killed after `timeout` seconds."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    killer = threading.Timer(timeout, lambda: os.killpg(child.pid, signal.SIGKILL))
+    killer.start()
+    first = [None]
+    watching = threading.Event()
+
+    def watch():   # when the output file first grows: the JVM started, joined and read its first batch
+        while not watching.is_set():
+            if first_output.exists() and first_output.stat().st_size > 0:
+                first[0] = time.perf_counter() - start
+                return
+            watching.wait(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True) if first_output else None
+    if watcher:
+        watcher.start()
+    out_chunks, err_chunks = [], []
+    readers = [threading.Thread(target=lambda s=s, into=into: into.append(s.read()), daemon=True)
+               for s, into in ((child.stdout, out_chunks), (child.stderr, err_chunks)) if s is not None]
+    for r in readers:
+        r.start()
+    try:
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        killer.cancel()
+        watching.set()
+    seconds = time.perf_counter() - start
+    for r in readers:
+        r.join()
+    return (child.returncode, "".join(out_chunks), "".join(err_chunks), seconds,
+            round(usage.ru_maxrss / 1024, 1), first[0])
+
+
+def _printed(path: Path) -> int:
+    """Records the offsets formatter printed: Kafka 3.9's prints each as a JSON object, with no line between."""
+    mark, count, carry = b'{"key":', 0, b""
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            joined = carry + chunk
+            count += joined.count(mark)
+            # a mark cut by the chunk's end is counted with the next chunk; one already counted is not kept
+            carry = joined[-(len(mark) - 1):] if not joined.endswith(mark) else b""
+    return count
+
+
+def make_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-bench")
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            described = admin.describe_topics([topic])
+            if described and len(described[0]["partitions"]) == partitions:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"topic {topic} not ready in 60s")
+    finally:
+        admin.close()
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 1)
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return f"load average {os.getloadavg()}"
 
 
 # ---------------------------------------------------------------------------------------------------- seeding
@@ -120,15 +225,30 @@ def commit_rounds(bootstrap: str, topic: str, prefix: str, groups: int, partitio
 
 def join_and_commit(bootstrap: str, topic: str, groups: list[str], partitions: int) -> None:
     """A consumer of each group joins, commits every partition (an offset past the rounds') and leaves."""
-    for group in groups:
+    from kafka.errors import RebalanceInProgressError
+
+    def commit_once(group: str) -> bool:
         consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False)
-        consumer.subscribe([topic])
-        deadline = time.monotonic() + 60
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(timeout_ms=200)
-        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(900_000 + p, "", -1)
-                         for p in range(partitions)})
-        consumer.close()
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                consumer.poll(timeout_ms=200)
+                if len(consumer.assignment()) < partitions:
+                    continue
+                try:   # a rebalance still settling refuses it: poll on, and commit again
+                    consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(900_000 + p, "", -1)
+                                     for p in range(partitions)})
+                    return True
+                except RebalanceInProgressError:
+                    continue
+            return False
+        finally:
+            consumer.close()
+
+    for group in groups:
+        if not any(commit_once(group) for _ in range(3)):
+            raise RuntimeError(f"{group}: no member commit in 3 tries of 60s")
 
 
 def transactional_commits(bootstrap: str, topic: str, groups: list[str], partitions: int) -> None:

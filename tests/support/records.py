@@ -132,7 +132,7 @@ def group_log(name: str, empty_since: int | None = None, commits: list[int] = ()
     if empty_since is not None:
         log.group_record(group_value(3, [], protocol_type, state_ms=empty_since))
     for i, at in enumerate(commits):
-        log.commit(("t", i), 100 + i, commit_value(7, at), during_watch=False)
+        log.commit(offset_key(name, "t", i), 100 + i, commit_value(7, at), during_watch=False)
     return log
 
 
@@ -152,9 +152,10 @@ def held(name: str, commits: dict[tuple[str, int], tuple[int, float]], by: str =
     at = 10
     for key, offsets in (watched or {}).items():
         for offset in offsets:
-            log.commit(key, at, commit_value(offset, 0), during_watch=True)
+            log.commit(offset_key(name, *key), at, commit_value(offset, 0), during_watch=True)
             at += 1
     for key, (offset, seconds) in commits.items():
-        log.commit(key, at, commit_value(offset, int(seconds * 1000)), during_watch=key in (watched or {}))
+        log.commit(offset_key(name, *key), at, commit_value(offset, int(seconds * 1000)),
+                   during_watch=key in (watched or {}))
         at += 1
     return log

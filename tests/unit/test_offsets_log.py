@@ -14,7 +14,7 @@ from kafka.record.memory_records import MemoryRecords
 from migrate.kafka import fetch_codec
 from migrate.kafka.clocks import Clocks
 from migrate.kafka.group_log import GroupLog, PartitionLog
-from migrate.kafka.group_records import commit_value, group_metadata, member_key, offset_key
+from migrate.kafka.group_records import commit_clock, commit_value, group_metadata, member_key, offset_key
 from migrate.kafka.offsets_log import partition_for
 from migrate.kafka.record_batches import CorruptRecords, batches
 
@@ -32,10 +32,13 @@ def test_a_group_is_read_from_the_partition_its_coordinator_keeps_it_in():
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_an_offset_commit_value_of_every_version(version):
-    found = commit_value(r.commit_value(7, T0, "meta", version, expire_ms=T0 + 5))
+    value = r.commit_value(7, T0, "meta", version, expire_ms=T0 + 5)
+    found = commit_value(value)
     assert (found.offset, found.metadata, found.commit_ms) == (7, "meta", T0)
     assert found.expire_ms == (T0 + 5 if version == 1 else None)
+    assert commit_clock(value) == (found.commit_ms, found.expire_ms)
     assert commit_value(struct.pack(">h", 9) + b"\x00" * 20) is None
+    assert commit_clock(struct.pack(">h", 9) + b"\x00" * 20) is None
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
@@ -122,7 +125,7 @@ def test_a_commit_is_a_members_only_while_the_records_show_members_and_one_is_as
     assert (by[2].members, by[2].covered, by[2].member) == (1, False, None)
     assert (by[3].members, by[3].generation, by[3].protocol_type) == (0, 2, "consumer")
     assert g.empty_since == T0 + 9 and g.protocol_type == "consumer"
-    assert sorted(g.commits) == [(T0, None)] * 4
+    assert g.commits == ((T0, None),)   # the distinct retention clocks
 
 
 def test_a_kip848_groups_members_are_its_member_records_until_their_tombstones():

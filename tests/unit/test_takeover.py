@@ -102,10 +102,10 @@ def test_zk2kafka_values_and_unknown_records_are_never_a_takeover():
 
 
 def test_a_value_is_dated_by_the_record_that_wrote_it_never_by_a_newer_one_of_another_value():
-    from support.records import commit_value, group_log
+    from support.records import commit_value, group_log, offset_key
 
     log = group_log("g", commits=[])
-    log.commit(("t", 0), 5, commit_value(45, int(Z * 1000)), during_watch=False)
+    log.commit(offset_key("g", "t", 0), 5, commit_value(45, int(Z * 1000)), during_watch=False)
     assert t.seen(log, ("t", 0), 45, None).commit.offset == 45
     other = t.seen(log, ("t", 0), 60, None)
     assert other.commit is None and other.unknown == "the newest commit record read holds 45, not Kafka's 60"
