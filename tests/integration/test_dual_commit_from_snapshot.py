@@ -71,6 +71,10 @@ def test_a_scans_snapshot_serves_the_dual_commit_and_a_znode_moved_since_fails_i
     code, verified, err = zk2kafka_json("verify", *where, "--run", run["run"])
     assert code == 0 and verified["verified"] and verified["wrote_zookeeper"], verified
     assert verified["checked"] == 2 and verified["zookeeper_not_consulted"] is None
+    zk.set(path(kept, 1), b"22")   # its old consumer, back: verify reads ZooKeeper, not Kafka alone
+    code, verified, err = zk2kafka_json("verify", *where, "--run", run["run"])
+    assert code == 3 and verified["differ"] == [
+        f"{kept} {path(kept, 1)}: ZooKeeper holds b'22', not the run's value"], verified
 
 
 def test_a_snapshot_that_cannot_stand_for_the_ensemble_written_is_refused(
