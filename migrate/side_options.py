@@ -31,10 +31,10 @@ def check_dual_commit(s: Any) -> None:
             "--no-zk-write leaves ZooKeeper as it is"
         raise ConfigError(f"--dual-commit keeps ZooKeeper in agreement, and {why}: pass one of "
                           "them")
-    for name, given in (("--plan", s.plan), ("--resume", s.resume)):
+    for name, given, what in (("--plan", s.plan, "plan"), ("--resume", s.resume, "run")):
         if given:
             raise ConfigError(f"--dual-commit and {name} go apart: {name} takes the road its "
-                              "plan or run recorded")
+                              f"{what} recorded")
 
 
 def check_snapshot(s: Any) -> None:

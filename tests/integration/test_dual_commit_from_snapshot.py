@@ -4,7 +4,8 @@ Real ZooKeeper, Kafka and Spark (the session's cluster). The plan's znode versio
 scan's: an old consumer's write after the scan, before the run or inside it after the Kafka commit,
 fails its group with Kafka put back and the consumer's value standing, while the other groups are
 written into both stores. A snapshot that cannot stand for the ensemble written (another place in
-it, another root, no --zookeeper, older than --max-plan-age) is refused in one line, nothing written.
+it, another root, no --zookeeper, older than --max-plan-age) is refused in one line, nothing written;
+the same snapshot within its age serves a fresh `migrate --execute` as well as a reviewed plan.
 """
 
 from __future__ import annotations
@@ -121,3 +122,12 @@ def test_a_snapshot_that_cannot_stand_for_the_ensemble_written_is_refused(
         "snapshot was read" in err, err
     assert kafka_offsets(kafka_admin, [group]) == {group: {}}
     assert zk.get(f"/consumers/{group}/offsets/{topic}/0")[1].version == 0
+
+    # Within it, a fresh run plans and writes the dual commit at once.
+    code, run, err = zk2kafka_json("migrate", *where, "--zk-snapshot", here["run"],
+                                   "--dual-commit", "--execute")
+    assert code == 0 and run["zookeeper_side"]["dual_commit"], err
+    assert kafka_offsets(kafka_admin, [group]) == {
+        group: {(topic, 0): (7, f"zk2kafka migrate {run['run']}")}}
+    code, verified, err = zk2kafka_json("verify", *where, "--run", run["run"])
+    assert code == 0 and verified["wrote_zookeeper"] and verified["checked"] == 1, verified
