@@ -176,7 +176,7 @@ def serves_dual_commit(origin: Origin, settings: Settings) -> None:
         raise ConfigError(f"{given}: the snapshot was read from a copy of a data directory "
                           f"({origin.source}), not from the ensemble the dual commit writes: "
                           "which ensemble it was and how old cannot be checked; scan the live "
-                          "ensemble (`zk2kafka scan --zookeeper ...`) and diff that scan, or "
+                          "ensemble (--zookeeper) and diff that scan, or "
                           "leave out --dual-commit to write Kafka alone")
     if not (origin.stores or {}).get("zookeeper_servers"):
         raise ConfigError(f"{given}: the snapshot ({origin.read_by}) recorded no identity of the "
