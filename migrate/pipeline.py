@@ -6,6 +6,7 @@ report stage write it (migrate/report/files.py). Nothing here writes to a store.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -109,6 +110,10 @@ def plan(settings: Settings, command: str) -> Plan:
     # The ZooKeeper side and the group mapping are chosen here, once: the stages after them read
     # the side's snapshot and are given old -> new names.
     side = chosen(settings, command)
+    if not (side.live or side.dual_commit or settings.no_zk_write):
+        # --dual-commit from the environment or a file shapes no verify: from a snapshot, the
+        # plan is Kafka's alone, as without it.
+        settings = dataclasses.replace(settings, no_zk_write=True, rewrite_zk_offsets=False)
     mapping = group_map.chosen(settings)
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)

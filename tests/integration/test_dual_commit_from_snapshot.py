@@ -131,3 +131,8 @@ def test_a_snapshot_that_cannot_stand_for_the_ensemble_written_is_refused(
         group: {(topic, 0): (7, f"zk2kafka migrate {run['run']}")}}
     code, verified, err = zk2kafka_json("verify", *where, "--run", run["run"])
     assert code == 0 and verified["wrote_zookeeper"] and verified["checked"] == 1, verified
+    # verify takes no --dual-commit: one exported for diff and migrate leaves its plan Kafka's.
+    code, verified, err = zk2kafka_json("verify", *kafka, "--zk-snapshot", here["run"],
+                                        env={"ZK2KAFKA_DUAL_COMMIT": "1"})
+    assert code == 0 and verified["verified"], err
+    assert verified["inputs"]["no_zk_write"] and "dual_commit" not in verified["inputs"]
