@@ -78,4 +78,3 @@ def _dual_commit(settings: Settings, side: dict[str, Any]) -> tuple[Settings, st
     return settings, (f"the dual commit (--dual-commit) into ZooKeeper {settings.zookeeper}, "
                       "each znode at the version and mzxid the snapshot read: a group with one "
                       "moved since is not written, or put back")
-

@@ -116,6 +116,9 @@ def test_a_snapshot_that_cannot_stand_for_the_ensemble_written_is_refused(
     code, out, err = zk2kafka_text("diff", *where, "--zk-snapshot", here["run"], "--dual-commit")
     assert code == 0, err
     plan_id = out.strip().splitlines()[-1].split()[1].removeprefix("plan=")
+    code, out, err = zk2kafka_text("migrate", "--zookeeper", f"{zk_chroot}/elsewhere", *kafka,
+                                   "--execute", "--plan", plan_id)
+    assert code == 1 and "made against other stores" in err, err   # as any plan
     code, out, err = zk2kafka_text("migrate", *where, "--execute", "--plan", plan_id,
                                    "--max-plan-age", "1ms")
     assert code == 1 and "the plan keeps ZooKeeper in agreement (--dual-commit), and the " \
