@@ -222,9 +222,17 @@ OPTIONS: tuple[Option, ...] = (
            "read the ZooKeeper side from a snapshot zk2kafka wrote instead of --zookeeper: a "
            "scan's, a diff's or ready-for-kraft's run id, or the snapshot's path "
            "(snapshots/zk-RUN.parquet); ZooKeeper is not written (--no-zk-write implied), and "
-           "a run reads the ZooKeeper it came from again where it still answers; "
-           "ready-for-kraft refuses it (it reads ZooKeeper live)",
+           "a run reads the ZooKeeper it came from again where it still answers "
+           "(--dual-commit writes it); ready-for-kraft refuses it (it reads ZooKeeper live)",
            commands=("diff", "migrate", "verify", "ready-for-kraft"), metavar="RUN|PATH"),
+    # The dual commit from a snapshot: a road of its own, chosen by name (migrate/zk/side.py).
+    Option("dual_commit", "bool", False,
+           "with --zk-snapshot: plan the dual commit, as from --zookeeper (Kafka committed, "
+           "ZooKeeper kept in agreement, each znode written or fenced at the version and mzxid "
+           "the snapshot read), instead of Kafka alone; the snapshot must be a read of the live "
+           "ensemble --zookeeper names, same ensemble and root (checked), and a run refuses it "
+           "older than --max-plan-age",
+           commands=("diff", "migrate")),
     # A flag only: an exported variable or a line in a config file would turn every later dry
     # run into a write.
     Option("execute", "bool", False, "really write; without it the command is a dry run",

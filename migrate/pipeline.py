@@ -6,6 +6,7 @@ report stage write it (migrate/report/files.py). Nothing here writes to a store.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ import pyarrow.parquet as pq
 from migrate import group_map, stores
 from migrate.diff.plan import BLOCKED_SHOWN, Plan, commits, plan_batches, plan_id
 from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY, blocked_groups
-from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, NothingFound
+from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, ConfigError, MigrateError, NothingFound
 from migrate.journal.journal import journaled_renames
 from migrate.kafka.client import open_admin
 from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
@@ -29,7 +30,7 @@ from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.datadir import nothing_found_hint, read_data_dir, snapshot_metadata
 from migrate.zk.reader import Selection
 from migrate.zk.scan import scan_to_parquet
-from migrate.zk.side import DATA_DIR, Origin, ZooKeeperSide, chosen, describe
+from migrate.zk.side import DATA_DIR, Origin, ZooKeeperSide, chosen, describe, too_old
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +110,19 @@ def plan(settings: Settings, command: str) -> Plan:
 
     # The ZooKeeper side and the group mapping are chosen here, once: the stages after them read
     # the side's snapshot and are given old -> new names.
-    side = chosen(settings)
+    side = chosen(settings, command)
+    if not (side.live or side.dual_commit or settings.no_zk_write):
+        # --dual-commit from the environment or a file shapes no verify: from a snapshot, the
+        # plan is Kafka's alone, as without it.
+        settings = dataclasses.replace(settings, no_zk_write=True, rewrite_zk_offsets=False)
     mapping = group_map.chosen(settings)
     settings.require("bootstrap_server")
     run, state = new_run_id(), StateDir(settings.state_dir)
     # Both stores answer before Spark starts: an unreachable one is a short failure, with no JVM
     # started for nothing. Then Spark boots while the stores are read.
-    reached = stores.reach(settings.connection, zookeeper=side.live)
+    reached = stores.reach(settings.connection, zookeeper=side.live or side.dual_commit)
+    if side.dual_commit:
+        _dual_commit_serves(side, reached, settings, command)
     spark = SparkStarter(settings.spark_master, settings.cache_dir)
     try:
         scanned = side.read(settings, state, run, command, _live(settings, state, run),
@@ -170,12 +177,14 @@ def plan(settings: Settings, command: str) -> Plan:
               # From a snapshot, the ZooKeeper identity is the one recorded when it was read.
               "stores": {**(read.get("stores") or {}), **{
                   k: v for k, v in reached.to_json().items() if k == "kafka_cluster_id"}}
-              if not side.live else reached.to_json(),
+              if not (side.live or side.dual_commit) else reached.to_json(),
               "zookeeper_side": read,
               "zk_snapshot": str(zk_snapshot),
               "no_zk_write": settings.no_zk_write,   # it shapes the plan (--offset-semantics last)
               "kafka_snapshot": str(kafka.path), "scan_seconds": scanned["seconds"],
               "kafka_snapshot_seconds": round(kafka.seconds, 3)}
+    if side.dual_commit:
+        inputs["dual_commit"] = True   # a snapshot's plan that writes ZooKeeper: its run checks
     if mapping:
         # The rules as given and what they made of the selected groups: the plan's kafka_group
         # column holds the same, so its hash covers it.
@@ -204,6 +213,27 @@ def plan(settings: Settings, command: str) -> Plan:
     if translation is not None:
         summary["redelivery"] = _redelivery(result.plan)
     return Plan(run, summary, {"plan": result.plan})
+
+
+def _dual_commit_serves(side: ZooKeeperSide, now: stores.Stores, settings: Settings,
+                        command: str) -> None:
+    """Refuse a snapshot's dual commit (--dual-commit) where the ensemble reached now (`now`) is
+    not the one the snapshot was read from (ConfigError), or, for a run that writes at once
+    (migrate), where the snapshot is older than --max-plan-age (MigrateError)."""
+    origin = side.origin
+    differs = stores.same_clusters(
+        stores.Stores.from_json(origin.stores), now,
+        {"zookeeper": origin.zookeeper, "bootstrap_server": settings.bootstrap_server},
+        settings.connection, f"the snapshot {side.snapshot}")
+    if differs:
+        raise ConfigError(f"--zk-snapshot {settings.zk_snapshot} --dual-commit: --zookeeper "
+                          f"{settings.zookeeper} is not the ensemble the snapshot was read from "
+                          f"({'; '.join(differs)}): the dual commit writes the znodes it read; "
+                          "give that ensemble, or leave out --dual-commit to write Kafka alone")
+    old = too_old(describe(origin), settings.max_plan_age) if command == "migrate" else None
+    if old:
+        raise MigrateError(f"--zk-snapshot {settings.zk_snapshot} --dual-commit: {old}; "
+                           "nothing was written")
 
 
 def _remote_topics(settings: Settings, topics: list[str],

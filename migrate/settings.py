@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from migrate import side_options
 from migrate.connection import Connection, Secret, required
 from migrate.errors import ConfigError, UnknownOption
 from migrate.group_map import parse_rule
@@ -79,6 +80,7 @@ class Settings:
     zookeeper_data: Path | None = None
     zookeeper_data_log: Path | None = None
     zk_snapshot: str | None = None   # the ZooKeeper side from a snapshot (migrate/zk/side.py)
+    dual_commit: bool = False   # with zk_snapshot: ZooKeeper written too (migrate/zk/side.py)
     rescan_every: float = 30.0
     renew_every: float | None = None
     stop_after: float | None = None
@@ -164,8 +166,10 @@ def load_settings(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
         # Translated offsets are the target's: written into the source's ZooKeeper they would move
         # its old consumers to offsets of another cluster.
         values["no_zk_write"] = True
-    if values.get("zk_snapshot") and not values.get("rewrite_zk_offsets"):
-        # A snapshot has no ZooKeeper to write: the plan is that of a Kafka-only run.
+    if (values.get("zk_snapshot") and not values.get("rewrite_zk_offsets")
+            and not values.get("dual_commit")):
+        # A snapshot has no ZooKeeper to write: the plan is that of a Kafka-only run, unless the
+        # operator names the dual commit (its snapshot then checked against the live ensemble).
         values["no_zk_write"] = True
     settings = Settings(**values, given=frozenset(values) - {"verbosity"}, sources=sources)
     _check(settings)
@@ -335,7 +339,9 @@ def _check(s: Settings) -> None:
     if s.translate_via_mm2 is not None:
         _check_translation(s)
     if s.zk_snapshot is not None:
-        _check_snapshot(s)
+        side_options.check_snapshot(s)
+    if s.dual_commit:
+        side_options.check_dual_commit(s)
     if s.rewrite_zk_offsets and s.no_zk_write:
         why = "--translate-via-mm2 implies --no-zk-write" if s.translate_via_mm2 else \
             "--no-zk-write leaves ZooKeeper as it is"
@@ -344,7 +350,7 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--metrics-address: expected HOST:PORT (e.g. 0.0.0.0:9308), "
                           f"got {s.metrics_address!r}")
     if s.zookeeper_data is not None or s.zookeeper_data_log is not None:
-        _check_data_dir(s)
+        side_options.check_data_dir(s)
     if s.spark_shared_dir is not None and not s.spark_shared_dir.is_dir():
         raise ConfigError(f"--spark-shared-dir {s.spark_shared_dir}: no such directory")
     if s.zookeeper is not None:
@@ -352,28 +358,6 @@ def _check(s: Settings) -> None:
         for host in hosts.split(","):
             if not _HOSTPORT.match(host.strip()):
                 raise ConfigError(f"--zookeeper: {host!r} is not host:port")
-
-
-def _check_data_dir(s: Settings) -> None:
-    """--zookeeper-data: a source of its own, apart from a live ensemble."""
-    if s.zookeeper_data is None:
-        raise ConfigError("--zookeeper-data-log goes with --zookeeper-data DIR: "
-                          "the dataDir whose logs it holds")
-    if s.zookeeper is not None:
-        raise ConfigError("--zookeeper and --zookeeper-data go apart: read a live ensemble or "
-                          "a copy of a server's files, not both (either may come from "
-                          "ZK2KAFKA_ZOOKEEPER, ZK2KAFKA_ZOOKEEPER_DATA or the --config file)")
-
-
-def _check_snapshot(s: Settings) -> None:
-    """--zk-snapshot: a snapshot is read, never written, and a run goes on by its own journal."""
-    if s.rewrite_zk_offsets:
-        raise ConfigError("--rewrite-zk-offsets writes ZooKeeper, and the ZooKeeper side is a "
-                          "snapshot (--zk-snapshot): there is no ZooKeeper to write")
-    for name, given in (("--plan", s.plan), ("--resume", s.resume), ("--run", s.run)):
-        if given:
-            raise ConfigError(f"--zk-snapshot and {name} go apart: {name} reads the ZooKeeper "
-                              "side its plan or run recorded")
 
 
 _ALIAS = re.compile(r"^[A-Za-z0-9._-]+$")

@@ -55,8 +55,10 @@ def build_summary(run: str, command: str, result: DiffResult, kafka: SnapshotInf
     commit_clocks = None if kafka.commit_clocks is None else {
         label.get(name, name): clocks for name, clocks in kafka.commit_clocks.items()}
     # The road without ZooKeeper (its side a snapshot): renew keeps offsets alive from Kafka and
-    # the journal, with each run's mapping as the journal recorded it; sync needs ZooKeeper.
-    after_zookeeper = (inputs.get("zookeeper_side") or {}).get("from") == SNAPSHOT
+    # the journal, with each run's mapping as the journal recorded it; sync needs ZooKeeper, which
+    # a snapshot's dual commit (--dual-commit) has.
+    after_zookeeper = ((inputs.get("zookeeper_side") or {}).get("from") == SNAPSHOT
+                       and not inputs.get("dual_commit"))
     retention = retention_preflight([{**g, "group": renamed_text(g["group"], renamed)}
                                      for g in per_group],
                                     kafka.retention_minutes, kafka.broker_version,

@@ -373,13 +373,13 @@ def _goes_on(data: Data) -> str:
 
 
 def _snapshot_side(data: Data) -> list[str]:
-    """A run of a plan read from a snapshot: ZooKeeper not written, and what it was checked
-    against."""
+    """A run of a plan read from a snapshot: whether it wrote ZooKeeper, and checked it how."""
     side = data.get("zookeeper_side")
     if not side:
         return []
-    return [f"ZooKeeper side: a snapshot; ZooKeeper not written (--no-zk-write implied); "
-            f"{side['rechecked']}"]
+    written = "kept in agreement:" if side.get("dual_commit") else \
+        "not written (--no-zk-write implied);"
+    return [f"ZooKeeper side: a snapshot; ZooKeeper {written} {side['rechecked']}"]
 
 
 def _blocked(blocked: dict[str, str]) -> list[str]:

@@ -123,12 +123,15 @@ def reviewed(settings: Settings) -> dict[str, Any]:
 def _rechecked(data: dict[str, Any], rechecked: str | None,
                settings: Settings) -> dict[str, Any]:
     """A run's data, with what a plan read from a snapshot checked ZooKeeper against (the
-    ZooKeeper of `settings`, the write's, None when none answered)."""
+    ZooKeeper of `settings`, the write's, None when none answered), and whether it wrote it (the
+    dual commit, --dual-commit)."""
     if rechecked is None:
         return data
+    dual = not settings.no_zk_write
     return {**data, "zookeeper_side": {"from": "snapshot", "rechecked": rechecked,
-                                        "zookeeper": settings.zookeeper,
-                                        "zk_write": "none (--no-zk-write implied)"}}
+                                        "zookeeper": settings.zookeeper, "dual_commit": dual,
+                                        "zk_write": "the dual commit (--dual-commit)" if dual
+                                        else "none (--no-zk-write implied)"}}
 
 
 def _reviewed_journals(state_dir: Path, dry_run: bool, stack: ExitStack,

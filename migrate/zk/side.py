@@ -10,10 +10,18 @@ snapshot and never ask which source it was. From a snapshot there is no ZooKeepe
 the snapshot recorded, not checked now. A ZooKeeper that still answers when a run writes is
 read again by the write phase (migrate/write/snapshot_plan.py): a znode moved since the snapshot
 is not written over, as with a reviewed plan.
+
+`--dual-commit` makes a snapshot's plan the dual commit's, ZooKeeper written as from a live scan:
+only a snapshot of a live ensemble that recorded its identity, of the root the command names
+(`serves_dual_commit`); the ensemble answering now must be that one (checked where the stores are
+reached, migrate/pipeline.py) and the snapshot not older than `--max-plan-age` when a run writes
+(`too_old`). Its versions and mzxids then condition each znode's write or fence as a diff's own
+scan's would: a znode an old consumer moved since the snapshot fails its group.
 """
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import json
 import logging
@@ -28,8 +36,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate.errors import ConfigError
+from migrate.options import duration_text
 from migrate.settings import Settings
-from migrate.state import StateDir, iso
+from migrate.state import ISO_FORMAT, StateDir, iso
 from migrate.zk.reader import SCHEMA, Selection
 from migrate.zk.scan import ScanStats
 
@@ -41,6 +50,10 @@ _FIELDS = ("kind", "source", "read_at", "read_by", "zookeeper", "zk_root", "stor
 # Liveness from a snapshot: what it recorded when ZooKeeper was read, never "no consumers" now.
 LIVENESS_THEN = "liveness (ids/, owners/) as the snapshot recorded it when read, not checked now"
 IMPLIED = "ZooKeeper is not written (--no-zk-write implied: the ZooKeeper side is a snapshot)"
+DUAL = ("ZooKeeper is written by the dual commit (--dual-commit): each znode at the version and "
+        "mzxid this snapshot read, one moved since fails its group")
+# The commands whose plan --dual-commit shapes (verify compares, and writes nothing).
+PLANS_WRITES = ("diff", "migrate")
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,7 @@ class ZooKeeperSide:
 
     snapshot: Path | None = None
     origin: Origin | None = None
+    dual_commit: bool = False   # a snapshot whose ensemble the plan's run writes (--dual-commit)
 
     @property
     def live(self) -> bool:
@@ -116,23 +130,26 @@ class ZooKeeperSide:
                 "snapshot": str(dest), "groups": len(stats.groups), "offsets": stats.offsets,
                 "counts": dict(sorted(stats.statuses.items())),
                 "seconds": round(time.time() - started, 3),
-                "zookeeper_side": describe(self.origin, self.snapshot)}
+                "zookeeper_side": describe(self.origin, self.snapshot, self.dual_commit)}
 
 
 def root(settings: Settings) -> str:
     return settings.path_template or settings.zk_root
 
 
-def describe(origin: Origin, snapshot: Path | None = None) -> dict[str, Any]:
+def describe(origin: Origin, snapshot: Path | None = None,
+             dual_commit: bool = False) -> dict[str, Any]:
     """The ZooKeeper side as a plan, a report and --json record it (`inputs.zookeeper_side`)."""
     data = {"from": SNAPSHOT if snapshot else origin.kind, **dataclasses.asdict(origin)}
     if snapshot is not None:
-        data.update(snapshot=str(snapshot), liveness=LIVENESS_THEN, zk_write=IMPLIED)
+        data.update(snapshot=str(snapshot), liveness=LIVENESS_THEN,
+                    zk_write=DUAL if dual_commit else IMPLIED)
     return data
 
 
-def chosen(settings: Settings) -> ZooKeeperSide:
-    """The ZooKeeper side `settings` name: the snapshot of --zk-snapshot, else the live ensemble
+def chosen(settings: Settings, command: str | None = None) -> ZooKeeperSide:
+    """The ZooKeeper side `settings` name for `command`: the snapshot of --zk-snapshot (written by
+    the dual commit where --dual-commit names it and it can serve it), else the live ensemble
     (--zookeeper required). Raises ConfigError."""
     if settings.zk_snapshot is None:
         settings.require("zookeeper")
@@ -143,7 +160,52 @@ def chosen(settings: Settings) -> ZooKeeperSide:
         # Its offsets were parsed so: read otherwise, each would be one off.
         raise ConfigError(f"--zk-snapshot {settings.zk_snapshot}: its offsets were read with "
                           f"--offset-semantics {origin.semantics}; pass the same")
-    return ZooKeeperSide(path, origin)
+    dual = settings.dual_commit and command in PLANS_WRITES
+    if dual:
+        serves_dual_commit(origin, settings)
+    return ZooKeeperSide(path, origin, dual)
+
+
+def serves_dual_commit(origin: Origin, settings: Settings) -> None:
+    """ConfigError unless the snapshot read at `origin` can serve a plan that writes ZooKeeper
+    (--dual-commit): read from a live ensemble, by a zk2kafka that recorded that ensemble's
+    identity, under the root `settings` name; and --zookeeper given, the ensemble to write (its
+    identity is compared once reached)."""
+    given = f"--zk-snapshot {settings.zk_snapshot} --dual-commit"
+    if origin.kind != ENSEMBLE:
+        raise ConfigError(f"{given}: the snapshot was read from a copy of a data directory "
+                          f"({origin.source}), not from the ensemble the dual commit writes: "
+                          "which ensemble it was and how old cannot be checked; scan the live "
+                          "ensemble (--zookeeper) and diff that scan, or "
+                          "leave out --dual-commit to write Kafka alone")
+    if not (origin.stores or {}).get("zookeeper_servers"):
+        raise ConfigError(f"{given}: the snapshot ({origin.read_by}) recorded no identity of the "
+                          "ensemble it read (an older zk2kafka's): scan it again, or leave out "
+                          "--dual-commit to write Kafka alone")
+    if settings.zookeeper is None:
+        raise ConfigError(f"{given}: the dual commit writes the ensemble the snapshot was read "
+                          f"from ({origin.zookeeper}): give it with --zookeeper")
+    if root(settings) != origin.zk_root and ("zk_root" in settings.given
+                                             or settings.path_template):
+        raise ConfigError(f"{given}: the snapshot read the root {origin.zk_root}, and "
+                          f"{root(settings)} is given: the dual commit writes the znodes the "
+                          "snapshot read; give its root, or scan this one")
+
+
+def too_old(side: dict[str, Any], max_age: float, now: float | None = None) -> str | None:
+    """Why a snapshot (`inputs.zookeeper_side`) is too old for a run that writes ZooKeeper from
+    it (--dual-commit): read more than `max_age` seconds ago, or at a time not known; None when
+    it is not. Its liveness (ids/, owners/) is that old, as a plan's is as old as its diff."""
+    try:
+        age = (now or time.time()) - calendar.timegm(time.strptime(side["read_at"], ISO_FORMAT))
+    except (KeyError, TypeError, ValueError):
+        return f"the snapshot ({side.get('read_by')}) does not say when ZooKeeper was read"
+    if age <= max_age:
+        return None
+    return (f"the snapshot was read {duration_text(age)} ago (at {side['read_at']} by "
+            f"{side['read_by']}), longer than --max-plan-age {duration_text(max_age)}: its "
+            "liveness (ids/, owners/) is that old; scan again and diff that scan, or give "
+            f"--max-plan-age {duration_text(max(age * 1.25, age + 60))}")
 
 
 def snapshot_path(given: str, state_dir: Path) -> Path:

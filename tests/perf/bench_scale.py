@@ -6,6 +6,7 @@
     python tests/perf/bench_scale.py --spark-master standalone # the same diff on a Spark standalone cluster too
     python tests/perf/bench_scale.py --spark-master standalone --spark-shared --until diff   # executors read, write
     python tests/perf/bench_scale.py --dual-commit --profile-migrate migrate.txt   # the road writing both stores
+    python tests/perf/bench_scale.py --dual-commit --rescan    # the same road with diff scanning ZooKeeper again
     python tests/perf/bench_scale.py --groups 1000 --json scale.json
     make test-long                                             # the same 1,000,000 as a `slow` test
 
@@ -18,8 +19,10 @@ are the reviewed-plan cutover of the runbooks: the inventory `scan`, a `diff` th
 no second scan of ZooKeeper) and writes the plan a change ticket carries, `migrate --execute --plan`, which
 writes exactly that plan into Kafka (no scan or Spark start; each group's znodes read again first, ZooKeeper
 itself not written, as from any snapshot), and `verify --run`, which reads back what that run wrote; the
-total is their sum. `--dual-commit` takes the road before it: `diff` scans ZooKeeper again and `migrate`
-writes both stores. `--spark-master URL` runs the same diff again on that master after the local one
+total is their sum. `--dual-commit` takes the road where `migrate` writes both stores: the diff plans the dual
+commit from the scan's snapshot (`diff --zk-snapshot SCAN --dual-commit`), and `verify --run` reads every znode
+back too; with `--rescan` the diff scans ZooKeeper again instead (the road before `--dual-commit`).
+`--spark-master URL` runs the same diff again on that master after the local one
 (`standalone` starts a master and a worker from the pyspark install, and stops them); `migrate` writes the
 local diff's plan; with `--spark-shared` it runs with `--spark-shared-dir`, so its executors read the
 snapshots and write the plan instead of the driver. `--until STEP` stops after that step.
@@ -184,8 +187,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--zk-readers", type=int, default=1, help="zk2kafka --zk-readers for scan and diff")
     ap.add_argument("--writers", type=int, default=1, help="zk2kafka migrate --writers")
     ap.add_argument("--dual-commit", action="store_true",
-                    help="the road before the scan's snapshot: `diff` scans ZooKeeper again and `migrate` writes "
-                         "both stores (each znode written, conditioned on its version, and read back)")
+                    help="the road writing both stores: `diff --zk-snapshot SCAN --dual-commit` and `migrate` "
+                         "keeping ZooKeeper in agreement (each znode fenced by reading, or written conditioned on "
+                         "its version, and read back)")
+    ap.add_argument("--rescan", action="store_true",
+                    help="with --dual-commit: `diff` scans ZooKeeper again instead of reading the scan's snapshot")
     ap.add_argument("--zookeeper-heap", default="1g", help="the own sandbox's ZooKeeper heap (-Xmx)")
     ap.add_argument("--broker-heap", default="2g", help="the own sandbox's broker heap (-Xmx)")
     ap.add_argument("--seeders", type=int, default=2, help="processes seeding ZooKeeper, each a slice of groups")
@@ -204,6 +210,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     if (args.zookeeper is None) != (args.bootstrap_server is None):
         ap.error("give both --zookeeper and --bootstrap-server, or neither (a sandbox is started)")
+    if args.rescan and not args.dual_commit:
+        ap.error("--rescan goes with --dual-commit: the road writing Kafka alone plans from a snapshot")
 
     run = f"scale{uuid.uuid4().hex[:6]}"
     layout = Layout(run, args.topics, args.partitions, args.messages)
@@ -232,10 +240,12 @@ def main(argv: list[str] | None = None) -> dict:
         common = ["--zookeeper", zookeeper, "--bootstrap-server", bootstrap, "--state-dir", str(state),
                   "--group", f"{run}-.*", "--zk-readers", str(args.zk_readers)]
         migrate_name = f"migrate --execute --plan --parallelism {args.parallelism} --writers {args.writers}"
-        source = "" if args.dual_commit else " --zk-snapshot"
+        source = "" if args.rescan else " --zk-snapshot" + (" --dual-commit" if args.dual_commit else "")
 
         def diff_args(scan: dict) -> list[str]:
-            return [] if args.dual_commit else ["--zk-snapshot", str(scan.get("run"))]
+            if args.rescan:
+                return []
+            return ["--zk-snapshot", str(scan.get("run")), *(["--dual-commit"] if args.dual_commit else [])]
 
         steps = [("scan", lambda _: []), (f"diff{source}", diff_args)]
         if master:

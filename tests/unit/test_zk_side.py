@@ -5,19 +5,20 @@ copied with that origin, and the options that need live ZooKeeper refused."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from migrate.errors import ConfigError
+from migrate.errors import ConfigError, MigrateError
 from migrate.settings import load_settings
-from migrate.state import StateDir
+from migrate.state import StateDir, iso
 from migrate.zk.reader import SCHEMA
 from migrate.write.snapshot_plan import for_writing
 from migrate.zk.side import (DATA_DIR, ENSEMBLE, SNAPSHOT, Origin, ZooKeeperSide, chosen,
-                             origin_of, refuse_snapshot)
+                             origin_of, refuse_snapshot, too_old)
 
 
 def row(group: str, topic: str | None, partition: int, offset: int) -> dict:
@@ -114,3 +115,75 @@ def test_a_plan_from_a_copy_of_a_data_directory_writes_kafka_alone():
     assert rechecked.startswith("ZooKeeper not re-checked: the snapshot was read from a copy")
     # A live plan is written as it always was.
     assert for_writing(settings, {"zookeeper_side": {"from": ENSEMBLE}}) == (settings, None)
+
+
+@pytest.mark.parametrize("flags, said", [
+    ({"no_zk_write": True}, "--dual-commit keeps ZooKeeper in agreement, and --no-zk-write"),
+    ({"translate_via_mm2": "src", "offset_syncs_bootstrap_server": "k:9092"},
+     "--dual-commit keeps ZooKeeper in agreement, and --translate-via-mm2 implies --no-zk-write"),
+    ({"plan": "P", "zk_snapshot": None}, "--dual-commit and --plan go apart"),
+    ({"resume": "R", "zk_snapshot": None}, "--dual-commit and --resume go apart"),
+])
+def test_the_dual_commit_from_a_snapshot_refuses_what_leaves_zookeeper_alone(flags, said):
+    with pytest.raises(ConfigError, match=said):
+        load_settings({"zk_snapshot": "R1", "dual_commit": True, **flags})
+
+
+def test_the_dual_commit_from_a_snapshot_is_written_and_may_rewrite():
+    settings = load_settings({"zk_snapshot": "R1", "dual_commit": True,
+                              "rewrite_zk_offsets": True})
+    assert not settings.no_zk_write and settings.rewrite_zk_offsets
+
+
+def test_only_a_read_of_a_live_ensemble_that_named_it_serves_the_dual_commit(tmp_path):
+    state = tmp_path / "state"
+    identity = {"zookeeper_cluster_id": None, "zookeeper_servers": ["127.0.0.1:2181"],
+                "zookeeper_chroot": ""}
+
+    def snapshot(run: str, kind: str, stores: dict | None) -> None:
+        origin = Origin(kind, "zk:2181/consumers", "2026-01-02T03:04:05Z", f"scan {run}",
+                        "zk:2181" if kind == ENSEMBLE else None, "/consumers", stores)
+        write_snapshot(state / "snapshots" / f"zk-{run}.parquet", [row("g", "t", 0, 1)],
+                       {f"zk2kafka.{k}": v for k, v in origin.metadata().items()})
+
+    def side(run: str, command: str = "diff", **flags):
+        return chosen(load_settings({"zk_snapshot": run, "state_dir": str(state),
+                                     "dual_commit": True, "zookeeper": "zk:2181", **flags}),
+                      command)
+
+    snapshot("LIVE", ENSEMBLE, identity)
+    snapshot("COPY", DATA_DIR, None)
+    snapshot("OLD", ENSEMBLE, None)
+    assert side("LIVE").dual_commit and not side("LIVE", "verify").dual_commit
+    data = side("LIVE").read(load_settings({"state_dir": str(state)}), StateDir(state), "R2",
+                             "diff", scan_live=None)
+    assert data["zookeeper_side"]["zk_write"].startswith("ZooKeeper is written by the dual commit")
+    for run, flags, said in (
+            ("COPY", {}, "read from a copy of a data directory"),
+            ("OLD", {}, "recorded no identity of the ensemble it read"),
+            ("LIVE", {"zookeeper": None}, "give it with --zookeeper"),
+            ("LIVE", {"zk_root": "/other"}, "the snapshot read the root /consumers, and /other")):
+        with pytest.raises(ConfigError, match=said):
+            side(run, **flags)
+
+
+def test_a_run_that_writes_zookeeper_from_a_snapshot_refuses_one_older_than_max_plan_age():
+    read = {"read_at": "2026-01-02T03:04:05Z", "read_by": "scan R1"}
+    at = 1767323045.0   # 2026-01-02T03:04:05Z
+    assert too_old(read, 3600, now=at + 3600) is None
+    assert too_old(read, 3600, now=at + 3601).startswith(
+        "the snapshot was read 2h ago (at 2026-01-02T03:04:05Z by scan R1), longer than "
+        "--max-plan-age 1h")
+    assert "does not say when" in too_old({"read_by": "scan R1"}, 3600)
+    side = {"from": SNAPSHOT, "kind": ENSEMBLE, "zookeeper": "zk:2181", "zk_root": "/consumers",
+            "read_at": iso(time.time() - 60), "read_by": "scan R1"}
+    settings = load_settings({"bootstrap_server": "k:9092", "zookeeper": "zk:2181"})
+    written, rechecked = for_writing(settings, {"zookeeper_side": side, "dual_commit": True})
+    assert not written.no_zk_write and written.zookeeper == "zk:2181"
+    assert rechecked.startswith("the dual commit (--dual-commit) into ZooKeeper zk:2181")
+    with pytest.raises(ConfigError, match="give the ensemble it was read from"):
+        for_writing(load_settings({"bootstrap_server": "k:9092"}),
+                    {"zookeeper_side": side, "dual_commit": True})
+    side["read_at"] = iso(time.time() - 2 * 86400)   # --max-plan-age is 24h by default
+    with pytest.raises(MigrateError, match="the plan keeps ZooKeeper in agreement"):
+        for_writing(settings, {"zookeeper_side": side, "dual_commit": True})
