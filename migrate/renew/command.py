@@ -25,7 +25,7 @@ from migrate.kafka.compat import BrokerFeatures
 from migrate.kafka.members import describe
 from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.writer import KafkaOffsetWriter
-from migrate.options import duration_text
+from migrate.options import exact_duration
 from migrate.renew.renewer import PassResult, renewal_pass
 from migrate.renew.written import written
 from migrate.settings import Settings
@@ -117,7 +117,7 @@ def renew(settings: Settings) -> dict[str, Any]:
             admin.close()
         journal.close()
     return {"run": run_id, "kind": "renew", "dry_run": not execute,
-            "every": duration_text(every) if every else None,
+            "every": exact_duration(every) if every else None,
             "groups": len(wanted), "offsets": sum(map(len, wanted.values())),
             "passes": passes, "renewals": renewals, "renewed_groups": sorted(renewed_groups),
             "last_pass": {"renewed": {g: len(o) for g, o in last.renewed.items()},
@@ -127,7 +127,7 @@ def renew(settings: Settings) -> dict[str, Any]:
 
 def _log_pass(run_id: str, n: int, found: PassResult, execute: bool, every: float | None) -> None:
     verb = "renewed" if execute else "would renew (dry run)"
-    nxt = f"; next in {duration_text(every)}" if every else ""
+    nxt = f"; next in {exact_duration(every)}" if every else ""
     log.info("renew %s: pass %d: %s %d offset(s) in %d group(s); %d group(s) left alone%s",
              run_id, n, verb, found.offsets, len(found.renewed), len(found.left_alone), nxt)
     for group, why in sorted(found.left_alone.items()):

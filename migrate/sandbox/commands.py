@@ -10,9 +10,11 @@ import re
 from dataclasses import asdict
 
 from migrate.errors import EXIT_OK, ConfigError, SandboxError
+from migrate.sandbox import V0_EVERY_FLOOR, V0_EVERY_FLOOR_WHY
 from migrate.sandbox.modes import MIGRATED_FILE, MODES, phase_of
 from migrate.result import Result
-from migrate.settings import Settings, parse_duration
+from migrate.durations import parse_duration
+from migrate.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +243,7 @@ def sandbox_v0_client(settings: Settings, action: str, partition: int = 0, offse
     topic = _one_name(settings.topics, "--topic", "v0-client start")
     settings = _connected(settings, "v0-client start")
     client = v0_client.start(home, settings.bootstrap_server, group, topic, partition, offset,
-                             parse_duration(every, "--every"))
+                             parse_duration(every, "--every", V0_EVERY_FLOOR, V0_EVERY_FLOOR_WHY))
     return Result(f"started a v0 client of {group} (pid {client['pid']}): OffsetCommit v0 to "
                   f"{settings.bootstrap_server} every {every}; first commit: "
                   f"{client['last_commit']}; log {client['log']}", client)

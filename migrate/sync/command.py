@@ -14,6 +14,7 @@ from typing import Any
 from migrate import stores
 from migrate.group_map import RECORD_KEY, renames_text
 from migrate.journal.journal import DONE, Journal
+from migrate.options import exact_duration
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards
@@ -70,9 +71,13 @@ def follow(settings: Settings) -> dict[str, Any]:
             timer = threading.Timer(settings.stop_after, stop.set)
             timer.daemon = True   # never what keeps the process alive
             timer.start()
-        log.info("sync %s: following %s%s into %s%s%s; stop with Ctrl-C or SIGTERM", run_id,
-                 settings.zookeeper, settings.zk_root, settings.bootstrap_server,
+        log.info("sync %s: following %s%s into %s%s, re-scanning every %s, %s%s; stop with"
+                 " Ctrl-C or SIGTERM", run_id, settings.zookeeper, settings.zk_root,
+                 settings.bootstrap_server,
                  f" over {settings.writers} processes" if settings.writers > 1 else "",
+                 exact_duration(settings.rescan_every),
+                 f"renewing every {exact_duration(settings.renew_every)}"
+                 if settings.renew_every else "renewing nothing (no --renew-every)",
                  "" if settings.execute else " (dry run: nothing is written)")
         begun = time.time()
         status = followers.run(stop)
