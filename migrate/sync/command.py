@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from migrate import stores
+from migrate.endpoint import Endpoint
 from migrate.group_map import RECORD_KEY, renames_text
 from migrate.journal.journal import DONE, Journal
 from migrate.options import exact_duration
@@ -19,7 +20,6 @@ from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards
 from migrate.sync.renames import resolved_at_start
-from migrate.sync.service import Endpoint
 from migrate.sync.sessions import FollowOptions, OneFollower
 
 log = logging.getLogger(__name__)
@@ -36,14 +36,23 @@ def follow(settings: Settings) -> dict[str, Any]:
     run_id, state = new_run_id(), StateDir(settings.state_dir)
     report = state.reports(run_id)
     options = FollowOptions.of(settings)   # a --map-group-file read, its rules checked
-    # The writers' lock first: a second writer stops before it connects to anything.
-    journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
-               if settings.execute else None)
+    # What needs no server first: the endpoint's address, bound (a typo or a port in use is said
+    # at once, not after a wait on ZooKeeper); then the writers' lock, so that a second writer
+    # stops before it connects to anything.
+    endpoint = (Endpoint(settings.metrics_address) if settings.metrics_address is not None
+                else None)
+    try:
+        journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
+                   if settings.execute else None)
+    except BaseException:
+        if endpoint is not None:
+            endpoint.close()
+        raise
     # As migrate: an explicit --metadata, even "", is what is written; the journal records it
     # for later runs.
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
     stop = threading.Event()
-    followers = endpoint = None
+    followers = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         # The mapping over the groups listed now, refused (exit 2) before Kafka is reached; the
@@ -57,11 +66,9 @@ def follow(settings: Settings) -> dict[str, Any]:
         else:
             followers = OneFollower(options, journal, run_id, metadata,
                                     report / "sync-status.json")
-        if settings.metrics_address is not None:
-            endpoint = Endpoint(settings.metrics_address, followers.registry,
-                                followers.health()).start()
+        if endpoint is not None:
+            endpoint.serve(followers.registry, followers.health())
         if journal is not None:
-            # After the endpoint is bound: a port in use journals no run that never ran.
             # Sync only reads ZooKeeper.
             reached = stores.reach(settings.connection, zookeeper=False)
             record = {**settings.recorded(), "stores": reached.to_json(), "no_zk_write": True,

@@ -20,7 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from migrate.sync.expiry_clock import Expiry, ExpiryClock
 from migrate.sync.metrics import STOP_REASONS, DryRun, SyncMetrics
-from migrate.sync.service import CHECKS, HealthSeries
+from migrate.endpoint import HealthSeries
+from migrate.sync.service import CHECKS
 from migrate.sync.state import GroupState
 from migrate.sync.watch import ZkOffset
 
