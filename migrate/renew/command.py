@@ -17,7 +17,7 @@ from typing import Any
 
 from migrate import stores
 from migrate.group_map import RECORD_KEY
-from migrate.errors import EXIT_ERROR, MigrateError
+from migrate.errors import EXIT_ERROR, ConfigError, MigrateError
 from migrate.journal.authorship import Authorship
 from migrate.journal.journal import DONE, INCOMPLETE, Journal
 from migrate.kafka.client import open_admin
@@ -51,14 +51,15 @@ class NothingToRenew(MigrateError):
 def renew(settings: Settings) -> dict[str, Any]:
     """Re-commit the offsets zk2kafka wrote, as Kafka holds them, once or every --renew-every.
 
-    Raises NothingToRenew when the journal holds none for the selection; WriterBusy when another
-    writer holds the state dir.
+    Raises ConfigError when the state dir does not exist (nothing is created); NothingToRenew
+    when the journal holds none for the selection; WriterBusy when another writer holds the
+    state dir.
     """
     settings.require("bootstrap_server")
     run_id, execute = new_run_id(), settings.execute
     selection = Selection.of(settings)
-    path = Path(settings.state_dir) / "journal.sqlite"
-    if not execute and not path.exists():   # a dry run creates no journal either
+    path = _journal_path(settings)
+    if not path.exists():   # nothing to renew, and nothing created
         raise NothingToRenew(str(path), selection.text)
     # The writers' lock first: a second writer stops before it connects to anything.
     journal = Journal.open(settings.state_dir,
@@ -125,6 +126,18 @@ def renew(settings: Settings) -> dict[str, Any]:
             "seconds": round(time.time() - begun, 3)}
 
 
+def _journal_path(settings: Settings) -> Path:
+    """The state dir's journal; ConfigError, naming the state dir and where it came from, when
+    the folder does not exist (a mistyped --state-dir is never created)."""
+    state = Path(settings.state_dir)
+    if not state.is_dir():
+        source = settings.sources.get("state_dir", "default")
+        given = f"--state-dir {state}" + ("" if source == "flag" else f" ({source})")
+        raise ConfigError(f"renew: {given}: no such directory: renew reads the journal of the "
+                          "migrate and sync runs in the change's state dir; nothing was created")
+    return state / "journal.sqlite"
+
+
 def _log_pass(run_id: str, n: int, found: PassResult, execute: bool, every: float | None) -> None:
     verb = "renewed" if execute else "would renew (dry run)"
     nxt = f"; next in {exact_duration(every)}" if every else ""
@@ -132,3 +145,17 @@ def _log_pass(run_id: str, n: int, found: PassResult, execute: bool, every: floa
              run_id, n, verb, found.offsets, len(found.renewed), len(found.left_alone), nxt)
     for group, why in sorted(found.left_alone.items()):
         log.info("renew %s: left alone: %s: %s", run_id, group, why)
+
+
+def not_a_renewal(state_dir: Path, run_id: str) -> None:
+    """Refuses, in words of its own, a rollback of a renew run: a renewal moves no offset.
+    Anything else (no such run, another kind) is the rollback's to say."""
+    if not (Path(state_dir) / "journal.sqlite").exists():
+        return
+    with Journal.open(state_dir) as journal:
+        run = journal.run(run_id)
+    if run is not None and run.kind == "renew":
+        raise MigrateError(f"rollback: {run_id} is a renew run: a renewal re-commits each offset "
+                           "as Kafka holds it and moves none, so it has nothing to roll back; "
+                           "what moved the offsets is the migrate or sync run that wrote them "
+                           "(`zk2kafka status` lists the runs)")

@@ -256,7 +256,7 @@ def sandbox_new_consumer(settings: Settings) -> Result:
 
     group = _one_name(settings.groups, "--group", "new-consumer")
     topic = _one_name(settings.topics, "--topic", "new-consumer")
-    settings = _connected(settings, "new-consumer")
+    settings = _connected(settings, "new-consumer", zookeeper=False)   # Kafka alone
     try:
         started = run_new_consumer(group, topic, settings.kafka_options())
     except TimeoutError as e:
@@ -311,17 +311,19 @@ def _none_running(home) -> SandboxError:
                         "one with `zk2kafka sandbox up`")
 
 
-def _connected(settings: Settings, action: str, kafka: bool = True) -> Settings:
-    """The settings with the running sandbox's ZooKeeper (and Kafka) where none is given."""
+def _connected(settings: Settings, action: str, kafka: bool = True,
+               zookeeper: bool = True) -> Settings:
+    """The settings with the running sandbox's ZooKeeper (unless the action acts on Kafka alone)
+    and Kafka, where none is given."""
     from migrate.sandbox.cluster import LocalCluster
 
-    if settings.zookeeper is None or (kafka and settings.bootstrap_server is None):
+    if (zookeeper and settings.zookeeper is None) or (kafka and settings.bootstrap_server is None):
         cluster = LocalCluster.from_state(settings.state_dir / "sandbox")
+        needs = " and ".join(["--zookeeper"] * zookeeper + ["--bootstrap-server"] * kafka)
         if cluster is None:
-            raise SandboxError(f"{action} needs --zookeeper{' and --bootstrap-server' * kafka}, "
-                               "or a sandbox started by `zk2kafka sandbox up` under the same "
-                               "--state-dir")
-        if cluster.endpoints.zookeeper is None and settings.zookeeper is None:
+            raise SandboxError(f"{action} needs {needs}, or a sandbox started by `zk2kafka "
+                               "sandbox up` under the same --state-dir")
+        if zookeeper and cluster.endpoints.zookeeper is None and settings.zookeeper is None:
             raise SandboxError(f"{action}: the sandbox has no ZooKeeper any more "
                                "(`sandbox kraft-migrate` stopped it)")
         settings = dataclasses.replace(
