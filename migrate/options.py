@@ -300,11 +300,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("stop_after", "duration", None,
            "sync, renew: stop by itself after this long (default: until SIGINT or SIGTERM)",
            commands=("sync", "renew"), metavar="DURATION"),
-    # sync as a service: its HTTP endpoint and the size of its series.
+    # sync and renew as services: their HTTP endpoint, and the size of sync's series.
     Option("metrics_address", "str", None,
-           "sync: serve Prometheus metrics on http://HOST:PORT/metrics and health on /healthz "
-           "(e.g. 0.0.0.0:9308; port 0 picks a free one)",
-           commands=("sync",), metavar="HOST:PORT"),
+           "sync, renew (with --execute --renew-every): serve Prometheus metrics on "
+           "http://HOST:PORT/metrics and health on /healthz (e.g. 0.0.0.0:9308; port 0 picks a "
+           "free one)",
+           commands=("sync", "renew"), metavar="HOST:PORT"),
     Option("no_group_metrics", "bool", False,
            "sync: leave out the per-group series (for fleets of 10,000+ groups); "
            "the totals over all groups stay",

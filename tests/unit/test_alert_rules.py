@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,53 +22,63 @@ from prometheus_client.parser import text_string_to_metric_families
 from migrate.sync.expiry_clock import Expiry, ExpiryClock
 from migrate.sync.metrics import STOP_REASONS, DryRun, SyncMetrics
 from migrate.endpoint import HealthSeries
+from migrate.renew.service import CHECKS as RENEW_CHECKS
+from migrate.renew.service import RenewMetrics
 from migrate.sync.service import CHECKS
 from migrate.sync.state import GroupState
 from migrate.sync.watch import ZkOffset
 
-from support.prometheus import MONITORING, RULES, alert_rules, promtool_test, require, rules
+from support.prometheus import (MONITORING, RENEW_RULES, RULE_FILES, RULES, alert_rules, promtool_test,
+                                require, rules)
 
 ROOT = Path(__file__).resolve().parents[2]
 RENDER = MONITORING / "render.py"
 SYNC_DOC = ROOT / "docs" / "sync.md"
 SERIES = re.compile(r"\bzk2kafka_sync_\w+")
+RENEW_SERIES = re.compile(r"\bzk2kafka_renew_\w+")
+# Each rules file, its PrometheusRule, and an alert its promtool tests see pending before firing.
+SHIPPED = {RULES: (MONITORING / "zk2kafka-sync.prometheusrule.yaml", "ZK2KafkaMirroringBehind"),
+           RENEW_RULES: (MONITORING / "zk2kafka-renew.prometheusrule.yaml", "ZK2KafkaRenewalFailing")}
 
 
 def render():
     return runpy.run_path(str(RENDER))
 
 
-def test_promtool_checks_the_rules_and_the_prometheus_rule(tmp_path):
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_promtool_checks_the_rules_and_the_prometheus_rule(tmp_path, path):
     promtool = require("promtool")
-    spec = yaml.safe_load((MONITORING / "zk2kafka-sync.prometheusrule.yaml").read_text())["spec"]
+    spec = yaml.safe_load(SHIPPED[path][0].read_text())["spec"]
     (tmp_path / "operator.yml").write_text(yaml.safe_dump(spec))
-    for path in (RULES, tmp_path / "operator.yml"):
-        done = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True,
+    for checked in (path, tmp_path / "operator.yml"):
+        done = subprocess.run([promtool, "check", "rules", str(checked)], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_promtool_unit_tests_pass(tmp_path):
-    done = promtool_test(rules(), tmp_path)
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_promtool_unit_tests_pass(tmp_path, path):
+    done = promtool_test(rules(path), tmp_path, path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
 
 
-def test_the_promtool_unit_tests_fail_when_an_alert_loses_its_window(tmp_path):
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_the_promtool_unit_tests_fail_when_an_alert_loses_its_window(tmp_path, path):
     # The same tests against rules that alert at once: the pending and quiet cases must fail.
-    doc = rules()
+    doc = rules(path)
     for group in doc["groups"]:
         for rule in group["rules"]:
             rule.pop("for", None)
-    done = promtool_test(doc, tmp_path)
+    done = promtool_test(doc, tmp_path, path)
     assert done.returncode != 0
-    assert "ZK2KafkaMirroringBehind" in done.stdout + done.stderr
+    assert SHIPPED[path][1] in done.stdout + done.stderr
 
 
-def test_every_alert_is_tested_by_promtool():
-    tested = set(re.findall(r"alertname: (\w+)", (MONITORING / "tests" /
-                                                  "zk2kafka-sync.test.yml").read_text()))
-    assert {r["alert"] for r in alert_rules()} <= tested
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_every_alert_is_tested_by_promtool(path):
+    tested = set(re.findall(r"alertname: (\w+)", RULE_FILES[path].read_text()))
+    assert {r["alert"] for r in alert_rules(path)} <= tested
 
 
 def test_the_rendered_files_are_current():
@@ -76,11 +87,13 @@ def test_the_rendered_files_are_current():
     assert done.returncode == 0, done.stderr
 
 
-def test_the_prometheus_rule_holds_the_same_rules():
-    rendered = yaml.safe_load((MONITORING / "zk2kafka-sync.prometheusrule.yaml").read_text())
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_the_prometheus_rule_holds_the_same_rules(path):
+    rendered = yaml.safe_load(SHIPPED[path][0].read_text())
     assert rendered["kind"] == "PrometheusRule"
     assert rendered["apiVersion"] == "monitoring.coreos.com/v1"
-    assert rendered["spec"] == rules()
+    assert rendered["metadata"]["name"] == path.name.removesuffix(".rules.yml")
+    assert rendered["spec"] == rules(path)
 
 
 def _anchors(page: Path) -> set[str]:
@@ -89,9 +102,10 @@ def _anchors(page: Path) -> set[str]:
             for h in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE)}
 
 
-def test_every_alert_has_a_severity_a_summary_and_its_own_runbook_section():
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_every_alert_has_a_severity_a_summary_and_its_own_runbook_section(path):
     anchors = _anchors(SYNC_DOC)
-    for rule in alert_rules():
+    for rule in alert_rules(path):
         name = rule["alert"]
         assert rule["labels"]["severity"] in ("critical", "warning"), name
         notes = rule["annotations"]
@@ -144,6 +158,24 @@ def test_every_series_the_rules_and_the_dashboard_read_is_one_sync_exports():
     assert read - served == set(), f"read but not exported by sync: {sorted(read - served)}"
     # What a rename looks like to this test: the old name is no longer served.
     assert "zk2kafka_sync_lag_partitions" in served and "zk2kafka_sync_lag_rows" not in served
+
+
+def test_every_series_renew_s_rules_read_is_one_renew_exports():
+    metrics = RenewMetrics(42 * 3600.0, 3)
+    metrics.renewed(2, 1, 2)
+    metrics.failed()
+
+    class Healthy:
+        def checks(self):
+            return dict.fromkeys(RENEW_CHECKS)
+
+    metrics.registry.register(HealthSeries(Healthy(), "renew"))
+    text = generate_latest(metrics.registry).decode()
+    served = {s.name for family in text_string_to_metric_families(text) for s in family.samples}
+    read = set(RENEW_SERIES.findall(RENEW_RULES.read_text()))
+    assert read and read - served == set(), f"read but not exported by renew: {sorted(read - served)}"
+    assert ("zk2kafka_renew_health_check_ok" in served and "zk2kafka_renew_every_seconds" in served
+            and "zk2kafka_renew_passes_total" in served)
 
 
 def test_every_recording_rule_is_read_by_an_alert_and_the_dashboard():

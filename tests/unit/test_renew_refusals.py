@@ -1,7 +1,7 @@
 """What `renew` and `rollback` refuse before any store is reached, each in one line naming what is
 wrong, and creating nothing: a state dir that does not exist (a mistyped --state-dir), a state
-dir with no journal, and a rollback of a renew run (a renewal moves no offset). Kafka is never
-reached: its address answers nothing."""
+dir with no journal, a rollback of a renew run (a renewal moves no offset), and --metrics-address
+for a renewal that does not keep running. Kafka is never reached: its address answers nothing."""
 
 from __future__ import annotations
 
@@ -40,6 +40,21 @@ def test_a_state_dir_without_a_journal_has_nothing_to_renew_and_gets_none(capsys
     code, said = run(capsys, *execute, "--state-dir", str(tmp_path))
     assert code == 1 and "holds no offset a migrate or sync run wrote" in said, said
     assert list(tmp_path.iterdir()) == []   # no journal, no lock
+
+
+@pytest.mark.parametrize("argv", [["--metrics-address", "127.0.0.1:0"],
+                                  ["--execute", "--metrics-address", "127.0.0.1:0"]])
+def test_metrics_are_served_only_by_a_renewal_that_keeps_running(capsys, tmp_path, argv):
+    code, said = run(capsys, *argv, "--state-dir", str(tmp_path))
+    assert code == 2 and ("--metrics-address serves a renewal that keeps running: give it with --execute and "
+                          "--renew-every") in said, said
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_malformed_metrics_address_is_said_before_anything_else(capsys, tmp_path):
+    code, said = run(capsys, "--execute", "--renew-every", "42h", "--metrics-address", "127.0.0.1:99999",
+                     "--state-dir", str(tmp_path / "typo"))
+    assert code == 2 and "--metrics-address: expected HOST:PORT" in said, said
 
 
 @pytest.mark.parametrize("execute", [[], ["--execute"]])
