@@ -201,26 +201,71 @@ def test_the_dashboard_is_built_by_the_typed_library_and_reads_the_rules_records
 
 
 
-def test_compose_scrapes_the_sync_service_and_provisions_the_rules_and_the_dashboard(tmp_path):
+# The plain configs, for a Prometheus without compose: each with its rules file and the unit file whose
+# --metrics-address it scrapes.
+PLAIN = {"prometheus.yml": (RULES, "zk2kafka-sync"), "prometheus-renew.yml": (RENEW_RULES, "zk2kafka-renew")}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_the_plain_prometheus_config_checks_as_shipped_and_scrapes_as_the_rules_expect(tmp_path, name):
+    # As a reader runs it: promtool on the shipped file, from another folder; then a copy of the two files.
+    shipped = MONITORING / name
+    rules_file, job = PLAIN[name]
+    for config in (shipped, _copied(tmp_path, shipped, rules_file)):
+        done = subprocess.run([require("promtool"), "check", "config", str(config)], capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"SUCCESS: {rules_file.name}" in done.stdout or "SUCCESS: 1 rule files found" in done.stdout
+    config = yaml.safe_load(shipped.read_text())
+    assert config["rule_files"] == [rules_file.name]   # next to the config, wherever it is copied
+    # The rules' windows assume a scrape and an evaluation every 15 s (Prometheus's default is a minute), and
+    # a scrape waits up to 5 s for the service's Kafka probe.
+    assert config["global"]["scrape_interval"] == config["global"]["evaluation_interval"] == "15s"
+    assert int(config["global"]["scrape_timeout"].removesuffix("s")) > 5
+    (scrape,) = config["scrape_configs"]
+    assert scrape["job_name"] == job
+    unit = (ROOT / "docker" / f"{job}.service").read_text()
+    address = re.search(r"--metrics-address (\S+)", unit)[1]
+    assert scrape["static_configs"][0]["targets"] == [address]
+
+
+def _copied(folder: Path, config: Path, rules_file: Path) -> Path:
+    copy = folder / "copy"
+    copy.mkdir()
+    for path in (config, rules_file):
+        (copy / path.name).write_text(path.read_text())
+    return copy / config.name
+
+
+@pytest.mark.parametrize("service, prometheus_service, rules_file", [
+    ("zk2kafka-sync", "prometheus", RULES), ("zk2kafka-renew", "prometheus-renew", RENEW_RULES)])
+def test_compose_s_prometheus_scrapes_its_service_and_loads_its_rules(tmp_path, service, prometheus_service,
+                                                                       rules_file):
     compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
-    sync, prometheus, grafana = (compose[s] for s in ("zk2kafka-sync", "prometheus", "grafana"))
-    for service in (prometheus, grafana):
-        assert service["profiles"] == sync["profiles"], "up with sync, never without"
+    watched, prometheus = compose[service], compose[prometheus_service]
+    assert prometheus["profiles"] == watched["profiles"], "up with the service, never without"
     mounts = {target: source for source, target, *_ in (v.split(":") for v in prometheus["volumes"])}
     config = yaml.safe_load((ROOT / "docker" / mounts["/etc/prometheus/prometheus.yml"]).read_text())
     rules_in = config["rule_files"]
-    assert [(ROOT / "docker" / mounts[r]).resolve() for r in rules_in] == [RULES]
+    assert [(ROOT / "docker" / mounts[r]).resolve() for r in rules_in] == [rules_file]
     job = config["scrape_configs"][0]
-    address = sync["command"][sync["command"].index("--metrics-address") + 1]
-    assert job["job_name"] == "zk2kafka-sync"
-    assert job["static_configs"][0]["targets"] == [f"zk2kafka-sync:{address.rpartition(':')[2]}"]
+    address = watched["command"][watched["command"].index("--metrics-address") + 1]
+    assert job["job_name"] == service
+    assert job["static_configs"][0]["targets"] == [f"{service}:{address.rpartition(':')[2]}"]
+    assert config["global"]["scrape_interval"] == "15s" and config["global"]["scrape_timeout"] == "10s"
     # promtool reads the config with the rules where the container has them.
-    (tmp_path / "rules.yml").write_text(RULES.read_text())
+    (tmp_path / "rules.yml").write_text(rules_file.read_text())
     config["rule_files"] = [str(tmp_path / "rules.yml")]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
     done = subprocess.run([require("promtool"), "check", "config", str(tmp_path / "prometheus.yml")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_compose_provisions_grafana_with_the_dashboard_beside_sync():
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
+    grafana = compose["grafana"]
+    assert grafana["profiles"] == compose["zk2kafka-sync"]["profiles"], "up with sync, never without"
     mounts = {target: source for source, target, *_ in (v.split(":") for v in grafana["volumes"])}
     provider = yaml.safe_load((ROOT / "docker" / mounts[
         "/etc/grafana/provisioning/dashboards/zk2kafka.yml"]).read_text())["providers"][0]
