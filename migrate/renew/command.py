@@ -63,8 +63,8 @@ class NothingToRenew(MigrateError):
 def renew(settings: Settings) -> dict[str, Any]:
     """Re-commit the offsets zk2kafka wrote, as Kafka holds them, once or every --renew-every.
 
-    Raises ConfigError when the state dir does not exist (nothing is created) or
-    --metrics-address is given for a renewal that does not keep running; NothingToRenew when the
+    Raises ConfigError when the state dir does not exist (nothing is created) or the flag
+    --metrics-address is given to a renewal that does not keep running; NothingToRenew when the
     journal holds nothing for the selection; WriterBusy when another writer holds the state dir.
     """
     settings.require("bootstrap_server")
@@ -72,17 +72,11 @@ def renew(settings: Settings) -> dict[str, Any]:
     every = settings.renew_every if execute else None
     selection = Selection.of(settings)
     # What needs no server first: the endpoint's address, the state dir, the journal in it.
-    if settings.metrics_address is not None:
-        split_address(settings.metrics_address)
-        if every is None:
-            raise ConfigError("--metrics-address serves a renewal that keeps running: give it "
-                              "with --execute and --renew-every (a dry run, and --execute "
-                              "alone, renew once and end)")
+    address = _served(settings, every)
     path = _journal_path(settings)
     if not path.exists():   # nothing to renew, and nothing created
         raise NothingToRenew(str(path), selection.text)
-    endpoint = (Endpoint(settings.metrics_address, "renew")
-                if settings.metrics_address is not None else None)
+    endpoint = Endpoint(address, "renew") if address is not None else None
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     journal = admin = None
@@ -148,6 +142,26 @@ def renew(settings: Settings) -> dict[str, Any]:
             "every": exact_duration(every) if every else None,
             "groups": len(wanted), "offsets": offsets, **done,
             "seconds": round(time.time() - begun, 3)}
+
+
+def _served(settings: Settings, every: float | None) -> str | None:
+    """The --metrics-address to serve: only a renewal that keeps running has one. Given as a flag
+    to one that does not, it is refused; from the environment or the config file (a shell set
+    up for the service), it is left unserved, and said."""
+    address = settings.metrics_address
+    if address is None:
+        return None
+    split_address(address)
+    if every is not None:
+        return address
+    if settings.sources.get("metrics_address") == "flag":
+        raise ConfigError("--metrics-address serves a renewal that keeps running: give it with "
+                          "--execute and --renew-every (a dry run, and --execute alone, renew "
+                          "once and end)")
+    log.info("renew: --metrics-address (%s) not served: %s renews once and ends",
+             settings.sources.get("metrics_address"),
+             "--execute alone" if settings.execute else "a dry run")
+    return None
 
 
 def _journal_path(settings: Settings) -> Path:

@@ -51,6 +51,14 @@ def test_metrics_are_served_only_by_a_renewal_that_keeps_running(capsys, tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_metrics_address_from_the_environment_is_left_unserved_by_a_renewal_that_ends(capsys, tmp_path,
+                                                                                        monkeypatch):
+    # A shell set up for the service runs a dry run all the same.
+    monkeypatch.setenv("ZK2KAFKA_METRICS_ADDRESS", "127.0.0.1:0")
+    code, said = run(capsys, "--state-dir", str(tmp_path))
+    assert code == 1 and "holds no offset a migrate or sync run wrote" in said, said
+
+
 def test_a_malformed_metrics_address_is_said_before_anything_else(capsys, tmp_path):
     code, said = run(capsys, "--execute", "--renew-every", "42h", "--metrics-address", "127.0.0.1:99999",
                      "--state-dir", str(tmp_path / "typo"))
