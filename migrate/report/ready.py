@@ -155,7 +155,12 @@ def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
                      f"{', '.join(refused[:DETAILS])}"
                      f"{f' (+{len(refused) - DETAILS} more)' if len(refused) > DETAILS else ''}"
                      f" (Kafka holds values zk2kafka did not write: see above)")
-    lines.append(f"  after ZooKeeper is gone: put them back from this run's evidence, "
+    if renewable:
+        # renew names groups as ZooKeeper did and takes a mapping from the journal, not flags.
+        lines.append(f"  once ZooKeeper is gone, keep those alive from Kafka and this state dir's "
+                     f"journal: `zk2kafka renew --execute{_selection(renewable)} --renew-every "
+                     f"{found['renew_every']}` (docs/sync.md, \"After ZooKeeper\")")
+    lines.append(f"  an offset Kafka deleted all the same: put it back from this run's evidence, "
                  f"{found['evidence']} (runbooks/kraft-in-place.md, \"Offsets Kafka expires\")")
     return lines
 
