@@ -1,7 +1,8 @@
 """The sync command: the journal, signal handling, the stop timer and the metrics endpoint
-(sync/service.py) around the followers: one Follower (sync/follower.py) in this process
-(sync/sessions.py), or `--writers N` follower processes (sync/follower_shards.py). Returns what
-the sync command prints."""
+(migrate/endpoint.py, with sync/service.py's checks) around the followers: one Follower
+(sync/follower.py) in this process (sync/sessions.py), its status said while ZooKeeper is away
+(sync/outage.py), or `--writers N` follower processes (sync/follower_shards.py). Returns what the
+sync command prints."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from migrate.options import exact_duration
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards
+from migrate.sync.outage import AwayStatus
 from migrate.sync.renames import resolved_at_start
 from migrate.sync.sessions import FollowOptions, OneFollower
 
@@ -52,7 +54,7 @@ def follow(settings: Settings) -> dict[str, Any]:
     # for later runs.
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
     stop = threading.Event()
-    followers = None
+    followers = away = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         # The mapping over the groups listed now, refused (exit 2) before Kafka is reached; the
@@ -66,6 +68,7 @@ def follow(settings: Settings) -> dict[str, Any]:
         else:
             followers = OneFollower(options, journal, run_id, metadata,
                                     report / "sync-status.json")
+            away = AwayStatus(followers.follower).start()   # its status while ZooKeeper is away
         if endpoint is not None:
             endpoint.serve(followers.registry, followers.health())
         if journal is not None:
@@ -92,6 +95,8 @@ def follow(settings: Settings) -> dict[str, Any]:
             journal.set_run(run_id, DONE)
     finally:
         stop.set()
+        if away is not None:
+            away.stop()
         signal.signal(signal.SIGTERM, previous)
         if endpoint is not None:
             endpoint.close()

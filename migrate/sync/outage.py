@@ -17,15 +17,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Any
 
 from kazoo.protocol.states import KazooState
 from prometheus_client import Counter
 
 from migrate.state import iso
-
-if TYPE_CHECKING:
-    from migrate.sync.state import GroupState, SyncStatus
+from migrate.sync.state import GroupState, SyncStatus, status_line, write_status
 
 log = logging.getLogger(__name__)
 
@@ -117,3 +115,44 @@ class ZkOutage:
         log.info("sync: every group read again at %s, %s after ZooKeeper came back (connection "
                  "lost at %s, %s before): Kafka follows ZooKeeper again", iso(now),
                  took(now - back), iso(lost), took(now - lost))
+
+
+class AwayStatus:
+    """While ZooKeeper is away, the status line and sync-status.json every `every` seconds, from a
+    thread of its own: the Follower's loop waits for ZooKeeper then, in a read re-sent once it is
+    back, and says nothing. Neither is repeated while the loop still writes the file. (With
+    --writers N the command's process says the shards' figures merged, the outage with them.)
+
+    `follower`: the Follower (its status, groups and status file)."""
+
+    def __init__(self, follower: Any, every: float = 10.0):
+        self.follower, self.every = follower, every
+        self._thread = threading.Thread(target=self._run, daemon=True, name="zk2kafka-sync-away")
+        self._stop = threading.Event()
+
+    def start(self) -> AwayStatus:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            status = self.follower.status
+            if status.zookeeper_away_since is None or self._written_lately():
+                continue
+            figures = status.to_json(dict(self.follower.groups))   # a copy: the Follower adds
+            log.info(status_line(figures))
+            if self.follower.status_file is not None:
+                try:
+                    write_status(self.follower.status_file, figures, ".away.tmp")
+                except OSError as exc:   # the line is said; the Follower says the file's trouble
+                    log.debug("sync-status.json not written: %s", exc)
+
+    def _written_lately(self) -> bool:
+        path = self.follower.status_file
+        try:
+            return path is not None and time.time() - path.stat().st_mtime < self.every
+        except OSError:
+            return False

@@ -115,9 +115,10 @@ def group_lists(groups: dict[str, GroupState],
             "groups_stopped": {name: g.stopped for name, g in ordered if g.stopped}}
 
 
-def write_status(path: Path, status: dict[str, Any]) -> None:
-    """sync-status.json as `status` (SyncStatus.to_json), replaced whole."""
-    tmp = path.with_suffix(".tmp")
+def write_status(path: Path, status: dict[str, Any], suffix: str = ".tmp") -> None:
+    """sync-status.json as `status` (SyncStatus.to_json), replaced whole (by way of a file of
+    `suffix`, one per writing thread)."""
+    tmp = path.with_suffix(suffix)
     tmp.write_text(json.dumps(status, indent=2) + "\n")
     tmp.replace(path)
 

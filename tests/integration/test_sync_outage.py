@@ -5,12 +5,14 @@ the session's timeout with no word from the client, expires the session, as a ne
 or a frozen ensemble does. The test waits for that expiry on the server itself (an ephemeral
 znode of the session goes), moves an offset meanwhile, and restores the network. The log must say
 when the connection was lost, that the session expired, when ZooKeeper came back and for how long
-nothing was mirrored, and when every group was read again; the status line says ZooKeeper is
-away while it is; and the offset moved during the outage reaches Kafka after it. About 10 s.
+nothing was mirrored, and when every group was read again; the status line and sync-status.json
+say ZooKeeper is away while it is, from a thread of their own while the follower waits for it; and
+the offset moved during the outage reaches Kafka after it. About 6 s.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -18,6 +20,7 @@ import threading
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
 from migrate.settings import load_settings
+from migrate.sync.outage import AwayStatus
 from migrate.sync.sessions import FollowOptions, make_follower
 from migrate.sync.state import status_line
 from migrate.zk.client import close, connect
@@ -49,11 +52,13 @@ def test_an_expired_session_is_said_in_the_log_with_how_long_nothing_was_mirrore
     journal.create_run(run_id, "sync", "", {**settings.recorded(), "no_zk_write": True}, {})
     client = connect(settings.connection, timeout=SESSION)
     admin = open_admin(settings.connection)
+    status_file = tmp_path / "sync-status.json"
     follower = make_follower(FollowOptions.of(settings), client, admin, journal, run_id,
-                             f"zk2kafka sync {run_id}", None, status_every=None)
+                             f"zk2kafka sync {run_id}", status_file, status_every=None)
     stop = threading.Event()
     following = threading.Thread(target=follower.run, args=(stop,), daemon=True)
     following.start()
+    away_status = AwayStatus(follower, every=0.5).start()   # as the command starts it, at 10 s
     try:
         wait_for("both groups mirrored", lambda: all(
             kafka_offsets(kafka_admin, [g])[g].get((topic, 0), (None,))[0] == 10 for g in groups))
@@ -70,6 +75,11 @@ def test_an_expired_session_is_said_in_the_log_with_how_long_nothing_was_mirrore
         assert re.match(rf"sync: ZooKeeper away since {TIME} \(\d+s\): nothing mirrored meanwhile; "
                         r"2 group\(s\) followed, ", away), away
         assert kafka_offsets(kafka_admin, [groups[0]])[groups[0]][(topic, 0)][0] == 10
+        said = wait_for("the status line said while the follower waits", lambda: [
+            r.getMessage() for r in caplog.records if r.getMessage().startswith("sync: ZooKeeper away since")])
+        assert re.match(rf"sync: ZooKeeper away since {TIME} \(\d+s\): nothing mirrored meanwhile; 2 group\(s\) "
+                        r"followed, ", said[0]), said
+        assert json.loads(status_file.read_text())["zookeeper_away_since"] == re.search(TIME, said[0])[0]
 
         proxy.restore()
         wait_for("every group read again, in the log", lambda: any(
@@ -79,6 +89,7 @@ def test_an_expired_session_is_said_in_the_log_with_how_long_nothing_was_mirrore
         back = status_line(follower.status.to_json(follower.groups))
         assert back.startswith("sync: 2 group(s) synced, "), back
     finally:
+        away_status.stop()
         stop.set()
         following.join(timeout=60)
         proxy.close()
@@ -86,7 +97,8 @@ def test_an_expired_session_is_said_in_the_log_with_how_long_nothing_was_mirrore
         close(client)
         journal.close()
 
-    said = [r.getMessage() for r in caplog.records if r.name == "migrate.sync.outage"]
+    said = [r.getMessage() for r in caplog.records if r.name == "migrate.sync.outage"
+            and not r.getMessage().startswith("sync: ZooKeeper away since")]
     lost, expired, returned, reread = said
     assert re.fullmatch(rf"sync: ZooKeeper connection lost at ({TIME}): nothing the old consumers "
                         "commit is mirrored until it is back and every group is read again", lost)
