@@ -13,18 +13,20 @@ import json
 import logging
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from migrate import __version__, commands
 from migrate.advice import repeat_where
 from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
                             MigrateError, UnknownOption)
 from migrate.log import configure_logging, redact, set_secrets
-from migrate.options import OPTIONS, Option
+from migrate.options import OPTIONS, Option, exact_duration
 from migrate.jvm.server import heap_size
 from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, RELEASES
+from migrate.sandbox import V0_EVERY_FLOOR, V0_EVERY_FLOOR_WHY
 from migrate.sandbox.modes import PHASES
-from migrate.settings import DURATION_FORMS, Settings, load_settings, parse_duration
+from migrate.durations import parse_duration
+from migrate.settings import Settings, load_settings
 
 log = logging.getLogger("migrate")
 
@@ -94,14 +96,22 @@ def _signed_durations(args: list[str]) -> list[str]:
     return out
 
 
-def _duration(text: str) -> str:
-    """A duration flag's value, checked as every source's is (argparse makes the error a usage
-    error, exit 2); settings reads it again."""
+def _duration(text: str, floor: float | None = None, why: str = "") -> str:
+    """A duration flag's value, checked as every source's is, its floor too (argparse makes the
+    error a usage error, exit 2); settings reads it again."""
     try:
-        parse_duration(text, "")
-    except ConfigError:
-        raise argparse.ArgumentTypeError(f"expected {DURATION_FORMS}, got {text!r}") from None
+        parse_duration(text, "", floor, why)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(": ")) from None
     return text
+
+
+def duration_flag(floor: float | None = None, why: str = "") -> Callable[[str], str]:
+    """argparse's `type` of a duration flag with this floor (argparse names a `type` in its
+    errors: this one is a duration)."""
+    def duration(text: str) -> str:
+        return _duration(text, floor, why)
+    return duration
 
 
 def unrecognized(unknown: list[str], parser: argparse.ArgumentParser) -> str:
@@ -139,7 +149,8 @@ def _add_option(parser: argparse.ArgumentParser, opt: Option) -> None:
     elif opt.kind == "choice":
         parser.add_argument(opt.cli_flag, choices=opt.choices, **common)
     elif opt.kind == "duration":
-        parser.add_argument(opt.cli_flag, metavar=opt.metavar, type=_duration, **common)
+        parser.add_argument(opt.cli_flag, metavar=opt.metavar,
+                            type=duration_flag(opt.floor, opt.floor_why), **common)
     else:
         parser.add_argument(opt.cli_flag, metavar=opt.metavar or opt.name.upper(), **common)
 
@@ -289,8 +300,10 @@ def _add_sandbox_arguments(p: argparse.ArgumentParser) -> dict[str, argparse.Arg
                              help="the offset it commits" + (" first, then one more each time"
                                                              if name == "v0-client" else ""))
         if name == "v0-client":
-            own.add_argument("--every", metavar="DURATION", type=_duration, default="1s",
-                             help="how often it commits (default 1s)")
+            own.add_argument("--every", metavar="DURATION", default="1s",
+                             type=duration_flag(V0_EVERY_FLOOR, V0_EVERY_FLOOR_WHY),
+                             help="how often it commits (default 1s; at least "
+                                  f"{exact_duration(V0_EVERY_FLOOR)})")
         elif name.startswith("kafka-"):
             default = "--jmx-url" if name == "kafka-jmx" else "--bootstrap-server"
             own.add_argument("tool_args", metavar="-- ARGS", nargs=argparse.REMAINDER,

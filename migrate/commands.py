@@ -135,8 +135,10 @@ def rollback(settings: Settings, run_id: str) -> Result:
 
     A dry run unless --execute.
     """
+    from migrate.renew.command import not_a_renewal
     from migrate.write.rollback import rollback as rollback_run
 
+    not_a_renewal(settings.state_dir, run_id)   # a renewal moved nothing: said in its own words
     data = rollback_run(settings, run_id)
     if not settings.execute:
         return Result(text.rollback_dry_run(data), data)

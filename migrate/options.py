@@ -31,6 +31,10 @@ class Option:
     # Shapes what a writing run does (never a secret): the journal keeps it, resume and rollback
     # compare it.
     recorded: bool = False
+    # A duration that paces work on a cluster: the least it takes (seconds), and why, said when a
+    # smaller one is refused (a typo of 42ms for 42m must not hammer the cluster).
+    floor: float | None = None
+    floor_why: str = ""
 
     @property
     def cli_flag(self) -> str:
@@ -284,26 +288,32 @@ OPTIONS: tuple[Option, ...] = (
            commands=("migrate", "sync"), metavar="N"),
     Option("rescan_every", "duration", 30.0,
            "sync: full re-scan of ZooKeeper this often, catching what a watch missed "
-           "(e.g. 30s, 5m)",
-           commands=("sync",), metavar="DURATION"),
+           "(e.g. 30s, 5m; at least 1s)",
+           commands=("sync",), metavar="DURATION", floor=1.0,
+           floor_why="a re-scan lists every selected group in ZooKeeper and asks Kafka for its "
+                     "offsets: more often than once a second it only loads both stores"),
     Option("renew_every", "duration", None,
            "sync: re-commit unchanged offsets of groups with no Kafka members this often "
-           "(e.g. 6h), keeping alive offsets that expire by commit time: "
-           "groups without a protocol type, and every group before Kafka 2.1. "
-           "It cannot keep alive an Empty consumer group's offsets on 2.1+ (KIP-211): "
-           "they expire offsets.retention.minutes after the group became Empty, "
+           "(e.g. 6h; at least 1m: Kafka counts retention in minutes), keeping alive offsets "
+           "that expire by commit time: groups without a protocol type, and every group "
+           "before Kafka 2.1. It cannot keep alive an Empty consumer group's offsets on 2.1+ "
+           "(KIP-211): they expire offsets.retention.minutes after the group became Empty, "
            "whatever is committed; only a consumer joining stops that. "
            "renew: re-commit this often the offsets zk2kafka wrote, from Kafka and the journal "
            "alone (default: once, then end)",
-           commands=("sync", "renew"), metavar="DURATION"),
+           commands=("sync", "renew"), metavar="DURATION", floor=60.0,
+           floor_why="Kafka counts offsets.retention.minutes in minutes: a renewal more often "
+                     "than once a minute keeps nothing alive longer, and only loads "
+                     "__consumer_offsets"),
     Option("stop_after", "duration", None,
            "sync, renew: stop by itself after this long (default: until SIGINT or SIGTERM)",
            commands=("sync", "renew"), metavar="DURATION"),
-    # sync as a service: its HTTP endpoint and the size of its series.
+    # sync and renew as services: their HTTP endpoint, and the size of sync's series.
     Option("metrics_address", "str", None,
-           "sync: serve Prometheus metrics on http://HOST:PORT/metrics and health on /healthz "
-           "(e.g. 0.0.0.0:9308; port 0 picks a free one)",
-           commands=("sync",), metavar="HOST:PORT"),
+           "sync, renew (with --execute --renew-every): serve Prometheus metrics on "
+           "http://HOST:PORT/metrics and health on /healthz (e.g. 0.0.0.0:9308; port 0 picks a "
+           "free one)",
+           commands=("sync", "renew"), metavar="HOST:PORT"),
     Option("no_group_metrics", "bool", False,
            "sync: leave out the per-group series (for fleets of 10,000+ groups); "
            "the totals over all groups stay",

@@ -10,7 +10,6 @@ import dataclasses
 import difflib
 import os
 import re
-import threading
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from migrate.connection import Connection, Secret, required
 from migrate.errors import ConfigError, UnknownOption
 from migrate.group_map import parse_rule
 from migrate.kafka_config import ClientConfig, check_tls, load_client_config
+from migrate.durations import parse_duration
 from migrate.options import OPTIONS, OPTIONS_BY_NAME, Option
 
 
@@ -275,34 +275,12 @@ def _coerce(opt: Option, value: Any, source: str) -> Any:
             raise ConfigError(f"{where}: cannot expand {text!r}: "
                               f"no such user's home directory") from None
     if opt.kind == "duration":
-        return parse_duration(text, where)
+        return parse_duration(text, where, opt.floor, opt.floor_why)
     if opt.kind == "secret":
         return Secret(text)
     if opt.kind == "choice" and text not in opt.choices:
         raise ConfigError(f"{where}: expected one of {', '.join(opt.choices)}, got {text!r}")
     return text
-
-
-# Every duration option's one grammar: a number (fractions too: 1.5s) and a unit, ms, s, m, h or
-# d; a bare number is seconds. Signs are read so that -5s is refused as a duration, not a flag.
-_DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(ms|s|m|h|d)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-DURATION_FORMS = ("a duration of 1ms or more, like 500ms, 1.5s, 30s, 5m, 6h or 1d "
-                  "(a bare number is seconds)")
-
-
-def parse_duration(text: str, where: str = "duration") -> float:
-    """Seconds from `500ms`, `1.5s`, `30s`, `5m`, `6h`, `1d` or a bare number of seconds; from
-    1ms (what a log shows) to what a wait can take.
-
-    Raises ConfigError, the same for every duration option and every way of giving it.
-    """
-    m = _DURATION.match(text)
-    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"] if m else 0.0
-    # Past threading.TIMEOUT_MAX (~292 years) a wait or timer raises OverflowError; 1e400 is inf.
-    if not 0.001 <= seconds <= threading.TIMEOUT_MAX:
-        raise ConfigError(f"{where}: expected {DURATION_FORMS}, got {text!r}")
-    return seconds
 
 
 _HOSTPORT = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9._-]+):\d{1,5}$")

@@ -3,8 +3,9 @@
 - zk2kafka-sync.dashboard.json, the Grafana dashboard of a cutover, built here with Grafana's
   own typed builders (the `grafana-foundation-sdk` package, in the dev extras), so that its shape is
   the schema's by construction;
-- zk2kafka-sync.prometheusrule.yaml, the rules of zk2kafka-sync.rules.yml as a Kubernetes
-  PrometheusRule for the Prometheus Operator.
+- zk2kafka-sync.prometheusrule.yaml and zk2kafka-renew.prometheusrule.yaml, the rules of
+  zk2kafka-sync.rules.yml and zk2kafka-renew.rules.yml as Kubernetes PrometheusRules for the
+  Prometheus Operator.
 
     .venv/bin/python docker/monitoring/render.py           # write both
     .venv/bin/python docker/monitoring/render.py --check   # exit 1 if either is stale
@@ -31,6 +32,8 @@ HERE = Path(__file__).resolve().parent
 RULES = HERE / "zk2kafka-sync.rules.yml"
 DASHBOARD = HERE / "zk2kafka-sync.dashboard.json"
 PROMETHEUS_RULE = HERE / "zk2kafka-sync.prometheusrule.yaml"
+RENEW_RULES = HERE / "zk2kafka-renew.rules.yml"
+RENEW_PROMETHEUS_RULE = HERE / "zk2kafka-renew.prometheusrule.yaml"
 UID = "zk2kafka-sync"
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 
@@ -130,20 +133,25 @@ def build() -> dict:
     return json.loads(json.dumps(board.build(), cls=JSONEncoder))
 
 
-def prometheus_rule() -> dict:
-    """The rules file as a PrometheusRule (monitoring.coreos.com/v1)."""
-    rules = yaml.safe_load(RULES.read_text())
+def prometheus_rule(path: Path = RULES) -> dict:
+    """A rules file as a PrometheusRule (monitoring.coreos.com/v1), named as the file."""
+    rules = yaml.safe_load(path.read_text())
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": {"name": "zk2kafka-sync", "labels": {"app.kubernetes.io/name": "zk2kafka"}},
+            "metadata": {"name": path.name.removesuffix(".rules.yml"),
+                         "labels": {"app.kubernetes.io/name": "zk2kafka"}},
             "spec": rules}
 
 
 def rendered() -> dict[Path, str]:
-    header = ("# Rendered by docker/monitoring/render.py from zk2kafka-sync.rules.yml: edit that"
-              " file, then run\n# `.venv/bin/python docker/monitoring/render.py`.\n")
+    def header(path: Path) -> str:
+        return (f"# Rendered by docker/monitoring/render.py from {path.name}: edit that"
+                " file, then run\n# `.venv/bin/python docker/monitoring/render.py`.\n")
+
     return {DASHBOARD: json.dumps(build(), indent=2, sort_keys=True) + "\n",
-            PROMETHEUS_RULE: header + yaml.safe_dump(prometheus_rule(), sort_keys=False,
-                                                     width=100)}
+            **{rule: header(path) + yaml.safe_dump(prometheus_rule(path), sort_keys=False,
+                                                   width=100)
+               for path, rule in ((RULES, PROMETHEUS_RULE),
+                                  (RENEW_RULES, RENEW_PROMETHEUS_RULE))}}
 
 
 def main(argv: list[str]) -> int:

@@ -9,16 +9,15 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from migrate.diff.retention import left_text
 from migrate.group_map import flags_text
-from migrate.options import exact_duration, exactly
+from migrate.options import exact_duration
 from migrate.ready.rules import HEADINGS, PROBLEMS
 from migrate.report import phrases as ph
+from migrate.report.ready_expiry import DETAILS, expiry, selection
 
 Data = dict[str, Any]
 SHOWN = 20        # groups the terminal table shows; the report lists every one
 DETAILED = 10     # groups whose findings the terminal spells out
-DETAILS = 3       # findings per group and problem on the terminal
 # The table's order: the rarer findings, which need finding something, before the plain ones.
 FIRST = ("written", "registered", "differs", "unreadable", "not_in_kafka")
 
@@ -108,64 +107,6 @@ def text(data: Data) -> str:
                                  for v in gone[:DETAILS]))
     lines.append(f"run={data['run']} report={data['report']}")
     return "\n".join(lines)
-
-
-def expiry(data: Data, most: int = DETAILS + 2) -> list[str]:
-    """The groups Kafka holds with no member, when it deletes their offsets (the first `most`,
-    with the count), and what keeps them or puts them back; nothing when there are none."""
-    found = data.get("expiry") or {}
-    groups = found.get("groups") or []
-    if not groups:
-        return []
-    minutes = found["effective_minutes"]
-    window = ("offsets.retention.minutes unknown" if minutes is None else
-              f"offsets.retention.minutes={minutes}"
-              + (" (the release's default)" if found["source"] == "release default" else ""))
-    lines = ["", f"expiry: Kafka deletes the offsets of {len(groups):,} group(s) it holds with "
-                 f"no member ({window}, Kafka {found['broker_version'] or 'release unknown'}):"]
-    for g in groups[:most]:
-        if g["expires_at"] is None:
-            at = f"unknown: {g['unknown']}"
-        else:
-            last = (f", the last at {g['all_expire_at']}"
-                    if g["all_expire_at"] != g["expires_at"] else "")
-            seconds = g["time_left_seconds"]
-            left = f"{left_text(seconds)}{' left' if seconds > 0 else ''}"
-            at = f"at {g['expires_at']} ({left}{last})"
-        lines.append(f"  {g['group']}: {at}; {CLOCKS[g['clock']]}")
-    if len(groups) > most:
-        lines.append(f"  ... and {len(groups) - most:,} more (report.md, summary.json expiry)")
-    # sync renews a group by its ZooKeeper name: a renamed one's Kafka group through the mapping
-    # (repeated), and not a Kafka group named as an old group that maps elsewhere.
-    renamed = (data.get("group_map") or {}).get("renamed") or {}
-    zk_name = {new: old for old, new in renamed.items()}
-    # Nor a group whose Kafka values zk2kafka did not write: sync leaves those alone.
-    renewable = [zk_name.get(g["group"], g["group"]) for g in groups
-                 if g["renewable"] and g["group"] not in renamed and not g.get("sync_refuses")]
-    refused = [g["group"] for g in groups if g["renewable"] and g.get("sync_refuses")]
-    lines.append("  before then: start the new consumers of these groups (a consumer joining "
-                 "stops the clock)")
-    if renewable:
-        sel = _selection(renewable) + (flags_text(data) if set(renewable) & renamed.keys() else "")
-        lines.append(f"  while ZooKeeper still answers, keep those by commit time: "
-                     f"`zk2kafka sync --execute{sel} --renew-every {found['renew_every']}` "
-                     f"({RENEWS})")
-    if refused:
-        lines.append(f"  not renewed by sync, which writes only over values zk2kafka wrote: "
-                     f"{', '.join(refused[:DETAILS])}"
-                     f"{f' (+{len(refused) - DETAILS} more)' if len(refused) > DETAILS else ''}"
-                     f" (Kafka holds values zk2kafka did not write: see above)")
-    lines.append(f"  after ZooKeeper is gone: put them back from this run's evidence, "
-                 f"{found['evidence']} (runbooks/kraft-in-place.md, \"Offsets Kafka expires\")")
-    return lines
-
-
-CLOCKS = {"commit": "by commit time: a re-commit renews it",
-          "became Empty": "since the group became Empty (Kafka 2.1+, KIP-211): no re-commit "
-                          "renews it"}
-RENEWS = ("a re-commit renews offsets that expire by commit time: a group with no protocol "
-          "type, and every group before Kafka 2.1; from 2.1 an Empty consumer group's clock "
-          "is when it became Empty, which only a consumer joining stops")
 
 
 def _do(problem: str, bad: list[dict], own: dict[str, list[str]], move: str) -> str:
@@ -279,9 +220,6 @@ def _taken_over(verdicts) -> list[str]:
     return lines
 
 
-MOST_IN_A_HINT = 10   # groups named in a printed command; past that, the diff of every group
-
-
 def _move(groups: list[str], report: str, mapping: str = "",
           refused: set[str] = frozenset()) -> str:
     """What moving the groups not in Kafka takes, as commands to paste: the diff and the reviewed
@@ -290,22 +228,14 @@ def _move(groups: list[str], report: str, mapping: str = "",
     sync would leave alone: never named to it."""
     from migrate.report.text import reviewed_plan
 
-    sel = _selection(groups) + mapping
+    sel = selection(groups) + mapping
     plan = (f"move it: with its consumers stopped, a reviewed plan "
             f"({reviewed_plan(sel, report)})")
     rolling = [g for g in groups if g not in refused]
-    if not rolling or (len(rolling) < len(groups) and not _selection(rolling)):
+    if not rolling or (len(rolling) < len(groups) and not selection(rolling)):
         return plan   # sync would meet a group it leaves alone
-    sel = _selection(rolling) + mapping
+    sel = selection(rolling) + mapping
     return f"{plan}; or a rolling switch with `zk2kafka sync --execute{sel}`"
-
-
-def _selection(groups: list[str]) -> str:
-    """` --group G ...` naming just those groups (--group is a full-match regex: only its
-    metacharacters are escaped); empty past MOST_IN_A_HINT groups, for the whole selection."""
-    if not groups or len(groups) > MOST_IN_A_HINT:
-        return ""
-    return "".join(" --group " + shlex.quote(exactly(g)) for g in groups)
 
 
 def _cell(verdict: dict, problem: str) -> str:

@@ -16,7 +16,9 @@ def text(data: dict[str, Any]) -> str:
                  "offset and metadata Kafka holds; nothing written (add --execute)"]
     else:
         every = f", every {data['every']}" if data["every"] else ""
-        lines = [f"renew {data['run']}: {data['passes']:,} pass(es){every}: "
+        failed = (f" ({data['failed_passes']:,} more failed, each tried again)"
+                  if data.get("failed_passes") else "")
+        lines = [f"renew {data['run']}: {data['passes']:,} pass(es){every}{failed}: "
                  f"{data['renewals']:,} offset(s) re-committed as Kafka held them, in "
                  f"{len(data['renewed_groups']):,} of the {data['groups']:,} group(s) zk2kafka "
                  f"wrote ({data['offsets']:,} offset(s))"]

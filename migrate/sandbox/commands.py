@@ -10,9 +10,11 @@ import re
 from dataclasses import asdict
 
 from migrate.errors import EXIT_OK, ConfigError, SandboxError
+from migrate.sandbox import V0_EVERY_FLOOR, V0_EVERY_FLOOR_WHY
 from migrate.sandbox.modes import MIGRATED_FILE, MODES, phase_of
 from migrate.result import Result
-from migrate.settings import Settings, parse_duration
+from migrate.durations import parse_duration
+from migrate.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +243,7 @@ def sandbox_v0_client(settings: Settings, action: str, partition: int = 0, offse
     topic = _one_name(settings.topics, "--topic", "v0-client start")
     settings = _connected(settings, "v0-client start")
     client = v0_client.start(home, settings.bootstrap_server, group, topic, partition, offset,
-                             parse_duration(every, "--every"))
+                             parse_duration(every, "--every", V0_EVERY_FLOOR, V0_EVERY_FLOOR_WHY))
     return Result(f"started a v0 client of {group} (pid {client['pid']}): OffsetCommit v0 to "
                   f"{settings.bootstrap_server} every {every}; first commit: "
                   f"{client['last_commit']}; log {client['log']}", client)
@@ -254,7 +256,7 @@ def sandbox_new_consumer(settings: Settings) -> Result:
 
     group = _one_name(settings.groups, "--group", "new-consumer")
     topic = _one_name(settings.topics, "--topic", "new-consumer")
-    settings = _connected(settings, "new-consumer")
+    settings = _connected(settings, "new-consumer", zookeeper=False)   # Kafka alone
     try:
         started = run_new_consumer(group, topic, settings.kafka_options())
     except TimeoutError as e:
@@ -309,17 +311,19 @@ def _none_running(home) -> SandboxError:
                         "one with `zk2kafka sandbox up`")
 
 
-def _connected(settings: Settings, action: str, kafka: bool = True) -> Settings:
-    """The settings with the running sandbox's ZooKeeper (and Kafka) where none is given."""
+def _connected(settings: Settings, action: str, kafka: bool = True,
+               zookeeper: bool = True) -> Settings:
+    """The settings with the running sandbox's ZooKeeper (unless the action acts on Kafka alone)
+    and Kafka, where none is given."""
     from migrate.sandbox.cluster import LocalCluster
 
-    if settings.zookeeper is None or (kafka and settings.bootstrap_server is None):
+    if (zookeeper and settings.zookeeper is None) or (kafka and settings.bootstrap_server is None):
         cluster = LocalCluster.from_state(settings.state_dir / "sandbox")
+        needs = " and ".join(["--zookeeper"] * zookeeper + ["--bootstrap-server"] * kafka)
         if cluster is None:
-            raise SandboxError(f"{action} needs --zookeeper{' and --bootstrap-server' * kafka}, "
-                               "or a sandbox started by `zk2kafka sandbox up` under the same "
-                               "--state-dir")
-        if cluster.endpoints.zookeeper is None and settings.zookeeper is None:
+            raise SandboxError(f"{action} needs {needs}, or a sandbox started by `zk2kafka "
+                               "sandbox up` under the same --state-dir")
+        if zookeeper and cluster.endpoints.zookeeper is None and settings.zookeeper is None:
             raise SandboxError(f"{action}: the sandbox has no ZooKeeper any more "
                                "(`sandbox kraft-migrate` stopped it)")
         settings = dataclasses.replace(

@@ -1,7 +1,8 @@
 """The sync command: the journal, signal handling, the stop timer and the metrics endpoint
-(sync/service.py) around the followers: one Follower (sync/follower.py) in this process
-(sync/sessions.py), or `--writers N` follower processes (sync/follower_shards.py). Returns what
-the sync command prints."""
+(migrate/endpoint.py, with sync/service.py's checks) around the followers: one Follower
+(sync/follower.py) in this process (sync/sessions.py), its status said while ZooKeeper is away
+(sync/outage.py), or `--writers N` follower processes (sync/follower_shards.py). Returns what the
+sync command prints."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ import time
 from typing import Any
 
 from migrate import stores
+from migrate.endpoint import Endpoint
 from migrate.group_map import RECORD_KEY, renames_text
 from migrate.journal.journal import DONE, Journal
+from migrate.options import exact_duration
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards
+from migrate.sync.outage import AwayStatus
 from migrate.sync.renames import resolved_at_start
-from migrate.sync.service import Endpoint
 from migrate.sync.sessions import FollowOptions, OneFollower
 
 log = logging.getLogger(__name__)
@@ -35,14 +38,23 @@ def follow(settings: Settings) -> dict[str, Any]:
     run_id, state = new_run_id(), StateDir(settings.state_dir)
     report = state.reports(run_id)
     options = FollowOptions.of(settings)   # a --map-group-file read, its rules checked
-    # The writers' lock first: a second writer stops before it connects to anything.
-    journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
-               if settings.execute else None)
+    # What needs no server first: the endpoint's address, bound (a typo or a port in use is said
+    # at once, not after a wait on ZooKeeper); then the writers' lock, so that a second writer
+    # stops before it connects to anything.
+    endpoint = (Endpoint(settings.metrics_address) if settings.metrics_address is not None
+                else None)
+    try:
+        journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
+                   if settings.execute else None)
+    except BaseException:
+        if endpoint is not None:
+            endpoint.close()
+        raise
     # As migrate: an explicit --metadata, even "", is what is written; the journal records it
     # for later runs.
     metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
     stop = threading.Event()
-    followers = endpoint = None
+    followers = away = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         # The mapping over the groups listed now, refused (exit 2) before Kafka is reached; the
@@ -56,11 +68,10 @@ def follow(settings: Settings) -> dict[str, Any]:
         else:
             followers = OneFollower(options, journal, run_id, metadata,
                                     report / "sync-status.json")
-        if settings.metrics_address is not None:
-            endpoint = Endpoint(settings.metrics_address, followers.registry,
-                                followers.health()).start()
+            away = AwayStatus(followers.follower).start()   # its status while ZooKeeper is away
+        if endpoint is not None:
+            endpoint.serve(followers.registry, followers.health())
         if journal is not None:
-            # After the endpoint is bound: a port in use journals no run that never ran.
             # Sync only reads ZooKeeper.
             reached = stores.reach(settings.connection, zookeeper=False)
             record = {**settings.recorded(), "stores": reached.to_json(), "no_zk_write": True,
@@ -70,9 +81,13 @@ def follow(settings: Settings) -> dict[str, Any]:
             timer = threading.Timer(settings.stop_after, stop.set)
             timer.daemon = True   # never what keeps the process alive
             timer.start()
-        log.info("sync %s: following %s%s into %s%s%s; stop with Ctrl-C or SIGTERM", run_id,
-                 settings.zookeeper, settings.zk_root, settings.bootstrap_server,
+        log.info("sync %s: following %s%s into %s%s, re-scanning every %s, %s%s; stop with"
+                 " Ctrl-C or SIGTERM", run_id, settings.zookeeper, settings.zk_root,
+                 settings.bootstrap_server,
                  f" over {settings.writers} processes" if settings.writers > 1 else "",
+                 exact_duration(settings.rescan_every),
+                 f"renewing every {exact_duration(settings.renew_every)}"
+                 if settings.renew_every else "renewing nothing (no --renew-every)",
                  "" if settings.execute else " (dry run: nothing is written)")
         begun = time.time()
         status = followers.run(stop)
@@ -80,6 +95,8 @@ def follow(settings: Settings) -> dict[str, Any]:
             journal.set_run(run_id, DONE)
     finally:
         stop.set()
+        if away is not None:
+            away.stop()
         signal.signal(signal.SIGTERM, previous)
         if endpoint is not None:
             endpoint.close()

@@ -34,7 +34,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kazoo.client import KazooClient
-from kazoo.protocol.states import KazooState
 
 from migrate.diff.plan import Planned
 from migrate.group_map import GroupMap
@@ -45,6 +44,7 @@ from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key, label
 from migrate.stores import OUTAGES
 from migrate.sync.decide import Takeover, decide
 from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
+from migrate.sync.outage import ZkOutage
 from migrate.sync.readiness import Readiness, journaled_zk_writes, note_moves
 from migrate.sync.renames import SyncRenames
 from migrate.sync.state import (GroupState, Sweep, SyncStatus, freeze_survivors, planned_row,
@@ -100,7 +100,8 @@ class Follower:
         self.status = SyncStatus(renamed=self.renames.renamed)
         self.metrics = SyncMetrics(lambda: self.groups, per_group=per_group_metrics,
                                    named=self.renames.named)
-        self.watches = GroupWatches(client, reader, self._mark, self._armed)
+        self.outage = ZkOutage(self.metrics.sessions_lost, self.status, lambda: self.groups)
+        self.watches = GroupWatches(client, reader, self._mark, self._armed, self.outage.read)
         self.last_rescan: float | None = None   # time.monotonic() when the last re-scan finished
         self.sweep: Sweep | None = None           # the re-scan under way
         self._dirty: set[str] = set()
@@ -114,11 +115,11 @@ class Follower:
         self._kafka_reads = ThreadPoolExecutor(2, thread_name_prefix="zk2kafka-sync-kafka")
 
     def run(self, stop: threading.Event) -> SyncStatus:
-        self.watches.client.add_listener(self._on_session)
+        self.watches.client.add_listener(self.outage)   # said in the log (sync/outage.py)
         try:
             return self._run(stop)
         finally:
-            self.watches.client.remove_listener(self._on_session)
+            self.watches.client.remove_listener(self.outage)
             self._kafka_reads.shutdown(wait=False, cancel_futures=True)
 
     def _run(self, stop: threading.Event) -> SyncStatus:
@@ -281,13 +282,6 @@ class Follower:
         """A batch of `watches` armed in `seconds` (on this thread, from GroupWatches.read)."""
         self.metrics.watches_armed.inc(watches)
         self.metrics.rearm_seconds.observe(seconds)
-
-    def _on_session(self, state: KazooState) -> None:
-        """kazoo's connection listener (on its thread): count a lost session. Nothing more to do:
-        kazoo then calls every watcher once (an event of type NONE), so every group read is read
-        again, whole, which arms its watches again."""
-        if state == KazooState.LOST:
-            self.metrics.sessions_lost.inc()
 
     def _mark(self, name: str) -> None:
         """A watch fired for `name` (on kazoo's thread): read it again at the next tick."""

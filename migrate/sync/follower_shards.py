@@ -225,6 +225,9 @@ def merged_status(parts: list[dict[str, Any]], shards: int, started: float) -> d
             "rescans": min(p["rescans"] for p in parts) if len(parts) == shards else 0,
             "last_change": latest["last_change"] if latest else None,
             "last_change_at": latest["last_change_at"] if latest else None,
+            # ZooKeeper away for any shard: since the first lost it
+            "zookeeper_away_since": min((p["zookeeper_away_since"] for p in parts
+                                         if p.get("zookeeper_away_since")), default=None),
             "groups_synced": sorted(g for p in parts for g in p["groups_synced"]),
             "groups_ready": sorted(g for p in parts for g in p["groups_ready"]),
             "groups_unmirrored": dict(sorted(

@@ -77,6 +77,8 @@ class SyncStatus:
     last_change: str | None = None
     last_change_at: float | None = None
     errors: int = 0
+    # When ZooKeeper's connection was lost, while it is (sync/outage.py); None while connected
+    zookeeper_away_since: float | None = None
     # --map-group: old -> new of the groups renamed so far (sync's own dict, which grows)
     renamed: Mapping[str, str] = field(default_factory=dict)
 
@@ -92,7 +94,9 @@ class SyncStatus:
                 "commits": self.commits, "offsets_mirrored": self.offsets,
                 "renewals": self.renewals, "rescans": self.rescans, "errors": self.errors,
                 "last_change": self.last_change,
-                "last_change_at": iso(self.last_change_at) if self.last_change_at else None}
+                "last_change_at": iso(self.last_change_at) if self.last_change_at else None,
+                "zookeeper_away_since": (iso(self.zookeeper_away_since)
+                                         if self.zookeeper_away_since else None)}
 
 
 def group_lists(groups: dict[str, GroupState],
@@ -111,9 +115,10 @@ def group_lists(groups: dict[str, GroupState],
             "groups_stopped": {name: g.stopped for name, g in ordered if g.stopped}}
 
 
-def write_status(path: Path, status: dict[str, Any]) -> None:
-    """sync-status.json as `status` (SyncStatus.to_json), replaced whole."""
-    tmp = path.with_suffix(".tmp")
+def write_status(path: Path, status: dict[str, Any], suffix: str = ".tmp") -> None:
+    """sync-status.json as `status` (SyncStatus.to_json), replaced whole (by way of a file of
+    `suffix`, one per writing thread)."""
+    tmp = path.with_suffix(suffix)
     tmp.write_text(json.dumps(status, indent=2) + "\n")
     tmp.replace(path)
 
@@ -128,7 +133,14 @@ def status_line(status: dict[str, Any]) -> str:
     else:
         ago = "none yet"
     unmirrored = sum(len(rows) for rows in status["groups_unmirrored"].values())
-    text = (f"sync: {len(status['groups_synced'])} group(s) synced,"
+    away = status.get("zookeeper_away_since")
+    if away:   # the groups are followed, and nothing of them is mirrored meanwhile
+        since = calendar.timegm(time.strptime(away, ISO_FORMAT))
+        synced = (f"ZooKeeper away since {away} ({max(0.0, time.time() - since):.0f}s): nothing"
+                  f" mirrored meanwhile; {len(status['groups_synced'])} group(s) followed")
+    else:
+        synced = f"{len(status['groups_synced'])} group(s) synced"
+    text = (f"sync: {synced},"
             f" {status['offsets_mirrored']:,} offset change(s) mirrored"
             f" in {status['commits']:,} commit(s), {status['renewals']:,} renewal(s);"
             f" last change {ago}; {unmirrored:,} row(s) it cannot mirror;"

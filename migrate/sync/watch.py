@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from kazoo.client import KazooClient
@@ -79,14 +79,16 @@ class _Request(NamedTuple):
 class GroupWatches:
     """Reads groups from ZooKeeper and watches what it read; `on_change(group)` is called when a
     watch fires, or at once for a znode that changed between the read and the arming: the group
-    is to be read again. `on_armed(watches, seconds)` is told each batch armed, for the metrics.
+    is to be read again. `on_armed(watches, seconds)` is told each batch armed, for the metrics;
+    `on_read(groups)` each batch of groups read whole and watched again (sync/outage.py).
     """
 
     def __init__(self, client: KazooClient, reader: ZkOffsetReader,
                  on_change: Callable[[str], None],
-                 on_armed: Callable[[int, float], None] = lambda watches, seconds: None):
+                 on_armed: Callable[[int, float], None] = lambda watches, seconds: None,
+                 on_read: Callable[[Iterable[str]], None] = lambda groups: None):
         self.client, self.reader, self.on_change = client, reader, on_change
-        self.on_armed = on_armed
+        self.on_armed, self.on_read = on_armed, on_read
         self._callbacks: dict[str, Callable[[WatchedEvent], None]] = {}
         # group -> (path, children) of the watches set and not fired yet; the callbacks (on
         # kazoo's thread) take out what fired.
@@ -238,6 +240,7 @@ class GroupWatches:
             # consumers come and go.
             watched += [_Watch(name, ids, None), _Watch(name, ids, None, children=True)]
         self._arm(watched)
+        self.on_read(reads)
         return reads
 
     def _watched_since_read(self, names: list[str]) -> dict[str, dict[str, tuple[Key, str]]]:

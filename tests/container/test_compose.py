@@ -23,12 +23,13 @@ COMPOSE = Path(__file__).resolve().parents[2] / "docker" / "compose.yaml"
 
 
 def test_the_compose_file_is_valid_with_every_profile(compose, engine):
-    done = subprocess.run([*compose, "-f", str(COMPOSE), "--profile", "sync", "config"], capture_output=True,
-                          text=True, env=engine.env, timeout=120)
+    done = subprocess.run([*compose, "-f", str(COMPOSE), "--profile", "sync", "--profile", "renew", "config"],
+                          capture_output=True, text=True, env=engine.env, timeout=120)
     assert done.returncode == 0, done.stderr
     resolved = yaml.safe_load(done.stdout)
-    assert set(resolved["services"]) == {"zookeeper", "kafka", "zk2kafka", "zk2kafka-sync", "prometheus", "grafana"}
-    assert {"zk2kafka-state", "prometheus-data"} <= set(resolved["volumes"])
+    assert set(resolved["services"]) == {"zookeeper", "kafka", "zk2kafka", "zk2kafka-sync", "prometheus", "grafana",
+                                         "zk2kafka-renew", "prometheus-renew"}
+    assert {"zk2kafka-state", "prometheus-data", "prometheus-renew-data"} <= set(resolved["volumes"])
 
 
 def test_the_tool_service_runs_its_default_command_against_the_hosts_cluster(

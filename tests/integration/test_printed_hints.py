@@ -48,8 +48,9 @@ COVERED = {
     # the same retention warning on the road without ZooKeeper (a --zk-snapshot side): renew, from Kafka and the journal
     "zk2kafka renew --execute --renew-every ……": "test_after_zookeeper_renewal_as_printed",
     "zk2kafka sync --execute…": "test_ready_for_kraft_advice_as_printed",
-    # ready-for-kraft's expiry: renew what expires by commit time while ZooKeeper answers
+    # ready-for-kraft's expiry: renew what expires by commit time while ZooKeeper answers, and once it is gone
     "zk2kafka sync --execute… --renew-every …": "test_ready_for_kraft_renewal_as_printed",
+    "zk2kafka renew --execute… --renew-every …": "test_ready_for_kraft_renewal_as_printed",
 }
 # The sandbox's own commands (its tests run them), and docstrings naming it.
 NOT_ADVICE = {"zk2kafka sandbox", "zk2kafka sandbox down", "zk2kafka sandbox up", "zk2kafka sandbox status",
@@ -298,8 +299,9 @@ def test_ready_for_kraft_renewal_as_printed(cluster, zk, zk_chroot, kafka_admin,
     # Migrated, no consumer yet: Kafka deletes it by commit time; the renewal of just that group, as printed.
     checked = paste(shell, "zk2kafka ready-for-kraft --quiet-for 1s")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    (renew,) = [h for h in hints(checked.stdout) if "--renew-every" in h]
+    renew, after = [h for h in hints(checked.stdout) if "--renew-every" in h]
     assert renew == f"zk2kafka sync --execute --group '{prefix}m\\.0' --renew-every 42h"   # 7 days' retention / 4
+    assert after == f"zk2kafka renew --execute --group '{prefix}m\\.0' --renew-every 42h"   # once ZooKeeper is gone
     zk.set(f"/consumers/{group}/offsets/{topic}/0", b"12")   # the old consumer still runs: the sync follows it
     syncing = subprocess.Popen(["bash", "-c", f"exec {renew}"], env=shell, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -311,6 +313,21 @@ def test_ready_for_kraft_renewal_as_printed(cluster, zk, zk_chroot, kafka_admin,
     synced, err = syncing.communicate(timeout=120)
     assert syncing.returncode == 0, synced + err
     assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] == 12
+
+    # ZooKeeper gone: the second line, pasted in a shell that names none, keeps what sync wrote alive.
+    no_zk = {k: v for k, v in shell.items() if k != "ZK2KAFKA_ZOOKEEPER"}
+    committed = _commit_times(kafka_admin, [group])
+    renewing = subprocess.Popen(["bash", "-c", f"exec {after}"], env=no_zk, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while _commit_times(kafka_admin, [group]) == committed:   # its first pass renewed
+        assert renewing.poll() is None and time.monotonic() < deadline, renewing.communicate()
+        time.sleep(0.2)
+    renewing.send_signal(signal.SIGTERM)
+    renewed, err = renewing.communicate(timeout=120)
+    assert renewing.returncode == 0 and "every 42h: 1 offset(s) re-committed as Kafka held them" in renewed, \
+        renewed + err
+    assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] == 12   # renewed as Kafka held it
 
 
 def test_report_md_advice_pasted_from_the_rendered_markdown(cluster, zk_chroot, kafka_admin, prefix, tmp_path):

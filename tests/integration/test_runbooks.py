@@ -59,7 +59,7 @@ PLACEHELD_WRITERS = {
     "mm2-target-alias": "MirrorMaker 2's alias of the new cluster",
     "abandoned-groups-regex": "groups left behind on purpose, as one regular expression",
     "broker-jmx": "host:port of a broker's JMX",
-    "metrics-port": "a free port for sync's /metrics and /healthz",
+    "metrics-port": "a free port for sync's or renew's /metrics and /healthz",
     "sandbox-state-dir": "the sandbox's own state dir (the sandbox only)",
 }
 SANDBOX_GROUPS = "(billing|archiver|reporting)"   # clean, plain, and one with an old consumer to stop

@@ -78,7 +78,7 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
     topic, partitions = f"{prefix}events", 2
     make_topic(kafka_admin, cluster.bootstrap_server, topic, partitions, 0)
     groups = [f"{prefix}app{i}" for i in range(2)]
-    idle = f"{prefix}idle"   # no consumer at all: only --renew-every touches it
+    idle = f"{prefix}idle"   # no consumer at all: sync mirrors it, and nothing else touches it
     put(zk, f"/consumers/{idle}/offsets/{topic}/0", b"7")
     producer = Producer(cluster.bootstrap_server, topic, partitions)
     producer.start()
@@ -92,7 +92,7 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
     sync_log = open(tmp_path / "sync.log", "w")
     sync = subprocess.Popen([sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", zookeeper,
                              "--bootstrap-server", cluster.bootstrap_server, "--group", f"{prefix}.*",
-                             "--state-dir", str(state), "--rescan-every", "2s", "--renew-every", "3s",
+                             "--state-dir", str(state), "--rescan-every", "2s",
                              "--quiet-for", f"{3 * COMMIT_INTERVAL:g}s",
                              "--stop-after", "300s", "--json"],
                             stdout=subprocess.PIPE, stderr=sync_log, text=True, cwd=HERE.parents[1],
@@ -159,7 +159,7 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
     result = json.loads(out)
     assert set(groups) <= set(result["groups_stopped"]) and result["offsets_mirrored"] > 0
     assert all("Kafka" in result["groups_stopped"][g] for g in groups)
-    assert result["renewals"] > 0 and idle in result["groups_synced"]   # the idle group was kept alive
+    assert idle in result["groups_synced"]   # renewals: tests/integration/test_sync_renewal.py
     with Journal.open(state) as journal:
         (run,) = journal.runs()
         assert run.kind == "sync" and run.state == "done" and run.groups["skipped"] == 2

@@ -25,6 +25,12 @@ MONITORING = ROOT / "docker" / "monitoring"
 RULES = MONITORING / "zk2kafka-sync.rules.yml"
 PROMTOOL_TESTS = MONITORING / "tests" / "zk2kafka-sync.test.yml"
 JOB = "zk2kafka-sync"
+# renew's, after ZooKeeper: its own job, rules and promtool tests.
+RENEW_RULES = MONITORING / "zk2kafka-renew.rules.yml"
+RENEW_PROMTOOL_TESTS = MONITORING / "tests" / "zk2kafka-renew.test.yml"
+RENEW_JOB = "zk2kafka-renew"
+# Each rules file and its promtool tests.
+RULE_FILES = {RULES: PROMTOOL_TESTS, RENEW_RULES: RENEW_PROMTOOL_TESTS}
 
 
 def require(tool: str) -> str:
@@ -38,12 +44,12 @@ def require(tool: str) -> str:
     return found
 
 
-def rules() -> dict:
-    return yaml.safe_load(RULES.read_text())
+def rules(path: Path = RULES) -> dict:
+    return yaml.safe_load(path.read_text())
 
 
-def alert_rules() -> list[dict]:
-    return [r for g in rules()["groups"] for r in g["rules"] if "alert" in r]
+def alert_rules(path: Path = RULES) -> list[dict]:
+    return [r for g in rules(path)["groups"] for r in g["rules"] if "alert" in r]
 
 
 def without_annotations(doc: dict) -> dict:
@@ -52,11 +58,13 @@ def without_annotations(doc: dict) -> dict:
                                        for r in g["rules"]]} for g in doc["groups"]]}
 
 
-def promtool_test(doc: dict, folder: Path) -> subprocess.CompletedProcess:
-    """`promtool test rules` of docker/monitoring/tests/ against the rules `doc`."""
-    (folder / RULES.name).write_text(yaml.safe_dump(without_annotations(doc), sort_keys=False))
-    shutil.copy(PROMTOOL_TESTS, folder / PROMTOOL_TESTS.name)
-    return subprocess.run([require("promtool"), "test", "rules", PROMTOOL_TESTS.name], cwd=folder,
+def promtool_test(doc: dict, folder: Path, path: Path = RULES) -> subprocess.CompletedProcess:
+    """`promtool test rules` of docker/monitoring/tests/ against the rules `doc` of the rules
+    file `path`."""
+    tests = RULE_FILES[path]
+    (folder / path.name).write_text(yaml.safe_dump(without_annotations(doc), sort_keys=False))
+    shutil.copy(tests, folder / tests.name)
+    return subprocess.run([require("promtool"), "test", "rules", tests.name], cwd=folder,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -68,17 +76,18 @@ def with_short_for(doc: dict, seconds: int) -> dict:
 
 
 class Prometheus:
-    """`prometheus` on 127.0.0.1 scraping `targets` as job zk2kafka-sync every `scrape` seconds
-    (a scrape may wait for sync's Kafka probe: more than a second on a slow host) and evaluating
-    `doc`'s rules every second, its TSDB under `home`."""
+    """`prometheus` on 127.0.0.1 scraping `targets` as `job` (zk2kafka-sync) every `scrape`
+    seconds (a scrape may wait for the service's Kafka probe: more than a second on a slow host)
+    and evaluating `doc`'s rules every second, its TSDB under `home`."""
 
-    def __init__(self, home: Path, targets: list[str], doc: dict, scrape: int = 2):
+    def __init__(self, home: Path, targets: list[str], doc: dict, scrape: int = 2,
+                 job: str = JOB):
         home.mkdir(parents=True, exist_ok=True)
         (home / "rules.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
         config = {"global": {"scrape_interval": f"{scrape}s", "evaluation_interval": "1s",
                              "scrape_timeout": f"{scrape}s"},
                   "rule_files": [str(home / "rules.yml")],
-                  "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": targets}]}]}
+                  "scrape_configs": [{"job_name": job, "static_configs": [{"targets": targets}]}]}
         (home / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         self.address = f"127.0.0.1:{free_port()}"
         self.log = home / "prometheus.log"

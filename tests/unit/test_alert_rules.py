@@ -14,59 +14,71 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from migrate.sync.expiry_clock import Expiry, ExpiryClock
 from migrate.sync.metrics import STOP_REASONS, DryRun, SyncMetrics
-from migrate.sync.service import CHECKS, HealthSeries
+from migrate.endpoint import HealthSeries
+from migrate.renew.service import CHECKS as RENEW_CHECKS
+from migrate.renew.service import RenewMetrics
+from migrate.sync.service import CHECKS
 from migrate.sync.state import GroupState
 from migrate.sync.watch import ZkOffset
 
-from support.prometheus import MONITORING, RULES, alert_rules, promtool_test, require, rules
+from support.prometheus import (MONITORING, RENEW_RULES, RULE_FILES, RULES, alert_rules, promtool_test,
+                                require, rules)
 
 ROOT = Path(__file__).resolve().parents[2]
 RENDER = MONITORING / "render.py"
 SYNC_DOC = ROOT / "docs" / "sync.md"
 SERIES = re.compile(r"\bzk2kafka_sync_\w+")
+RENEW_SERIES = re.compile(r"\bzk2kafka_renew_\w+")
+# Each rules file, its PrometheusRule, and an alert its promtool tests see pending before firing.
+SHIPPED = {RULES: (MONITORING / "zk2kafka-sync.prometheusrule.yaml", "ZK2KafkaMirroringBehind"),
+           RENEW_RULES: (MONITORING / "zk2kafka-renew.prometheusrule.yaml", "ZK2KafkaRenewalFailing")}
 
 
 def render():
     return runpy.run_path(str(RENDER))
 
 
-def test_promtool_checks_the_rules_and_the_prometheus_rule(tmp_path):
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_promtool_checks_the_rules_and_the_prometheus_rule(tmp_path, path):
     promtool = require("promtool")
-    spec = yaml.safe_load((MONITORING / "zk2kafka-sync.prometheusrule.yaml").read_text())["spec"]
+    spec = yaml.safe_load(SHIPPED[path][0].read_text())["spec"]
     (tmp_path / "operator.yml").write_text(yaml.safe_dump(spec))
-    for path in (RULES, tmp_path / "operator.yml"):
-        done = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True,
+    for checked in (path, tmp_path / "operator.yml"):
+        done = subprocess.run([promtool, "check", "rules", str(checked)], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_promtool_unit_tests_pass(tmp_path):
-    done = promtool_test(rules(), tmp_path)
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_promtool_unit_tests_pass(tmp_path, path):
+    done = promtool_test(rules(path), tmp_path, path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
 
 
-def test_the_promtool_unit_tests_fail_when_an_alert_loses_its_window(tmp_path):
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_the_promtool_unit_tests_fail_when_an_alert_loses_its_window(tmp_path, path):
     # The same tests against rules that alert at once: the pending and quiet cases must fail.
-    doc = rules()
+    doc = rules(path)
     for group in doc["groups"]:
         for rule in group["rules"]:
             rule.pop("for", None)
-    done = promtool_test(doc, tmp_path)
+    done = promtool_test(doc, tmp_path, path)
     assert done.returncode != 0
-    assert "ZK2KafkaMirroringBehind" in done.stdout + done.stderr
+    assert SHIPPED[path][1] in done.stdout + done.stderr
 
 
-def test_every_alert_is_tested_by_promtool():
-    tested = set(re.findall(r"alertname: (\w+)", (MONITORING / "tests" /
-                                                  "zk2kafka-sync.test.yml").read_text()))
-    assert {r["alert"] for r in alert_rules()} <= tested
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_every_alert_is_tested_by_promtool(path):
+    tested = set(re.findall(r"alertname: (\w+)", RULE_FILES[path].read_text()))
+    assert {r["alert"] for r in alert_rules(path)} <= tested
 
 
 def test_the_rendered_files_are_current():
@@ -75,11 +87,13 @@ def test_the_rendered_files_are_current():
     assert done.returncode == 0, done.stderr
 
 
-def test_the_prometheus_rule_holds_the_same_rules():
-    rendered = yaml.safe_load((MONITORING / "zk2kafka-sync.prometheusrule.yaml").read_text())
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_the_prometheus_rule_holds_the_same_rules(path):
+    rendered = yaml.safe_load(SHIPPED[path][0].read_text())
     assert rendered["kind"] == "PrometheusRule"
     assert rendered["apiVersion"] == "monitoring.coreos.com/v1"
-    assert rendered["spec"] == rules()
+    assert rendered["metadata"]["name"] == path.name.removesuffix(".rules.yml")
+    assert rendered["spec"] == rules(path)
 
 
 def _anchors(page: Path) -> set[str]:
@@ -88,9 +102,10 @@ def _anchors(page: Path) -> set[str]:
             for h in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE)}
 
 
-def test_every_alert_has_a_severity_a_summary_and_its_own_runbook_section():
+@pytest.mark.parametrize("path", sorted(SHIPPED), ids=lambda p: p.name)
+def test_every_alert_has_a_severity_a_summary_and_its_own_runbook_section(path):
     anchors = _anchors(SYNC_DOC)
-    for rule in alert_rules():
+    for rule in alert_rules(path):
         name = rule["alert"]
         assert rule["labels"]["severity"] in ("critical", "warning"), name
         notes = rule["annotations"]
@@ -145,6 +160,24 @@ def test_every_series_the_rules_and_the_dashboard_read_is_one_sync_exports():
     assert "zk2kafka_sync_lag_partitions" in served and "zk2kafka_sync_lag_rows" not in served
 
 
+def test_every_series_renew_s_rules_read_is_one_renew_exports():
+    metrics = RenewMetrics(42 * 3600.0, 3)
+    metrics.renewed(2, 1, 2)
+    metrics.failed()
+
+    class Healthy:
+        def checks(self):
+            return dict.fromkeys(RENEW_CHECKS)
+
+    metrics.registry.register(HealthSeries(Healthy(), "renew"))
+    text = generate_latest(metrics.registry).decode()
+    served = {s.name for family in text_string_to_metric_families(text) for s in family.samples}
+    read = set(RENEW_SERIES.findall(RENEW_RULES.read_text()))
+    assert read and read - served == set(), f"read but not exported by renew: {sorted(read - served)}"
+    assert ("zk2kafka_renew_health_check_ok" in served and "zk2kafka_renew_every_seconds" in served
+            and "zk2kafka_renew_passes_total" in served)
+
+
 def test_every_recording_rule_is_read_by_an_alert_and_the_dashboard():
     records = [r["record"] for g in rules()["groups"] for r in g["rules"] if "record" in r]
     alerts = " ".join(r["expr"] for r in alert_rules())
@@ -168,26 +201,71 @@ def test_the_dashboard_is_built_by_the_typed_library_and_reads_the_rules_records
 
 
 
-def test_compose_scrapes_the_sync_service_and_provisions_the_rules_and_the_dashboard(tmp_path):
+# The plain configs, for a Prometheus without compose: each with its rules file and the unit file whose
+# --metrics-address it scrapes.
+PLAIN = {"prometheus.yml": (RULES, "zk2kafka-sync"), "prometheus-renew.yml": (RENEW_RULES, "zk2kafka-renew")}
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_the_plain_prometheus_config_checks_as_shipped_and_scrapes_as_the_rules_expect(tmp_path, name):
+    # As a reader runs it: promtool on the shipped file, from another folder; then a copy of the two files.
+    shipped = MONITORING / name
+    rules_file, job = PLAIN[name]
+    for config in (shipped, _copied(tmp_path, shipped, rules_file)):
+        done = subprocess.run([require("promtool"), "check", "config", str(config)], capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"SUCCESS: {rules_file.name}" in done.stdout or "SUCCESS: 1 rule files found" in done.stdout
+    config = yaml.safe_load(shipped.read_text())
+    assert config["rule_files"] == [rules_file.name]   # next to the config, wherever it is copied
+    # The rules' windows assume a scrape and an evaluation every 15 s (Prometheus's default is a minute), and
+    # a scrape waits up to 5 s for the service's Kafka probe.
+    assert config["global"]["scrape_interval"] == config["global"]["evaluation_interval"] == "15s"
+    assert int(config["global"]["scrape_timeout"].removesuffix("s")) > 5
+    (scrape,) = config["scrape_configs"]
+    assert scrape["job_name"] == job
+    unit = (ROOT / "docker" / f"{job}.service").read_text()
+    address = re.search(r"--metrics-address (\S+)", unit)[1]
+    assert scrape["static_configs"][0]["targets"] == [address]
+
+
+def _copied(folder: Path, config: Path, rules_file: Path) -> Path:
+    copy = folder / "copy"
+    copy.mkdir()
+    for path in (config, rules_file):
+        (copy / path.name).write_text(path.read_text())
+    return copy / config.name
+
+
+@pytest.mark.parametrize("service, prometheus_service, rules_file", [
+    ("zk2kafka-sync", "prometheus", RULES), ("zk2kafka-renew", "prometheus-renew", RENEW_RULES)])
+def test_compose_s_prometheus_scrapes_its_service_and_loads_its_rules(tmp_path, service, prometheus_service,
+                                                                       rules_file):
     compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
-    sync, prometheus, grafana = (compose[s] for s in ("zk2kafka-sync", "prometheus", "grafana"))
-    for service in (prometheus, grafana):
-        assert service["profiles"] == sync["profiles"], "up with sync, never without"
+    watched, prometheus = compose[service], compose[prometheus_service]
+    assert prometheus["profiles"] == watched["profiles"], "up with the service, never without"
     mounts = {target: source for source, target, *_ in (v.split(":") for v in prometheus["volumes"])}
     config = yaml.safe_load((ROOT / "docker" / mounts["/etc/prometheus/prometheus.yml"]).read_text())
     rules_in = config["rule_files"]
-    assert [(ROOT / "docker" / mounts[r]).resolve() for r in rules_in] == [RULES]
+    assert [(ROOT / "docker" / mounts[r]).resolve() for r in rules_in] == [rules_file]
     job = config["scrape_configs"][0]
-    address = sync["command"][sync["command"].index("--metrics-address") + 1]
-    assert job["job_name"] == "zk2kafka-sync"
-    assert job["static_configs"][0]["targets"] == [f"zk2kafka-sync:{address.rpartition(':')[2]}"]
+    address = watched["command"][watched["command"].index("--metrics-address") + 1]
+    assert job["job_name"] == service
+    assert job["static_configs"][0]["targets"] == [f"{service}:{address.rpartition(':')[2]}"]
+    assert config["global"]["scrape_interval"] == "15s" and config["global"]["scrape_timeout"] == "10s"
     # promtool reads the config with the rules where the container has them.
-    (tmp_path / "rules.yml").write_text(RULES.read_text())
+    (tmp_path / "rules.yml").write_text(rules_file.read_text())
     config["rule_files"] = [str(tmp_path / "rules.yml")]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
     done = subprocess.run([require("promtool"), "check", "config", str(tmp_path / "prometheus.yml")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_compose_provisions_grafana_with_the_dashboard_beside_sync():
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
+    grafana = compose["grafana"]
+    assert grafana["profiles"] == compose["zk2kafka-sync"]["profiles"], "up with sync, never without"
     mounts = {target: source for source, target, *_ in (v.split(":") for v in grafana["volumes"])}
     provider = yaml.safe_load((ROOT / "docker" / mounts[
         "/etc/grafana/provisioning/dashboards/zk2kafka.yml"]).read_text())["providers"][0]

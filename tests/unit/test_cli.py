@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
 from migrate import cli, commands
 from migrate.errors import ConfigError, NothingFound
-from migrate.options import OPTIONS
+from migrate.options import OPTIONS, exact_duration
 
 DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "renew", "ready-for-kraft", "rollback", "status",
                    "sandbox"}
@@ -52,6 +54,36 @@ def test_every_duration_flag_refuses_a_bad_duration_with_one_clear_usage_error(c
     err = capsys.readouterr().err
     assert f"error: argument {flag}: expected a duration of 1ms or more, like 500ms, 1.5s" in err
     assert f"got {value!r}" in err and "expected one argument" not in err
+
+
+@pytest.mark.parametrize("argv, floor, why", [
+    *[([o.commands[-1], o.cli_flag, "42ms"], o.floor, o.floor_why) for o in OPTIONS if o.floor is not None],
+    (["sandbox", "v0-client", "start", "--group", "g", "--topic", "t", "--every", "42ms"], 0.1,
+     "more often than ten times a second it only loads the sandbox")])
+def test_a_pacing_duration_below_its_floor_is_one_usage_error_saying_the_floor_and_why(capsys, tmp_path, argv,
+                                                                                       floor, why):
+    # 42ms typed for 42m: refused before anything is reached, with the least it takes and why.
+    assert cli.main([*argv, "--state-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    flag = argv[-2]
+    assert f"error: argument {flag}: expected {exact_duration(floor)} or more, got '42ms': " in err, err
+    assert why in err and "Traceback" not in err and len(err.strip().splitlines()) == 2, err
+    assert list(tmp_path.iterdir()) == []   # nothing created
+
+
+@pytest.mark.parametrize("address, says", [("127.0.0.1:99999", "expected HOST:PORT"), ("in-use", "cannot listen")])
+def test_a_metrics_address_is_checked_before_any_store_is_waited_for(capsys, tmp_path, address, says):
+    # ZooKeeper refuses every connection: sync would wait its 15 s for it before anything else.
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        if address == "in-use":
+            address = f"127.0.0.1:{taken.getsockname()[1]}"
+        begun = time.monotonic()
+        code = cli.main(["sync", "--execute", "--zookeeper", "127.0.0.1:1", "--bootstrap-server", "127.0.0.1:1",
+                         "--metrics-address", address, "--state-dir", str(tmp_path)])
+    assert time.monotonic() - begun < 5
+    err = capsys.readouterr().err
+    assert code == 2 and "--metrics-address" in err and says in err, err
+    assert not (tmp_path / "journal.sqlite").exists() and not (tmp_path / "journal.lock").exists()
 
 
 def test_a_flag_after_a_duration_flag_is_still_a_flag(capsys, tmp_path):

@@ -90,6 +90,11 @@ def test_ready_for_kraft_renews_a_renamed_group_by_its_old_name_through_the_mapp
     (renew,) = [line for line in expiry(data) if "keep those by commit time" in line]
     assert ("`zk2kafka sync --execute --group legacy-billing --group plain --map-group 'legacy-(.*)=\\1-v2'"
             " --renew-every 42h`") in renew, renew
+    # Once ZooKeeper is gone, renew: the same ZooKeeper names, the mapping taken from the journal, not repeated.
+    (after,) = [line for line in expiry(data) if "once ZooKeeper is gone" in line]
+    assert after == ("  once ZooKeeper is gone, keep those alive from Kafka and this state dir's journal: `zk2kafka "
+                     "renew --execute --group legacy-billing --group plain --renew-every 42h` (docs/sync.md, \"After "
+                     "ZooKeeper\")"), after
     plain = {"expiry": found, "group_map": {"renamed": {}, "flags": []}}
     (renew,) = [line for line in expiry(plain) if "keep those by commit time" in line]
     assert "--group billing-v2 --group legacy-billing --group plain --renew-every 42h`" in renew, renew

@@ -294,7 +294,39 @@ def test_one_duration_grammar_for_every_duration_option_and_every_source(text, s
         config = tmp_path / "zk2kafka.toml"
         config.write_text(f'{opt.cli_flag.lstrip("-")} = "{text}"\n')
         for flags, environ in (({opt.name: text}, {}), ({}, {opt.env_var: text}), ({"config": str(config)}, {})):
+            if opt.floor is not None and seconds < opt.floor:   # read, then refused below its floor
+                with pytest.raises(ConfigError, match=f"expected {exact_duration(opt.floor)} or more, got "):
+                    load_settings(flags, environ=environ)
+                continue
             assert getattr(load_settings(flags, environ=environ), opt.name) == pytest.approx(seconds), (opt.name, flags)
+
+
+# The durations that pace work on a cluster, each with its floor: a typo of 42ms for 42m must not hammer it.
+PACING = {"renew_every": 60.0, "rescan_every": 1.0}
+
+
+def test_only_the_durations_that_pace_work_on_a_cluster_have_a_floor_each_with_why():
+    assert {o.name: o.floor for o in DURATION_OPTIONS if o.floor is not None} == PACING
+    for opt in DURATION_OPTIONS:
+        assert bool(opt.floor_why) == (opt.floor is not None), opt.name
+        if opt.floor is not None:
+            assert f"at least {exact_duration(opt.floor)}" in opt.help.lower(), opt.name
+
+
+@pytest.mark.parametrize("name", sorted(PACING))
+def test_a_pacing_duration_below_its_floor_is_refused_from_every_source_with_why(name, tmp_path):
+    opt = OPTIONS_BY_NAME[name]
+    config = tmp_path / "zk2kafka.toml"
+    config.write_text(f'{opt.cli_flag.lstrip("-")} = "42ms"\n')
+    for flags, environ, source in (({name: "42ms"}, {}, "flag"), ({}, {opt.env_var: "42ms"}, "environment"),
+                                   ({"config": str(config)}, {}, str(config))):
+        with pytest.raises(ConfigError) as refused:
+            load_settings(flags, environ=environ)
+        assert str(refused.value) == (f"{opt.cli_flag} (from {source}): expected {exact_duration(opt.floor)} or more, "
+                                      f"got '42ms': {opt.floor_why}")
+        assert "\n" not in str(refused.value)
+    floor = exact_duration(opt.floor)
+    assert getattr(load_settings({name: floor}, environ={}), name) == opt.floor   # the floor itself is taken
 
 
 @pytest.mark.parametrize("text", ["0", "0s", "0ms", "-5s", "-1", "-0.5m", "soon", "5y", "1.5.s", "s", "", "1e400",

@@ -11,9 +11,10 @@ from types import SimpleNamespace
 import pytest
 from kazoo.protocol.states import KazooState
 
-from migrate.sync import service
+from migrate import endpoint
+from migrate.endpoint import split_address
 from migrate.sync.metrics import lag, state_of
-from migrate.sync.service import Health, split_address
+from migrate.sync.service import Health
 from migrate.sync.state import GroupState
 from migrate.sync.watch import ZkOffset
 from migrate.errors import ConfigError
@@ -59,7 +60,7 @@ def test_kafka_failing_is_a_reason():
 
 
 def test_kafka_silent_past_the_probe_timeout_is_a_reason(monkeypatch):
-    monkeypatch.setattr(service, "PROBE_TIMEOUT", 0.2)
+    monkeypatch.setattr(endpoint, "PROBE_TIMEOUT", 0.2)
     release = threading.Event()
     checks = health(probe=release.wait, last=time.monotonic())
     try:
