@@ -24,11 +24,12 @@ callers read the stores.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from typing import NamedTuple
 
-from migrate.kafka.group_log import Commit, GroupLog, Watched
+from migrate.kafka.group_log import Commit, GroupLog, Membership, Watched
 
 MARGIN = 60.0   # seconds: --clock-margin's default, far above NTP-kept servers' skew
 
@@ -114,7 +115,13 @@ def committer(commit: Commit, watched: Watched | None, watching: bool) -> tuple[
     """Who made `commit`, as the records show it: (writer, the words after "Kafka's commit
     <time>"). `watched`: the partition's commits during the watch; `watching`: whether there was
     a watch at all (the diff watches nothing)."""
-    by = commit.by
+    if watched is None or not watching or commit.by.members:
+        return _member_or_outside(commit.by)     # the same words for many partitions: cached
+    return _watched(watched)
+
+
+@functools.lru_cache(maxsize=4096)
+def _member_or_outside(by: Membership) -> tuple[str, str]:
     kind = f"protocol type {by.protocol_type}" if by.protocol_type else "no protocol type"
     if by.members:
         at = (f"generation {by.generation}" if by.generation is not None else "a KIP-848 group")
@@ -124,17 +131,20 @@ def committer(commit: Commit, watched: Watched | None, watching: bool) -> tuple[
         if by.member is not None:
             return MEMBER, f"by member {by.member.member_id} of {at}, assigned it ({kind})"
         return MEMBER, f"by a member of the group ({by.members} member(s) at {at}; {kind})"
-    if watching and watched is not None:
-        if watched.consuming:
-            return WATCHED, (f"by a client of no consumer group seen consuming: {watched.count} "
-                             f"commits during the watch, {watched.first} to {watched.last}")
-        if watched.count == 1:
-            return OUTSIDE, "one commit during the watch: not shown to be a consumer"
-        return OUTSIDE, (f"{watched.count} commits during the watch that did not move forward "
-                         f"({watched.first} to {watched.last}): not shown to be a consumer")
     if by.generation is not None:
         return OUTSIDE, f"from outside: the group had no member then ({kind}, Empty)"
     return OUTSIDE, "from outside: no consumer had joined the group then"
+
+
+def _watched(watched: Watched) -> tuple[str, str]:
+    """A client of no group's commits during the watch: consuming, or not shown to be."""
+    if watched.consuming:
+        return WATCHED, (f"by a client of no consumer group seen consuming: {watched.count} "
+                         f"commits during the watch, {watched.first} to {watched.last}")
+    if watched.count == 1:
+        return OUTSIDE, "one commit during the watch: not shown to be a consumer"
+    return OUTSIDE, (f"{watched.count} commits during the watch that did not move forward "
+                     f"({watched.first} to {watched.last}): not shown to be a consumer")
 
 
 def judge(*, zk_written: float | None, seen: Seen, margin: float = MARGIN,
