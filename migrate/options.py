@@ -329,8 +329,9 @@ OPTIONS: tuple[Option, ...] = (
     # The takeover rule (migrate/kafka/takeover.py) compares a broker's clock with ZooKeeper's.
     Option("clock_margin", "duration", 60.0,
            "a Kafka commit counts as a new consumer's (taken over) only when it is newer than "
-           "ZooKeeper's last write of the znode by more than this: the two clocks are two "
-           "servers', and a pair closer than it shows nothing (e.g. 1m; migrate/kafka/takeover.py)",
+           "ZooKeeper's last write of the znode by more than this, widened by the lead of "
+           "Kafka's clock over ZooKeeper's the run measures: the two clocks are two servers', "
+           "and a pair closer than it shows nothing (e.g. 1m; migrate/kafka/clocks.py)",
            commands=PLAN_COMMANDS + ("ready-for-kraft",), metavar="DURATION", recorded=True),
     # ready-for-kraft's search of the whole ensemble (migrate/zk/ensemble.py) and what the
     # operator leaves in ZooKeeper on purpose.

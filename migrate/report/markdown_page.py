@@ -42,7 +42,8 @@ def render_markdown(view: ReportView) -> str:
              f"**{sm['offsets']:,} offsets in {sm['groups']:,} groups."
              f" Planned: commit {planned['commit_offsets']:,} offsets"
              f" in {planned['commit_groups']:,} groups. Blockers: {sm['blockers']:,}.**", ""]
-    lines += [f"- {_md(line)}" for line in (*ph.zk_changes(sm), *ph.no_offset(sm))] + [""]
+    lines += [f"- {_md(line)}" for line in (*ph.zk_changes(sm), *ph.no_offset(sm),
+                                             *ph.plan_clocks(sm))] + [""]
     for w in sm["warnings"]:   # each its own block quote, its command lines fenced in it
         lines += [f"> {line}" if line else ">" for line in _advised(f"**Warning:** {w}")] + [""]
     lines += _empty_groups(sm)

@@ -253,3 +253,35 @@ def renamed(mapping: dict | None) -> list[str]:
         lines.append(f"  ... and {len(renamed) - RENAMED_SHOWN:,} more (summary.json "
                      "inputs.group_map.renamed)")
     return lines
+
+
+def clocks(found: dict | None) -> list[str]:
+    """The takeover rule's clocks, as the verdicts rest on them (summary.json's `clocks`): the
+    margin in force and what measured it; nothing where the run judged no takeover."""
+    if not found:
+        return []
+    bounds = []
+    for broker, b in sorted(found["kafka"].items()):
+        said = [f"{w} {b[k]['seconds']:+.1f}s ({b[k]['by']})" for k, w in
+                (("ahead_at_least", "at least"), ("ahead_at_most", "at most")) if b.get(k)]
+        if b.get("ahead_of_zookeeper_at_least"):
+            lead = b["ahead_of_zookeeper_at_least"]
+            said.append(f"ahead of ZooKeeper's at least {lead['seconds']:+.1f}s ({lead['by']})")
+        bounds.append(f"broker {broker} " + ", ".join(said))
+    zk = found["zookeeper"]
+    said = [f"{w} {zk[k]['seconds']:+.1f}s ({zk[k]['by']})" for k, w in
+            (("ahead_at_least", "at least"), ("ahead_at_most", "at most")) if zk.get(k)]
+    if said:
+        bounds.append("ZooKeeper " + ", ".join(said))
+    measured = ("; ahead of this host's clock: " + "; ".join(bounds)) if bounds else ""
+    tail = ("; nothing bounded Kafka's lead from above: the margin is assumed on that side"
+            if found["assumed"] else "")
+    return [f"clocks: the takeover's margin {found['effective_margin']:g}s (--clock-margin "
+            f"{found['margin']:g}s widened by the lead of Kafka's clock over ZooKeeper's "
+            f"measured){measured}{tail}"]
+
+
+def plan_clocks(sm: dict[str, Any]) -> list[str]:
+    """A plan's clocks line, where it judged a takeover (rows CONFLICT or TAKEN_OVER)."""
+    counts = sm.get("counts") or {}
+    return clocks(sm.get("clocks")) if counts.get("CONFLICT") or counts.get("TAKEN_OVER") else []

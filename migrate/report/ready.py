@@ -72,6 +72,7 @@ def text(data: Data) -> str:
             f"offsets behind in ZooKeeper"]) + f" (watched {watched} for writes; exit 3)"]
     lines += _covered(data)
     lines += ph.renamed(data.get("group_map"))
+    lines += ph.clocks(data.get("clocks"))
     if data.get("short_watch"):
         lines.append(f"warning: {data['short_watch']}")
     lines += expiry(data)   # information after the verdict; what the verdict asks comes last
@@ -265,7 +266,7 @@ def markdown(data: Data) -> str:
              f"offsets under `{data['source']}` ({data['selection']}), compared with Kafka at "
              f"`{data['bootstrap_server']}`; ZooKeeper watched for writes from "
              f"{data['watched']['from']} to {data['watched']['to']}.", "",
-             *(f"- {_md(line)}" for line in _covered(data)),
+             *(f"- {_md(line)}" for line in (*_covered(data), *ph.clocks(data.get("clocks")))),
              *([f"- warning: {data['short_watch']}"] if data.get("short_watch") else []), "",
              "Evidence kept in the state dir, for after ZooKeeper is gone:", "",
              f"- the final ZooKeeper read: `{data['evidence']['zookeeper']}`",

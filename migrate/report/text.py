@@ -88,7 +88,7 @@ def plan(data: Data) -> str:
                  f"in {planned['commit_groups']:,} groups")
     lines.append("ZooKeeper side: " + ph.zookeeper_side(data["inputs"]))
     lines += ph.renamed(data["inputs"].get("group_map"))
-    lines += [*ph.zk_changes(data), *ph.no_offset(data)]
+    lines += [*ph.zk_changes(data), *ph.no_offset(data), *ph.plan_clocks(data)]
     lines.append(f"blockers: {data['blockers']:,}"
                  + (" (see the report; exit 3)" if data["blockers"] else ""))
     lines += _blocked(data.get("blocked", {}))

@@ -80,7 +80,9 @@ def read(admin: KafkaAdminClient, features: compat.BrokerFeatures, followed: Fol
         setting = compat.broker_setting(admin, features, cluster.brokers[0], RETENTION_KEY)
         minutes = int(setting.value) if setting.value and setting.value.isdigit() else None
     effective, _ = window(minutes, features.release if features.version else None)
-    clocks, why = followed.read(sorted(set(idle.values())), BUDGET)
+    # Every followed group is followed in __consumer_offsets, not only those idle now: a group
+    # turning idle later is then read on from where the reader stands, not from the start.
+    clocks, why = followed.read(sorted(set(kafka_names.values())), BUDGET)
     reasons = []
     for label, kafka in sorted(idle.items()):
         clock = clocks.get(kafka)

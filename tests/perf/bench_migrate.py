@@ -188,15 +188,15 @@ def _cpu_list(text: str) -> set[int]:
     return cores
 
 
-def stores(zookeeper: str | None, bootstrap: str | None, work: Path, **heaps: str):
+def stores(zookeeper: str | None, bootstrap: str | None, work: Path, **sandbox):
     """(cluster, ZooKeeper, Kafka): the stores given (cluster None), or a sandbox of the
-    benchmark's own under `work`, started with `heaps` (zk_heap, broker_heap), for the caller to
-    stop."""
+    benchmark's own under `work`, started with `sandbox` (zk_heap, broker_heap,
+    offsets_partitions), for the caller to stop."""
     if bootstrap is not None:
         return None, zookeeper, bootstrap
     from migrate.sandbox.cluster import LocalCluster
 
-    cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, **heaps)
+    cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, **sandbox)
     try:
         endpoints = cluster.start()
     except BaseException:

@@ -88,6 +88,30 @@ def scrape(address: str) -> dict[str, float]:
     return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
 
 
+def expiry_reads(address: str) -> float:
+    """Reads of the retention clocks sync finished (`zk2kafka_sync_expiry_reads_total{result="ok"}`);
+    scraping starts its retention clock, as Prometheus's first scrape does."""
+    try:   # the whole page (the retention clock's series are read at scrape time: no name[] filter)
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=30) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return 0.0
+    wanted = 'zk2kafka_sync_expiry_reads_total{result="ok"} '
+    return sum(float(line[len(wanted):]) for line in text.splitlines() if line.startswith(wanted))
+
+
+def fill_offsets_topic(bootstrap: str, run: str, records: int) -> dict:
+    """About `records` commit records of other groups in __consumer_offsets: repeated commits of 10,000
+    groups x 100 partitions, from outside, as bench_offsets_log.py makes them; what was made."""
+    from bench_offsets_log import commit_rounds, make_topic
+
+    topic, rounds = f"{run}other-orders", max(1, round(records / 1_000_000))
+    make_topic(bootstrap, topic, 100)
+    seconds = commit_rounds(bootstrap, topic, f"{run}other-g", 10_000, 100, rounds, 32, 1000)
+    _say(f"__consumer_offsets: {rounds * 1_000_000:,} records of other groups committed in {seconds:.0f}s")
+    return {"records": rounds * 1_000_000, "seconds": round(seconds, 1)}
+
+
 def decode(key: bytes | None, value: bytes | None) -> tuple[tuple[str, str, int], int] | None:
     """((group, topic, partition), offset) of an offset commit record of __consumer_offsets; None for
     the other records (group metadata, tombstones)."""
@@ -232,6 +256,11 @@ def main(argv: list[str] | None = None) -> dict:
                     help='more flags for sync, as one shell word, e.g. --sync-flags="--no-group-metrics -q"')
     ap.add_argument("--scrape-every", type=float, default=15.0,
                     help="seconds between two scrapes of sync's whole /metrics during the streams (0: none)")
+    ap.add_argument("--offsets-records", type=int, default=0,
+                    help="first fill __consumer_offsets with about this many records of other groups' "
+                         "repeated commits (10,000 groups x 100 partitions a million; bench_offsets_log.py)")
+    ap.add_argument("--offsets-partitions", type=int, default=50,
+                    help="the own sandbox's offsets.topic.num.partitions (Kafka's default: 50)")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args(argv)
     if (args.zookeeper is None) != (args.bootstrap_server is None):
@@ -256,7 +285,10 @@ def main(argv: list[str] | None = None) -> dict:
                      "ok": False}
     try:
         cluster, zookeeper, bootstrap = stores(args.zookeeper, args.bootstrap_server, work,
-                                               zk_heap="1g", broker_heap="2g")
+                                               zk_heap="1g", broker_heap="4g",
+                                               offsets_partitions=args.offsets_partitions)
+        if args.offsets_records:
+            figures["offsets_records"] = fill_offsets_topic(bootstrap, run, args.offsets_records)
         make_topics(bootstrap, layout)
         seed_zookeeper(zookeeper, layout, prefix, args.groups)
         _say(f"{offsets:,} offsets ({args.groups:,} groups x {args.partitions} partitions) seeded; "
@@ -284,6 +316,15 @@ def main(argv: list[str] | None = None) -> dict:
         figures["first_mirror_s"] = round(time.monotonic() - started, 1)
         figures["first_mirror_peak_mib"] = round(sampler.peak()[0] / MIB)
         _say(f"sync mirrored every offset in {figures['first_mirror_s']}s")
+        # The steady state: sync's first read of __consumer_offsets (its retention clock's, from the
+        # partitions' start) done before the streams, whose cost is a change's.
+        while expiry_reads(address) < 1:
+            if sync.poll() is not None:
+                raise SystemExit(f"sync exited {sync.returncode} before its first read; see {log}")
+            time.sleep(2)
+        figures["first_read_s"] = round(time.monotonic() - started, 1)
+        figures["first_read_cpu_s"] = round(sum(cpu_seconds(sync.pid).values()), 1)
+        _say(f"sync's first read of __consumer_offsets done {figures['first_read_s']}s after its start")
         commits = Commits(bootstrap, prefix)
         commits.start()
         scraper = Scraper(address, args.scrape_every)
@@ -463,7 +504,11 @@ def render(f: dict) -> str:
         + (f", /metrics scraped every {f['scrape_every']:g} s ({f.get('scrapes', 0)} scrapes, "
            f"{f.get('scrape_bytes', 0):,} bytes each)" if f.get("scrape_every") else ", /metrics not scraped")
         + (f", pinned {f['pin']} (stores and this benchmark : sync)" if f.get("pin") else ", not pinned")
-        + f"; first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)\n",
+        + f"; first mirror {f['first_mirror_s']} s (peak RSS {f['first_mirror_peak_mib']} MiB)"
+        + (f"; __consumer_offsets filled with {f['offsets_records']['records']:,} records of other groups"
+           if f.get("offsets_records") else "")
+        + (f"; its first read of __consumer_offsets done {f['first_read_s']} s after its start "
+           f"({f['first_read_cpu_s']} s of CPU by then)\n" if f.get("first_read_s") is not None else "\n"),
         "| changes/s asked | achieved | minutes | changes | p50 | p99 | max | drained after | missed |"
         " sync CPU per change | RSS start / peak / end | RSS slope | load (1 min) |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
