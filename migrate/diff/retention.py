@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from migrate.kafka.compat import RETENTION_DEFAULT_BEFORE_2_0, RETENTION_DEFAULT_SINCE_2_0
 from migrate.kafka.snapshot import IDLE_STATES
-from migrate.options import duration_text
+from migrate.options import OPTIONS_BY_NAME, duration_text
 from migrate.state import iso
 from migrate.zk.reader import Selection
 
@@ -31,6 +31,7 @@ COMMIT_TIME_UNREAD = ("by its last commit, which only `zk2kafka diff` and `ready
                       "read")
 # How many expiring groups a terminal line names before it counts the rest.
 SHOWN = 5
+RENEW_FLOOR = OPTIONS_BY_NAME["renew_every"].floor   # what --renew-every takes at the least
 
 
 class Expiry(NamedTuple):
@@ -41,6 +42,12 @@ class Expiry(NamedTuple):
     first_ms: int | None
     last_ms: int | None
     unknown: str | None
+
+
+def renewal_period(window_minutes: int | None) -> float:
+    """Seconds between renewals: a quarter of the retention window (a day's: every 6h), and never
+    below --renew-every's floor, a minute (a window of minutes is counted in minutes)."""
+    return max((window_minutes or RETENTION_DEFAULT_BEFORE_2_0) * 60 / 4, RENEW_FLOOR)
 
 
 def offsets_expire(version: tuple[int, ...] | None, window_minutes: int | None,
@@ -124,8 +131,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
                       f"the broker cannot tell its own)")
     else:
         window = f"offsets.retention.minutes (unknown: {RETENTION_FALLBACK})"
-    # A quarter of the window between renewals (a day's window: every 6h).
-    renew = duration_text((window_minutes or RETENTION_DEFAULT_BEFORE_2_0) * 60 / 4)
+    renew = duration_text(renewal_period(window_minutes))
     renewing = ((f"`zk2kafka renew --execute --renew-every {renew}{selection}`"
                  if renewal == "renew" else
                  f"`zk2kafka sync --execute --renew-every {renew}{selection}`")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from migrate.diff.retention import COMMIT_CLOCK, offsets_expire
+from migrate.diff.retention import COMMIT_CLOCK, offsets_expire, renewal_period
 from migrate.kafka.compat import RETENTION_DEFAULT_BEFORE_2_0, RETENTION_DEFAULT_SINCE_2_0
 from migrate.options import duration_text
 from migrate.state import iso
@@ -79,5 +79,5 @@ def expiring(held: Iterable[HeldGroup], clocks: Mapping[str, Any], why: str | No
     groups.sort(key=lambda g: (g["expires_at"] is None, g["expires_at"] or "", g["group"]))
     return {"retention_minutes": minutes, "effective_minutes": effective, "source": source,
             "broker_version": broker_version,
-            "renew_every": duration_text((effective or RETENTION_DEFAULT_BEFORE_2_0) * 60 / 4),
+            "renew_every": duration_text(renewal_period(effective)),
             "clocks_unknown": why, "evidence": evidence, "groups": groups}

@@ -116,3 +116,20 @@ def test_the_diff_lists_the_first_few_expiring_groups_and_counts_the_rest():
     assert lines[2] == "  e1: at 2027-01-21T08:00:00Z (6.0 day(s); since it became Empty)"
     assert lines[-1] == "  ... and 2 more (report.md, summary.json retention.expiring)"
     assert expiry_lines(retention_preflight([], 10080, "3.9", None, 10080)) == []
+
+
+def test_the_renewal_advised_is_never_below_what_renew_every_takes():
+    """A quarter of the retention window, but not below --renew-every's floor: a 2-minute window (a test cluster's)
+    advises 1m, which renew and sync take, not 30s, which they refuse."""
+    from migrate.diff.retention import renewal_period
+    from migrate.options import OPTIONS_BY_NAME, duration_text
+    from migrate.durations import parse_duration
+
+    floor = OPTIONS_BY_NAME["renew_every"].floor
+    for minutes, shown in ((10080, "42h"), (1440, "6h"), (8, "2m"), (2, "1m"), (None, "6h")):
+        advised = duration_text(renewal_period(minutes))
+        assert advised == shown
+        assert parse_duration(advised, "--renew-every", floor) >= floor
+    found = expiring([HeldGroup("g", "Empty", "", 1)], {"g": group_log("g", None, [T0], protocol_type="")}, None, 2,
+                     "3.9", T0 / 1000, "e")
+    assert found["renew_every"] == "1m"
