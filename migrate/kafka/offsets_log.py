@@ -121,6 +121,13 @@ class OffsetsLog:
             if cursor.position > 0:
                 late.setdefault(p, {})[name] = group
         for p, found in late.items():
+            waiting = next((c for c in self._catch_up if c.partition == p and c.position == 0),
+                           None)
+            if waiting is not None:             # one catch-up not begun takes them too
+                waiting.wanted.update(name.encode("utf-8") for name in found)
+                for group in found.values():
+                    waiting.log.add(group)
+                continue
             self._catch_up.append(_Cursor(
                 p, {name.encode("utf-8") for name in found},
                 PartitionLog(found, self._marks.get(p)), stop=self._cursors[p].position))
@@ -157,16 +164,19 @@ class OffsetsLog:
         deadline = time.monotonic() + budget
         try:
             self._describe()
-            # The groups followed late first: a partition is read once per request.
-            why = self._read(self._catch_up, deadline)
-            if why is None:
-                for cursor in self._catch_up:   # their open transactions, to the partition's own
+            # The groups followed late first, a catch-up of a partition at a time (a request
+            # names a partition once); their open transactions then go to the partition's own.
+            while self._catch_up:
+                wave = list({c.partition: c for c in reversed(self._catch_up)}.values())
+                why = self._read(wave, deadline)
+                if why is not None:
+                    return why
+                for cursor in (c for c in wave if c in self._catch_up):   # not restarted since
                     held = self._cursors[cursor.partition].log.pending
                     for producer, commits in cursor.log.pending.items():
                         held[producer] = commits + held.get(producer, [])
-                self._catch_up = []
-                why = self._read(list(self._cursors.values()), deadline)
-            return why
+                self._catch_up = [c for c in self._catch_up if c not in wave]
+            return self._read(list(self._cursors.values()), deadline)
         except Unreadable as exc:
             return str(exc)
         except KafkaError as exc:

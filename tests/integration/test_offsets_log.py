@@ -39,9 +39,9 @@ def same_partition(kafka_admin, prefix: str, n: int) -> list[str]:
 
 
 def test_the_reader_goes_on_from_where_it_stopped_and_catches_up_a_group_followed_late(kafka_admin, prefix, topic):
-    a, b = same_partition(kafka_admin, prefix, 2)
-    commit(kafka_admin, a, topic, 10)
-    commit(kafka_admin, b, topic, 20)
+    a, b, c, d = same_partition(kafka_admin, prefix, 4)
+    for group, offset in ((a, 10), (b, 20), (c, 30), (d, 40)):
+        commit(kafka_admin, group, topic, offset)
     reader = OffsetsLog(kafka_admin)
     reader.follow([a])
     assert reader.read(60) is None and reader.records == 1
@@ -55,6 +55,11 @@ def test_the_reader_goes_on_from_where_it_stopped_and_catches_up_a_group_followe
     assert reader.read(60) is None and reader.records == 3   # b's one record caught up, nothing read twice of a
     assert reader.group(b).committed((topic, 0)).offset == 20
     assert reader.group(a).committed((topic, 0)).offset == 11
+
+    reader.follow([c])
+    reader.follow([d])                                       # two late groups of one partition: one catch-up
+    assert reader.read(60) is None and reader.records == 5
+    assert [reader.group(g).committed((topic, 0)).offset for g in (a, b, c, d)] == [11, 20, 30, 40]
 
 
 def test_commits_after_the_watchs_mark_are_the_watchs(kafka_admin, prefix, topic):
