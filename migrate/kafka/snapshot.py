@@ -23,6 +23,7 @@ of the broker depends on the API versions it announces (see `compat`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
@@ -41,7 +42,7 @@ from migrate.batches import chunks
 from migrate.errors import KafkaUnavailable
 from migrate.kafka import compat, members
 from migrate.kafka.clocks import UNMEASURED, Lead
-from migrate.kafka.snapshot_log import COMMIT as COMMIT, read_log   # the kinds of rows
+from migrate.kafka.snapshot_log import COMMIT as COMMIT, commit_rows, read_log   # kinds
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.log_bounds import log_bounds
 from migrate.kafka.retry import RetryPolicy
@@ -177,7 +178,9 @@ class KafkaSnapshot:
             read = read_log(self.admin, self.features, listed if offsets_log else {},
                             unexplained, commit_clocks, evidence=commit_times,
                             registered=registered)
-            out.write_table(pa.Table.from_pylist(read.commit_rows, schema=schema))
+            rows_of = commit_rows(read)
+            while rows := list(itertools.islice(rows_of, PARTITION_CHUNK)):
+                out.write_table(pa.Table.from_pylist(rows, schema=schema))
             out.add_key_value_metadata({"empty_since": json.dumps(read.empty_since),
                                         "empty_since_unknown": read.empty_since_unknown or "",
                                         "clocks": json.dumps(read.lead.to_json(0.0))})

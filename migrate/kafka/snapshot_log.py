@@ -8,7 +8,7 @@ which the diff judges a takeover by: migrate/diff/judge.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from kafka.admin import KafkaAdminClient
 from migrate.kafka import takeover
 from migrate.kafka.clocks import UNMEASURED, Lead
 from migrate.kafka.compat import BrokerFeatures
+from migrate.kafka.group_log import GroupLog
 from migrate.kafka.members import IDLE_STATES
 from migrate.kafka.offsets_log import OffsetsLog, Unreadable
 
@@ -34,7 +35,7 @@ class LogRead:
     empty_since_unknown: str | None = None
     commit_clocks: dict[str, list[tuple[int, int | None]]] = field(default_factory=dict)
     commit_clocks_unknown: str | None = None
-    commit_rows: list[dict[str, Any]] = field(default_factory=list)
+    asked: dict[str, GroupLog] = field(default_factory=dict)   # the groups of the commit rows
     lead: Lead = UNMEASURED
 
 
@@ -77,15 +78,19 @@ def read_log(admin: KafkaAdminClient, features: BrokerFeatures, listed: Mapping[
         found.empty_since_unknown = (f"{missing} group(s) have no state timestamp in "
                                      f"__consumer_offsets (a record older than Kafka 2.1, or none)")
     found.commit_clocks = {g: sorted(set(groups[g].commits)) for g in idle if groups[g].commits}
-    for name in sorted(asked):
-        group = groups[name]
+    found.asked = {name: groups[name] for name in sorted(asked)}
+    return found
+
+
+def commit_rows(read: LogRead) -> Iterator[dict[str, Any]]:
+    """The snapshot's `commit` rows of the groups asked about, one at a time (a million of them
+    are never all rows at once): each value's record, its time and who made it."""
+    for name, group in read.asked.items():
         for key in sorted(group.keys):
             commit = group.committed(key)
             if commit is None:
                 continue
             by, who = takeover.committer(commit, None, watching=False)
-            found.commit_rows.append({"kind": COMMIT, "group": name, "topic": key[0],
-                                      "partition": key[1], "committed_offset": commit.offset,
-                                      "commit_ms": commit.commit_ms, "commit_by": by,
-                                      "commit_who": who})
-    return found
+            yield {"kind": COMMIT, "group": name, "topic": key[0], "partition": key[1],
+                   "committed_offset": commit.offset, "commit_ms": commit.commit_ms,
+                   "commit_by": by, "commit_who": who}

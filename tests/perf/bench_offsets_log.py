@@ -282,6 +282,7 @@ def child_log(bootstrap: str, prefix: str, groups: int, partitions: int, budget:
         reader.follow(names)
         why = reader.read(budget)
         seconds = time.perf_counter() - t0
+        peak_read = _status_mib("VmHWM")   # the reader's, before this check builds a Commit per offset
         whole = sum(1 for g in names
                     if sum(1 for k in reader.groups[g].keys if reader.groups[g].committed(k)) == partitions)
         by_member = sum(1 for g in names for k in reader.groups[g].keys
@@ -290,7 +291,7 @@ def child_log(bootstrap: str, prefix: str, groups: int, partitions: int, budget:
         admin.close()
     return {"seconds": seconds, "why": why, "groups_whole": whole, "member_commits": by_member,
             "records_applied": reader.records, "ok": why is None and whole == groups,
-            "rss_before_mib": rss_before, "peak_rss_mib": _status_mib("VmHWM")}
+            "rss_before_mib": rss_before, "peak_rss_mib": peak_read, "checked_peak_rss_mib": _status_mib("VmHWM")}
 
 
 def child_consumer(bootstrap: str, prefix: str, groups: int, budget: float) -> dict:
