@@ -148,7 +148,7 @@ def plan(settings: Settings, command: str) -> Plan:
         try:
             # The diff says when offsets already in Kafka expire; the other commands do not
             # spend a read of __consumer_offsets on it.
-            kafka = KafkaSnapshot(admin).write(
+            kafka = KafkaSnapshot(admin, connection=settings.connection).write(
                 state.kafka_snapshot(run), [renamed.get(g, g) for g in names.groups], topics,
                 topic_selected, commit_clocks=command == "diff", registered=reached.registered)
         finally:

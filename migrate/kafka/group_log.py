@@ -12,12 +12,12 @@ partition is named, and a commit of a partition no member was assigned is not a 
 
 from __future__ import annotations
 
+import struct
 from typing import NamedTuple
 
 from migrate.kafka.group_records import (ABORT, CONSUMER_GROUP_MEMBER, CONSUMER_GROUP_METADATA,
-                                         GROUP_METADATA, OFFSET_KEYS, GroupMetadata,
-                                         Key, Member, commit_clock, commit_value, group_metadata,
-                                         marker,
+                                         GROUP_METADATA, OFFSET_KEYS, GroupMetadata, Key, Member,
+                                         commit_clock, commit_value, group_metadata, marker,
                                          member_key, member_value, offset_key)
 from migrate.kafka.record_batches import Batch
 
@@ -37,6 +37,7 @@ class Membership(NamedTuple):
 
 NO_MEMBER = Membership(0, None, "", None, None)
 NOW = object()   # a commit applied as it is read: the group as it stands
+UNREADABLE = (struct.error, IndexError, UnicodeDecodeError)   # bytes shorter than their fields
 
 
 class Commit(NamedTuple):
@@ -104,16 +105,22 @@ class GroupLog:
 
     def watch(self, key: bytes, value: bytes) -> None:
         """A commit made during the watch."""
-        found = commit_value(value)
+        try:
+            found, at = commit_value(value), offset_key(key)[1:]
+        except UNREADABLE:
+            return
         if found is not None:
-            at = offset_key(key)[1:]
             seen = self.watched.get(at)
             self.watched[at] = (Watched(1, found.offset, found.offset) if seen is None else
                                 Watched(seen.count + 1, seen.first, found.offset))
 
     def group_record(self, value: bytes | None) -> None:
-        """A classic group metadata record (None: the group deleted)."""
-        self.metadata = group_metadata(value) if value is not None else None
+        """A classic group metadata record (None: the group deleted; one that cannot be read
+        leaves no member shown, so no commit after it passes for a member's)."""
+        try:
+            self.metadata = group_metadata(value) if value is not None else None
+        except UNREADABLE:
+            self.metadata = None
         self._now()
 
     def kip848_group(self, value: bytes | None) -> None:
@@ -128,7 +135,10 @@ class GroupLog:
         if value is None:
             self.members848.pop(member_id, None)
         else:
-            self.members848[member_id] = member_value(member_id, value)
+            try:
+                self.members848[member_id] = member_value(member_id, value)
+            except UNREADABLE:
+                self.members848[member_id] = Member(member_id, "", "", None)
         self._now()
 
     def _now(self) -> None:
@@ -166,7 +176,10 @@ class GroupLog:
             return None
         cached = self._decoded.get(raw)
         if cached is None or cached[0] != held[0]:
-            found = commit_value(held[1])
+            try:
+                found = commit_value(held[1])
+            except UNREADABLE:
+                found = None                     # a value that cannot be read dates nothing
             cached = self._decoded[raw] = (held[0], None if found is None else Commit(
                 *found, log_offset=held[0], by=membership(held[2], key)))
         return cached[1]
@@ -175,13 +188,21 @@ class GroupLog:
     def commits(self) -> tuple[tuple[int, int | None], ...]:
         """The distinct (commit ms, expire ms or None) of its partitions' values: its retention
         clocks (one commit request stamps all its partitions alike: a group has few)."""
-        clocks = {commit_clock(held[1]) for held in self.raw.values()}
+        clocks = set()
+        for held in self.raw.values():
+            try:
+                clocks.add(commit_clock(held[1]))
+            except UNREADABLE:
+                continue
         clocks.discard(None)
         return tuple(sorted(clocks))
 
     def _index(self) -> None:
         for raw in self.fresh:
-            self._keys[offset_key(raw)[1:]] = raw
+            try:
+                self._keys[offset_key(raw)[1:]] = raw
+            except UNREADABLE:
+                continue                          # a key no partition can be told of
         self.fresh.clear()
 
 
@@ -251,4 +272,7 @@ class PartitionLog:
             elif kind == CONSUMER_GROUP_METADATA:
                 group.kip848_group(value)
             elif kind == CONSUMER_GROUP_MEMBER:
-                group.kip848_member(member_key(key)[1], value)
+                try:
+                    group.kip848_member(member_key(key)[1], value)
+                except UNREADABLE:
+                    continue

@@ -5,9 +5,10 @@ clocks of the brokers that stamped them.
 
 A group lives in one partition of the topic (Utils.abs(groupId.hashCode()) % partitions, as the
 coordinator picks it). Each partition followed is read from its start to its end as of the read,
-then, on the next read, from where it stopped: `sync` reads only what is new (a partition is read
-from its start again only when it must: a group newly followed there, or its position no longer
-in the log). The records are fetched raw (fetch_codec.py), sliced by record_batches.py, and only
+then, on the next read, from where it stopped: `sync` reads only what is new. A group followed
+late is read on its own from its partition's start up to where the partition stands (the others'
+state is kept); a partition is read from its start again only when its position is no longer in
+the log. The records are fetched raw (fetch_codec.py), sliced by record_batches.py, and only
 those of the followed groups applied, in log order, to each group's GroupLog (group_log.py).
 
 Transactions are resolved as the coordinator resolves them: a transactional offset commit is held
@@ -23,6 +24,7 @@ finish tells nothing.
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import time
 from collections.abc import Iterable
@@ -31,12 +33,16 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
+from migrate.connection import Connection
+from migrate.errors import WorkerFailed
 from migrate.kafka import _compat as lib
+from migrate.kafka.client import open_admin
 from migrate.kafka.clocks import Clocks
 from migrate.kafka.compat import BrokerFeatures
 from migrate.kafka.fetch_codec import FetchRequest, version_for
 from migrate.kafka.group_log import GroupLog, PartitionLog
 from migrate.kafka.log_bounds import log_bounds
+from migrate.kafka.offsets_shares import Answer, read_shares
 from migrate.kafka.record_batches import CorruptRecords, batches
 from migrate.kafka.retry import RetryPolicy
 
@@ -47,8 +53,13 @@ FETCH_API = 1
 PARTITION_BYTES = 8 << 20      # bytes a partition may give in one answer
 ANSWER_BYTES = 32 << 20        # bytes one answer may hold
 OUT_OF_RANGE, NOT_AUTHORIZED = 1, 29
-MOVED = {3, 5, 6, 74, 75, 76}  # unknown partition, no leader, not the leader, fenced/unknown epoch
+# Retried once the leaders are described again: unknown partition, no leader, not the leader, no
+# replica, storage error, fenced or unknown leader epoch, offset not available yet
+MOVED = {3, 5, 6, 9, 56, 74, 75, 78}
 ANSWER_WAIT = 30.0
+SHARED_RECORDS = 1_000_000   # records a first read must hold to be split over processes
+# Processes a large first read is split over: a core each (decoding is Python), four at most.
+READERS = max(1, min(os.cpu_count() or 1, 4))
 
 
 def partition_for(group: str, partitions: int) -> int:
@@ -82,8 +93,12 @@ class OffsetsLog:
     read stopped. Not thread-safe: one reader at a time (sync holds a lock around it)."""
 
     def __init__(self, admin: KafkaAdminClient, features: BrokerFeatures | None = None,
-                 policy: RetryPolicy | None = None, clocks: Clocks | None = None):
+                 policy: RetryPolicy | None = None, clocks: Clocks | None = None,
+                 connection: Connection | None = None, workers: int = READERS):
         self.admin = admin
+        # A large first read split over `workers` processes, each on a session of its own made
+        # from `connection` (offsets_shares.py); one reads in this process.
+        self.connection, self.workers = connection, workers
         self._features = features
         self.policy = policy or RetryPolicy()
         self.clocks = clocks or Clocks()
@@ -145,6 +160,16 @@ class OffsetsLog:
         for cursor in (*self._cursors.values(), *self._catch_up):
             cursor.log.watch_from = self._marks.get(cursor.partition)
 
+    def marks(self, marks: dict[int, int]) -> None:
+        """The watch's marks as another reader took them (a worker's, offsets_shares.py)."""
+        self._marks.update(marks)
+        for cursor in self._cursors.values():
+            cursor.log.watch_from = self._marks.get(cursor.partition)
+
+    def states(self) -> dict[int, tuple[int, dict, dict[str, GroupLog]]]:
+        """Each partition's position, open transactions and groups: what a worker sends back."""
+        return {p: (c.position, c.log.pending, c.log.groups) for p, c in self._cursors.items()}
+
     def group(self, name: str) -> GroupLog:
         return self.groups[name]
 
@@ -176,7 +201,8 @@ class OffsetsLog:
                     for producer, commits in cursor.log.pending.items():
                         held[producer] = commits + held.get(producer, [])
                 self._catch_up = [c for c in self._catch_up if c not in wave]
-            return self._read(list(self._cursors.values()), deadline)
+            why = self._shared(deadline)
+            return why or self._read(list(self._cursors.values()), deadline)
         except Unreadable as exc:
             return str(exc)
         except KafkaError as exc:
@@ -192,6 +218,7 @@ class OffsetsLog:
             for cursor in left:
                 by_leader.setdefault(self._leaders.get(cursor.partition, -1), []).append(cursor)
             if -1 in by_leader:
+                time.sleep(0.1)   # a leader being elected, or a broker coming back
                 self._describe(force=True)
                 if time.monotonic() > deadline:
                     return (f"{OFFSETS_TOPIC} partition(s) with no leader: "
@@ -220,6 +247,43 @@ class OffsetsLog:
                         left.append(done)       # restarted: read again from its start
             if left and time.monotonic() > deadline:
                 return self._unfinished(left)
+        return None
+
+    def _shared(self, deadline: float) -> str | None:
+        """The partitions not read yet, when they hold enough to pay for processes, read by
+        `workers` processes instead (offsets_shares.py); why that failed, or None."""
+        fresh = [c for c in self._cursors.values() if c.position == 0]
+        if self.workers < 2 or self.connection is None or len(fresh) < 2:
+            return None
+        tps = [TopicPartition(OFFSETS_TOPIC, c.partition) for c in fresh]
+        sizes = {tp.partition: b[1] - b[0] for tp, b in log_bounds(
+            self.admin, self.features, self.policy, tps).items() if not isinstance(b, str)}
+        if sum(sizes.values()) < SHARED_RECORDS:
+            return None
+        shares: list[list] = [[] for _ in range(min(self.workers, len(fresh)))]
+        loads = [0] * len(shares)
+        for cursor in sorted(fresh, key=lambda c: -sizes.get(c.partition, 0)):
+            k = loads.index(min(loads))             # the largest partitions first, to the least
+            loads[k] += sizes.get(cursor.partition, 0)
+            shares[k].append((cursor.partition, list(cursor.log.groups),
+                              self._marks.get(cursor.partition)))
+        log.info("reading %s records of %d partitions of %s over %d processes",
+                 f"{sum(sizes.values()):,}", len(fresh), OFFSETS_TOPIC, len(shares))
+        try:
+            answers = read_shares(read_share, self.connection, shares,
+                                  max(deadline - time.monotonic(), 1.0))
+        except WorkerFailed as exc:
+            return str(exc)
+        for answer in answers:
+            if answer.why is not None:
+                return answer.why
+            self.clocks.merge(answer.clocks)
+            self.records += answer.records
+            for p, (position, pending, groups) in answer.partitions.items():
+                cursor = self._cursors[p]
+                cursor.position, cursor.log = position, PartitionLog(groups, self._marks.get(p))
+                cursor.log.pending = pending
+                self.groups.update(groups)
         return None
 
     def _unfinished(self, left: list[_Cursor]) -> str:
@@ -304,3 +368,23 @@ def read_groups(admin: KafkaAdminClient, groups: Iterable[str],
         return {}, str(exc)
     why = reader.read(budget)
     return ({} if why else dict(reader.groups)), why
+
+
+def read_share(pipe, connection: Connection, share: list, budget: float) -> None:
+    """A worker process's share of a first read (offsets_shares.py): its partitions read from
+    their start on a session of its own; its Answer down `pipe`."""
+    admin = open_admin(connection, client_id="zk2kafka-offsets-reader")
+    try:
+        reader = OffsetsLog(admin)
+        reader.follow(name for _, names, _ in share for name in names)
+        reader.marks({p: mark for p, _, mark in share if mark is not None})
+        why = reader.read(budget)
+        answer = Answer(why, clocks=reader.clocks, records=reader.records)
+        if why is None:
+            answer.partitions = reader.states()
+        pipe.send(answer)
+    except Exception as exc:  # noqa: BLE001 - said to the command, whose read then stops
+        pipe.send(Answer(f"a reader process of {OFFSETS_TOPIC} failed: "
+                         f"{type(exc).__name__}: {exc}"))
+    finally:
+        admin.close()

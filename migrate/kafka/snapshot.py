@@ -39,6 +39,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from migrate.batches import chunks
+from migrate.connection import Connection
 from migrate.errors import KafkaUnavailable
 from migrate.kafka import compat, members
 from migrate.kafka.clocks import UNMEASURED, Lead
@@ -111,8 +112,10 @@ class _Retention(NamedTuple):
 class KafkaSnapshot:
     """Reads group state, committed offsets and log bounds for given groups and topics."""
 
-    def __init__(self, admin: KafkaAdminClient, policy: RetryPolicy | None = None):
+    def __init__(self, admin: KafkaAdminClient, policy: RetryPolicy | None = None,
+                 connection: Connection | None = None):
         self.admin = admin
+        self.connection = connection   # a large read of __consumer_offsets split over processes
         self.policy = policy or RetryPolicy()
         self.features = compat.BrokerFeatures.of(admin)
 
@@ -177,7 +180,7 @@ class KafkaSnapshot:
                                        if named_run(row["metadata"]) is None)
             read = read_log(self.admin, self.features, listed if offsets_log else {},
                             unexplained, commit_clocks, evidence=commit_times,
-                            registered=registered)
+                            registered=registered, connection=self.connection)
             rows_of = commit_rows(read)
             while rows := list(itertools.islice(rows_of, PARTITION_CHUNK)):
                 out.write_table(pa.Table.from_pylist(rows, schema=schema))

@@ -14,6 +14,7 @@ from typing import Any
 
 from kafka.admin import KafkaAdminClient
 
+from migrate.connection import Connection
 from migrate.kafka import takeover
 from migrate.kafka.clocks import UNMEASURED, Lead
 from migrate.kafka.compat import BrokerFeatures
@@ -41,12 +42,12 @@ class LogRead:
 
 def read_log(admin: KafkaAdminClient, features: BrokerFeatures, listed: Mapping[str, dict],
              unexplained: set[str], commit_clocks: bool, evidence: bool = True,
-             registered: Sequence = ()) -> LogRead:
+             registered: Sequence = (), connection: Connection | None = None) -> LogRead:
     """One read of `__consumer_offsets` for `listed` groups (ListGroups' answers): the Empty
     consumer groups' clocks (2.1+), the commit clocks of the idle groups that expire by commit
     time (when `commit_clocks`), and the commits of the `unexplained` groups (when `evidence`).
     The lead of Kafka's clock over ZooKeeper's is measured by the records read and the brokers'
-    `registered` registrations."""
+    `registered` registrations. `connection`: a large read split over processes (offsets_log)."""
     by_commit = features.at_least(2, 1) is False     # before 2.1 every offset expires by commit
     empty = sorted(g for g, info in listed.items()
                    if not by_commit and info.get("group_state") == "Empty"
@@ -54,7 +55,7 @@ def read_log(admin: KafkaAdminClient, features: BrokerFeatures, listed: Mapping[
     idle = sorted(g for g, info in listed.items() if info.get("group_state") in IDLE_STATES
                   and g not in empty) if commit_clocks else []
     asked = set(unexplained if evidence else ()) & set(listed)
-    reader = OffsetsLog(admin, features)
+    reader = OffsetsLog(admin, features, connection=connection)
     for r in registered:
         reader.clocks.broker_registered(r.broker, r.timestamp_ms, r.ctime_ms)
     if not (empty or idle or asked):

@@ -34,7 +34,8 @@ from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.kafka.snapshot import ASSIGNED, GROUP, IDLE_STATES, OFFSET, PARTITION, KafkaSnapshot
 from migrate.options import exact_duration, flag
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
-from migrate.ready.evidence import READ_BUDGET, Reading, follow, groups_found, lead, with_log
+from migrate.ready.evidence import (READ_BUDGET, Reading, follow, groups_found, lead, mark,
+                                   with_log)
 from migrate.ready.expiry import HeldGroup, expiring
 from migrate.ready.own import own_differences
 from migrate import group_map
@@ -103,14 +104,14 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
                  searched.listed, len(searched.trees),
                  f"; {searched.cut_short}" if searched.cut_short else "")
         watch = WriteWatch(client, group_of=lambda path: _group_of(reader.root, path))
-        offsets_log = OffsetsLog(admin)
+        offsets_log = OffsetsLog(admin, connection=settings.connection)
         unreadable = follow(offsets_log, mapping, {r["group"] for r in first},
                             groups_found(searched))
         started = time.time()
         armed = watch.arm([r["path"] for r in first if r["mzxid"] is not None],
                           _directories(reader, first))
         if unreadable is None:
-            offsets_log.mark_watch()   # a commit past here in __consumer_offsets came during it
+            unreadable = mark(offsets_log)   # a commit past here in __consumer_offsets: during it
         log.info("ready-for-kraft %s: watching %d znodes of %d groups under %s for writes for "
                  "%s (--quiet-for)", run, armed, len({r["group"] for r in first}), source,
                  exact_duration(settings.quiet_for))

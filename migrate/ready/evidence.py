@@ -8,6 +8,8 @@ import threading
 import time
 from collections.abc import Iterable
 
+from kafka.errors import KafkaError
+
 from migrate import group_map
 from migrate.errors import MigrateError
 from migrate.kafka.clocks import Clocks, Lead
@@ -31,6 +33,15 @@ def follow(offsets_log: OffsetsLog, mapping: group_map.GroupMap, groups: set[str
         offsets_log.follow({renamed.get(g, g) for g in groups} | elsewhere)
     except Unreadable as exc:
         return str(exc)
+    return None
+
+
+def mark(offsets_log: OffsetsLog) -> str | None:
+    """The watch's start in __consumer_offsets; why it could not be marked (or None)."""
+    try:
+        offsets_log.mark_watch()
+    except (Unreadable, KafkaError, MigrateError) as exc:
+        return f"could not mark the watch's start in __consumer_offsets: {exc}"
     return None
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
+from migrate.connection import Connection
 from migrate.kafka.clocks import Lead
 from migrate.kafka.compat import BrokerFeatures
 from migrate.kafka.group_log import GroupLog
@@ -37,8 +38,9 @@ class FollowedLog:
 
     def __init__(self, admin: KafkaAdminClient, features: BrokerFeatures | None = None,
                  writer: KafkaOffsetWriter | None = None, metadata: str = "",
-                 registered: Iterable[Registration] = ()):
-        self.log = OffsetsLog(admin, features)
+                 registered: Iterable[Registration] = (), connection: Connection | None = None):
+        # `connection`: its first read, of every followed partition, split over processes
+        self.log = OffsetsLog(admin, features, connection=connection)
         for r in registered:   # the brokers' registrations in ZooKeeper (migrate/zk/brokers.py)
             self.log.clocks.broker_registered(r.broker, r.timestamp_ms, r.ctime_ms)
         self.writer, self.metadata = writer, metadata

@@ -90,7 +90,7 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
 
     writer = KafkaOffsetWriter(admin, policy, options.parallelism)
     followed = FollowedLog(admin, features, writer, metadata,
-                           registrations(client, _cluster_id(admin, features)))
+                           registrations(client, _cluster_id(admin, features)), options.connection)
     followed.start_watch()
 
     def commit_evidence(groups: list[str]):

@@ -104,3 +104,32 @@ def test_the_brokers_clock_is_bounded_by_what_is_read(kafka_admin, prefix, topic
     (bound,) = reader.clocks.brokers_lo.values()
     # This host's clock is the broker's: a record stamped at most as late as it was read.
     assert before - time.time() - 1 <= bound.seconds <= 0.5, bound
+
+
+def test_a_first_read_split_over_processes_gives_what_one_process_reads(cluster, kafka_admin, prefix, topic,
+                                                                        monkeypatch, caplog):
+    from migrate.connection import Connection
+    from migrate.kafka import offsets_log
+
+    groups = [f"{prefix}shared{i}" for i in range(12)]
+    for i, group in enumerate(groups):
+        commit(kafka_admin, group, topic, i)
+        commit(kafka_admin, group, topic, 100 + i)
+    alone = OffsetsLog(kafka_admin, workers=1)
+    alone.follow(groups)
+    alone.mark_watch()
+    assert alone.read(60) is None
+    monkeypatch.setattr(offsets_log, "SHARED_RECORDS", 1)   # split even this small first read
+    shared = OffsetsLog(kafka_admin, connection=Connection(bootstrap_server=cluster.bootstrap_server), workers=2)
+    shared.follow(groups)
+    shared.mark_watch()
+    with caplog.at_level("INFO", logger="migrate.kafka.offsets_log"):
+        assert shared.read(120) is None
+    assert " partitions of __consumer_offsets over 2 processes" in caplog.text
+    assert shared.records == alone.records and shared.clocks.brokers_lo
+    for group in groups:
+        assert shared.group(group).committed((topic, 0)) == alone.group(group).committed((topic, 0))
+    commit(kafka_admin, groups[0], topic, 7)                 # read on in this process, from where they stopped
+    assert shared.read(60) is None
+    assert shared.group(groups[0]).committed((topic, 0)).offset == 7
+    assert shared.group(groups[0]).watched[(topic, 0)] == (1, 7, 7)

@@ -62,6 +62,8 @@ from bench_migrate import TOOL_JVM_OPTS, TOOLS_LOG4J
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from migrate.kafka.offsets_log import READERS
+
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()
 CONSOLE_MAIN = "org.apache.kafka.tools.consumer.ConsoleConsumer"
@@ -267,18 +269,20 @@ def transactional_commits(bootstrap: str, topic: str, groups: list[str], partiti
 
 # ------------------------------------------------------------------------------------------------ the children
 
-def child_log(bootstrap: str, prefix: str, groups: int, partitions: int, budget: float) -> dict:
-    """OffsetsLog over every group, timed around follow and read; every group's every partition must be dated."""
+def child_log(bootstrap: str, prefix: str, groups: int, partitions: int, budget: float, readers: int) -> dict:
+    """OffsetsLog over every group, timed around follow and read, its first read split over `readers` processes;
+    every group's every partition must be dated."""
     from migrate.connection import Connection
     from migrate.kafka.client import open_admin
     from migrate.kafka.offsets_log import OffsetsLog
 
     names = [group_name(prefix, i) for i in range(groups)]
-    admin = open_admin(Connection(bootstrap_server=bootstrap), client_id="zk2kafka-bench-log")
+    connection = Connection(bootstrap_server=bootstrap)
+    admin = open_admin(connection, client_id="zk2kafka-bench-log")
     try:
         rss_before = _status_mib("VmRSS")
         t0 = time.perf_counter()
-        reader = OffsetsLog(admin)
+        reader = OffsetsLog(admin, connection=connection, workers=readers)
         reader.follow(names)
         why = reader.read(budget)
         seconds = time.perf_counter() - t0
@@ -485,6 +489,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--batch", type=int, default=1000, help="groups per commit_many call while seeding")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds before a child is killed")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    ap.add_argument("--readers", type=int, nargs="+", default=[1, READERS],
+                    help="time OffsetsLog's first read split over each of these numbers of processes")
     ap.add_argument("--child", choices=("log", "consumer", "snapshot"), help=argparse.SUPPRESS)
     ap.add_argument("--prefix", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
@@ -492,7 +498,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     if args.child:
         if args.child == "log":
-            result = child_log(args.bootstrap_server, args.prefix, args.groups, args.partitions, args.budget)
+            result = child_log(args.bootstrap_server, args.prefix, args.groups, args.partitions, args.budget,
+                               args.readers[0])
         elif args.child == "consumer":
             result = child_consumer(args.bootstrap_server, args.prefix, args.groups, args.budget)
         else:
@@ -546,9 +553,11 @@ def main(argv: list[str] | None = None) -> dict:
         child = [sys.executable, str(Path(__file__).resolve()), "--bootstrap-server", bootstrap, "--prefix", prefix,
                  "--groups", str(args.groups), "--partitions", str(args.partitions), "--budget", str(args.budget),
                  "--topic", topic, "--work", str(work)]
-        _say("OffsetsLog, every group:")
-        rows.append(time_child(f"OffsetsLog, all {args.groups:,} groups", [*child, "--child", "log"], args.runs,
-                               args.timeout, records))
+        for readers in dict.fromkeys(args.readers):
+            _say(f"OffsetsLog, every group, {readers} process(es):")
+            rows.append(time_child(f"OffsetsLog, all {args.groups:,} groups, {readers} process(es)",
+                                   [*child, "--child", "log", "--readers", str(readers)], args.runs, args.timeout,
+                                   records))
         if not args.skip_console:
             _say("console consumer with the offsets formatter:")
             rows.append(time_console(bootstrap, jars, work, args.runs, args.timeout, records, args.transactions))

@@ -84,7 +84,7 @@ def test_offsets_log_benchmark_reads_every_groups_evidence(cluster, zk_chroot, t
     figures = bench_offsets_log.main(["--bootstrap-server", cluster.bootstrap_server, "--zookeeper", zk_chroot,
                                       "--groups", "12", "--partitions", "3", "--rounds", "2", "--members", "2",
                                       "--transactions", "2", "--zk-partitions", "2", "--skip-consumer",
-                                      "--json", str(out)])
+                                      "--readers", "1", "--json", str(out)])
     assert figures["ok"], figures
     log, console, gate, snapshot = figures["methods"]
     assert log["runs"][0]["groups_whole"] == 12 and log["runs"][0]["member_commits"] == 2 * 3

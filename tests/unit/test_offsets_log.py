@@ -205,3 +205,15 @@ def test_a_fetch_request_and_answer_of_each_version():
         body += struct.pack(">i", 1) + r.string("__consumer_offsets") + struct.pack(">i", 1) + part
         error, (found,) = fetch_codec.decode_answer(version, body)
         assert error == 0 and found == (3, 0, 99, 0 if version >= 5 else -1, b"abc")
+
+
+def test_records_that_cannot_be_read_date_nothing_and_show_no_member():
+    groups = {"g": GroupLog("g")}
+    log = PartitionLog(groups, watch_from=0)
+    apply(log, [(r.group_key("g"), r.group_value(1, [("m-1", {"t": [0]})])[:12])], 0)   # cut short
+    apply(log, [(r.offset_key("g", "t", 0), r.commit_value(5, T0)[:6])], 1)              # cut short
+    apply(log, [commit("g", 1, 7)], 2)
+    g = groups["g"]
+    assert g.metadata is None and g.committed(("t", 0)) is None
+    assert g.committed(("t", 1)).by.members == 0 and g.commits == ((T0, None),)
+    assert ("t", 0) not in g.watched and g.watched[("t", 1)] == (1, 7, 7)
