@@ -12,6 +12,7 @@ partition is named, and a commit of a partition no member was assigned is not a 
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import NamedTuple
 
@@ -181,7 +182,7 @@ class GroupLog:
             except UNREADABLE:
                 found = None                     # a value that cannot be read dates nothing
             cached = self._decoded[raw] = (held[0], None if found is None else Commit(
-                *found, log_offset=held[0], by=membership(held[2], key)))
+                found[0], found[1], found[2], found[3], held[0], membership(held[2], key)))
         return cached[1]
 
     @property
@@ -208,9 +209,11 @@ class GroupLog:
 
 def membership(state: object, key: Key) -> Membership:
     """The group as `state` (GroupLog.state's answer) shows it, for a commit of `key`."""
+    if state is None:
+        return NO_MEMBER
     if isinstance(state, GroupMetadata):
         if not state.members:
-            return Membership(0, state.generation, state.protocol_type, None, None)
+            return _empty(state)
         told = [m for m in state.members if m.assigned is not None]
         holder = next((m for m in told if key in m.assigned), None)
         covered = None if len(told) < len(state.members) and holder is None else holder is not None
@@ -219,6 +222,12 @@ def membership(state: object, key: Key) -> Membership:
     if isinstance(state, tuple) and state:
         return Membership(len(state), None, "consumer", None, None)
     return NO_MEMBER
+
+
+@functools.lru_cache(maxsize=1024)
+def _empty(state: GroupMetadata) -> Membership:
+    """An Empty group's record, as every commit made under it sees it (one object for them all)."""
+    return Membership(0, state.generation, state.protocol_type, None, None)
 
 
 class PartitionLog:

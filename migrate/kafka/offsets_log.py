@@ -50,8 +50,10 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 FETCH_API = 1
-PARTITION_BYTES = 8 << 20      # bytes a partition may give in one answer
-ANSWER_BYTES = 32 << 20        # bytes one answer may hold
+# Bytes one partition may give, and one answer may hold: an answer is cut from its bytes on
+# kafka-python's IO thread, which should not be held up for more than a few hundredths of a second.
+PARTITION_BYTES = 4 << 20
+ANSWER_BYTES = 8 << 20
 OUT_OF_RANGE, NOT_AUTHORIZED = 1, 29
 # Retried once the leaders are described again: unknown partition, no leader, not the leader, no
 # replica, storage error, fenced or unknown leader epoch, offset not available yet
