@@ -260,25 +260,28 @@ def clocks(found: dict | None) -> list[str]:
     margin in force and what measured it; nothing where the run judged no takeover."""
     if not found:
         return []
-    bounds = []
+
+    def ahead(bound: dict | None, which: str) -> list[str]:
+        seconds = round(bound["seconds"], 1) + 0.0 if bound else None   # no -0.0
+        return [f"{which} {seconds:+.1f}s ({bound['by']})"] if bound else []
+
+    said = []
     for broker, b in sorted(found["kafka"].items()):
-        said = [f"{w} {b[k]['seconds']:+.1f}s ({b[k]['by']})" for k, w in
-                (("ahead_at_least", "at least"), ("ahead_at_most", "at most")) if b.get(k)]
-        if b.get("ahead_of_zookeeper_at_least"):
-            lead = b["ahead_of_zookeeper_at_least"]
-            said.append(f"ahead of ZooKeeper's at least {lead['seconds']:+.1f}s ({lead['by']})")
-        bounds.append(f"broker {broker} " + ", ".join(said))
+        of_host = ahead(b.get("ahead_at_least"), "at least") + ahead(b.get("ahead_at_most"),
+                                                                     "at most")
+        of_zk = ahead(b.get("ahead_of_zookeeper_at_least"), "at least")
+        said.append(f"broker {broker} ahead by " + " and ".join(of_host or ["?"])
+                    + (f", and of ZooKeeper's clock by {of_zk[0]}" if of_zk else ""))
     zk = found["zookeeper"]
-    said = [f"{w} {zk[k]['seconds']:+.1f}s ({zk[k]['by']})" for k, w in
-            (("ahead_at_least", "at least"), ("ahead_at_most", "at most")) if zk.get(k)]
-    if said:
-        bounds.append("ZooKeeper " + ", ".join(said))
-    measured = ("; ahead of this host's clock: " + "; ".join(bounds)) if bounds else ""
+    of_host = ahead(zk.get("ahead_at_least"), "at least") + ahead(zk.get("ahead_at_most"),
+                                                                  "at most")
+    if of_host:
+        said.append("ZooKeeper ahead by " + " and ".join(of_host))
     tail = ("; nothing bounded Kafka's lead from above: the margin is assumed on that side"
             if found["assumed"] else "")
     return [f"clocks: the takeover's margin {found['effective_margin']:g}s (--clock-margin "
-            f"{found['margin']:g}s widened by the lead of Kafka's clock over ZooKeeper's "
-            f"measured){measured}{tail}"]
+            f"{found['margin']:g}s widened by Kafka's lead over ZooKeeper, as measured against "
+            f"this host's clock: {'; '.join(said) or 'nothing measured'}){tail}"]
 
 
 def plan_clocks(sm: dict[str, Any]) -> list[str]:
