@@ -112,8 +112,9 @@ class Lead(NamedTuple):
 
     def widened(self, margin: float) -> float:
         """The margin a commit must be newer than ZooKeeper's write by: `margin` on top of the
-        measured lead (its upper bound where measured, else its lower), never below `margin`."""
-        lead = self.hi if self.hi is not None else self.lo
+        measured lead (the larger of its bounds: a registration's lower bound may be older than
+        a commit's upper one), never below `margin`."""
+        lead = max((x for x in (self.hi, self.lo) if x is not None), default=None)
         return float(math.ceil(margin + lead)) if lead is not None and lead > 0 else margin
 
     @property
