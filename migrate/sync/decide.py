@@ -109,6 +109,11 @@ def decide(names: list[str], groups: Mapping[str, GroupState],
             theirs = set(authorship.foreign(name, held, list(wanted), group.mirrored))
             if len(theirs) < len(wanted):
                 todo.renewals[name] = {k: o for k, o in wanted.items() if k not in theirs}
+    # ZooKeeper's clock from every change the pass read (each written before the reads were done)
+    latest = max((zk.mtime for name in names for zk in groups[name].offsets.values()
+                  if zk.mtime is not None), default=None)
+    if latest is not None:
+        judging.zookeeper_read(latest, judging.read_done)
     if suspects:
         _taken_over_or_differs(suspects, groups, committed, stop, judging)
     return todo
@@ -120,11 +125,6 @@ def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, 
     """Stop each group holding values zk2kafka did not write: taken over where the rule finds a
     new consumer's commit of every one of them, else differs. A group whose records are still
     being read is left as it is, to be judged again (it is not written meanwhile)."""
-    # ZooKeeper's clock, from the suspects' znodes: each was written before this pass's reads.
-    latest = max((zk.mtime for name in suspects for zk in groups[name].offsets.values()
-                  if zk.mtime is not None), default=None)
-    if latest is not None:
-        judging.zookeeper_read(latest, judging.read_done)
     logs, why = judging.evidence(sorted(suspects))
     if why == BUSY:
         return

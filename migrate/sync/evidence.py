@@ -88,9 +88,9 @@ class FollowedLog:
             return self.log.clocks.lead()
 
     def zookeeper_read(self, mtime_s: float, read_done: float) -> None:
-        """A znode stamped `mtime_s` by ZooKeeper, read by `read_done`."""
-        with self.lock:
-            self.log.clocks.zk_seen(int(mtime_s * 1000), read_done)
+        """A znode stamped `mtime_s` by ZooKeeper, read by `read_done`. Without the lock: a pass
+        does not wait for a read under way for it (one bound replaced by another, whole)."""
+        self.log.clocks.zk_seen(int(mtime_s * 1000), read_done)
 
     def _own_commits(self, read_started: float) -> None:
         """Each followed group's newest record this sync wrote, against when its latest commit was
