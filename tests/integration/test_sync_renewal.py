@@ -14,7 +14,7 @@ import threading
 
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
-from migrate.kafka.group_clock import read_clocks
+from migrate.kafka.offsets_log import read_groups
 from migrate.settings import load_settings
 from migrate.sync.sessions import FollowOptions, make_follower
 from migrate.zk.client import close, connect
@@ -24,9 +24,9 @@ from support.wait import wait_for
 
 
 def commit_times(kafka_admin, group: str) -> list[int]:
-    clocks, why = read_clocks(kafka_admin, [group])
+    clocks, why = read_groups(kafka_admin, [group])
     assert why is None, why
-    return sorted(c.commit_ms for c in clocks[group].commits) if group in clocks else []
+    return sorted(commit_ms for commit_ms, _ in clocks[group].commits) if group in clocks else []
 
 
 def test_sync_renews_the_unchanged_offsets_of_a_group_nobody_consumes(cluster, zk, zk_chroot,
