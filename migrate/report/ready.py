@@ -72,9 +72,9 @@ def text(data: Data) -> str:
             f"offsets behind in ZooKeeper"]) + f" (watched {watched} for writes; exit 3)"]
     lines += _covered(data)
     lines += ph.renamed(data.get("group_map"))
-    lines += ph.clocks(data.get("clocks"))
     if data.get("short_watch"):
         lines.append(f"warning: {data['short_watch']}")
+    lines += ph.clocks(data.get("clocks"))
     lines += expiry(data)   # information after the verdict; what the verdict asks comes last
     if bad:
         lines.append("")

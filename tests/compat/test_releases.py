@@ -90,18 +90,39 @@ def commit_kafka_offsets(bootstrap: str, group: str, offsets: dict[int, int]) ->
 
 
 def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
-    """What the takeover rule reads from this release's __consumer_offsets (migrate/kafka/offsets_log.py): when
-    each of the group's offsets was committed (minutes ago at most), by whom (zk2kafka's migrate from outside, or
-    the release's new consumer as a member assigned the partition), and its protocol type (`consumer`)."""
+    """What the takeover rule reads from this release's __consumer_offsets (migrate/kafka/offsets_log.py), in the
+    record versions this release's broker writes: each of the group's offsets with its commit time (minutes ago at
+    most), made from outside by zk2kafka's migrate (no member then), and the group's metadata records (the release's
+    new consumer joined it: protocol type `consumer`); then a consumer that joins a group of its own and commits
+    every partition, whose commits read as a member's, assigned each partition."""
     import time
 
+    from kafka import KafkaConsumer, TopicPartition
     from kafka.admin import KafkaAdminClient
+    from kafka.errors import RebalanceInProgressError
+    from kafka.structs import OffsetAndMetadata
 
     from migrate.kafka.offsets_log import read_groups
 
+    member_group = f"{group}-member"
+    consumer = KafkaConsumer(TOPIC, group_id=member_group, bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+            if len(consumer.assignment()) == len(partitions):
+                try:
+                    consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(1, "", -1) for p in partitions})
+                    break
+                except RebalanceInProgressError:   # a rebalance still settling: poll on
+                    continue
+        else:
+            raise AssertionError(f"{member_group}: no member commit within 60s")
+    finally:
+        consumer.close()
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-compat")
     try:
-        logs, why = read_groups(admin, [group])
+        logs, why = read_groups(admin, [group, member_group])
     finally:
         admin.close()
     assert why is None and group in logs, why
@@ -109,19 +130,14 @@ def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
     commits = {key: found.committed(key) for key in found.keys}
     assert set(commits) == {(TOPIC, p) for p in partitions}, commits
     assert all(0 <= time.time() - c.commit_ms / 1000 < 3600 for c in commits.values()), commits
-    assert found.protocol_type == "consumer", found.metadata
-    # Each value is zk2kafka's commit, made from outside the group (no member then), or the release's own consumer's
-    # commit as a member of its group, assigned the partition: the group's metadata records, in the version this
-    # release writes, read in log order with its commits.
-    by_member = 0
-    for key, c in commits.items():
-        if c.metadata.startswith("zk2kafka migrate "):
-            assert c.by.members == 0, (key, c.by)
-        else:
-            assert c.by.members >= 1 and c.by.generation is not None and c.by.covered, (key, c.by)
-            assert key in c.by.member.assigned, (key, c.by)
-            by_member += 1
-    assert by_member, commits
+    assert all(c.metadata.startswith("zk2kafka migrate ") and c.by.members == 0 for c in commits.values()), commits
+    assert found.protocol_type == "consumer" and found.metadata.generation >= 1, found.metadata
+    member = logs[member_group]
+    for key in ((TOPIC, p) for p in partitions):
+        c = member.committed(key)
+        assert c is not None and c.by.members == 1 and c.by.generation >= 1 and c.by.covered, (key, c)
+        assert key in c.by.member.assigned, (key, c.by)
+    assert member.empty_since is None or member.metadata.members == ()   # it left: Empty (2.1+) or its last record
 
 
 def log_positions(bootstrap: str, topic: str) -> dict[str, tuple[int, int]]:
