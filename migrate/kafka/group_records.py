@@ -104,20 +104,7 @@ def commit_value(value: bytes) -> CommitValue | None:
     if version > 4:
         return None
     offset = _q.unpack_from(value, 2)[0]
-    at = 10 if version < 3 else 14                       # past the offset (and leader epoch)
-    if version == 4:                                     # compact string: varint length + 1
-        n, shift = 0, 0
-        while True:
-            b = value[at]
-            at += 1
-            n |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-        length = max(n - 1, 0)
-    else:
-        length = max(_h.unpack_from(value, at)[0], 0)
-        at += 2
+    at, length = _metadata_span(value, version)
     metadata = value[at:at + length].decode("utf-8")
     at += length
     commit = _q.unpack_from(value, at)[0]
@@ -130,9 +117,18 @@ def commit_clock(value: bytes) -> tuple[int, int | None] | None:
     its bytes (the retention clocks of a million offsets); None for a version this does not
     know."""
     version = (value[0] << 8) | value[1]
-    at = 10 if version < 3 else 14                       # version, offset (, leader epoch)
     if version > 4:
         return None
+    at, length = _metadata_span(value, version)
+    at += length
+    commit = _q.unpack_from(value, at)[0]
+    expire = _q.unpack_from(value, at + 8)[0] if version == 1 else -1
+    return commit, expire if expire >= 0 else None
+
+
+def _metadata_span(value: bytes, version: int) -> tuple[int, int]:
+    """Where an OffsetCommitValue's metadata string starts, and its length."""
+    at = 10 if version < 3 else 14                       # version, offset (, leader epoch)
     if version == 4:                                     # compact string: varint length + 1
         n, shift = 0, 0
         while True:
@@ -142,12 +138,8 @@ def commit_clock(value: bytes) -> tuple[int, int | None] | None:
             if b < 0x80:
                 break
             shift += 7
-        at += max(n - 1, 0)
-    else:
-        at += 2 + max(_h.unpack_from(value, at)[0], 0)
-    commit = _q.unpack_from(value, at)[0]
-    expire = _q.unpack_from(value, at + 8)[0] if version == 1 else -1
-    return commit, expire if expire >= 0 else None
+        return at, max(n - 1, 0)
+    return at + 2, max(_h.unpack_from(value, at)[0], 0)
 
 
 def group_metadata(value: bytes) -> GroupMetadata | None:
