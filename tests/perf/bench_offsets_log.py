@@ -28,7 +28,9 @@ Then each read, `--runs` times, each in a child process of its own (its peak RSS
   wrote its value (checked against OffsetFetch for the members' and transactions' groups);
 - Kafka's `kafka-console-consumer.sh --formatter OffsetsMessageFormatter` over the whole topic (unless
   `--skip-console`): the strongest simple script an operator would write, in the JVM, with the JVM options of
-  kafka-run-class.sh, its output to a file; the whole command and the seconds from its first line out;
+  kafka-run-class.sh, its output to a file; the whole command and the seconds from its first line out (on a
+  cluster other clients share, their records make its count unreachable: it stops `--console-idle` seconds after
+  its last record and is timed to that record);
 - kafka-python's `KafkaConsumer` over the same partitions, records counted, nothing parsed (unless
   `--skip-consumer`): the floor of the Python client the reader used before;
 - `zk2kafka ready-for-kraft --quiet-for 1s` over every group (unless `--skip-gate`): the whole command, as an
@@ -98,21 +100,22 @@ def _status_mib(field: str, pid: str = "self") -> float | None:
 
 def _run_child(argv: list[str], timeout: float, stdout=subprocess.PIPE, first_output: Path | None = None
                ) -> tuple[int, str, str, float, float, float | None]:
-    """(exit code, stdout, stderr, wall seconds, peak RSS MiB from wait4, seconds to the first byte in
-    `first_output`); killed after `timeout` seconds."""
+    """(exit code, stdout, stderr, wall seconds, peak RSS MiB from wait4, seconds to the first and to the
+    last byte written to `first_output`); killed after `timeout` seconds."""
     start = time.perf_counter()
     child = subprocess.Popen(argv, cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
     killer = threading.Timer(timeout, lambda: os.killpg(child.pid, signal.SIGKILL))
     killer.start()
-    first = [None]
+    first, last, size = [None], [None], [0]
     watching = threading.Event()
 
-    def watch():   # when the output file first grows: the JVM started, joined and read its first batch
+    def watch():   # when the output file first grows (the JVM started, joined, read its first batch) and last
         while not watching.is_set():
-            if first_output.exists() and first_output.stat().st_size > 0:
-                first[0] = time.perf_counter() - start
-                return
+            grown = first_output.stat().st_size if first_output.exists() else 0
+            if grown > size[0]:
+                size[0], last[0] = grown, time.perf_counter() - start
+                first[0] = first[0] if first[0] is not None else last[0]
             watching.wait(0.05)
 
     watcher = threading.Thread(target=watch, daemon=True) if first_output else None
@@ -130,10 +133,10 @@ def _run_child(argv: list[str], timeout: float, stdout=subprocess.PIPE, first_ou
         killer.cancel()
         watching.set()
     seconds = time.perf_counter() - start
-    for r in readers:
+    for r in readers + ([watcher] if watcher else []):
         r.join()
     return (child.returncode, "".join(out_chunks), "".join(err_chunks), seconds,
-            round(usage.ru_maxrss / 1024, 1), first[0])
+            round(usage.ru_maxrss / 1024, 1), first[0], last[0])
 
 
 def _printed(path: Path) -> int:
@@ -369,7 +372,7 @@ def _records(bootstrap: str) -> int:
 def time_child(name: str, argv: list[str], runs: int, timeout: float, records: int) -> dict:
     row = {"method": name, "load_before": _load(), "runs": [], "error": None, "records": records}
     for _ in range(runs):
-        code, out, err, wall, maxrss, _ = _run_child(argv, timeout)
+        code, out, err, wall, maxrss, *_ = _run_child(argv, timeout)
         try:
             result = json.loads(out.strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -396,7 +399,7 @@ def time_gate(zookeeper: str, bootstrap: str, prefix: str, work: Path, runs: int
     row = {"method": "zk2kafka ready-for-kraft --quiet-for 1s, every group (the whole command)",
            "load_before": _load(), "runs": [], "error": None, "records": records}
     for _ in range(runs):
-        code, out, err, wall, maxrss, _ = _run_child(argv, timeout)
+        code, out, err, wall, maxrss, *_ = _run_child(argv, timeout)
         try:
             data = json.loads(out)
         except ValueError:
@@ -420,9 +423,11 @@ def time_gate(zookeeper: str, bootstrap: str, prefix: str, work: Path, runs: int
 
 
 def time_console(bootstrap: str, jars: list[Path], work: Path, runs: int, timeout: float, records: int,
-                 markers: int) -> dict:
+                 markers: int, idle: float) -> dict:
     """Kafka's console consumer with the offsets formatter over the whole of __consumer_offsets: every record
-    but the transactions' `markers`, which no consumer is given."""
+    but the transactions' `markers`, which no consumer is given. On a cluster other clients share, their
+    markers and compacted offsets make that count unreachable: the consumer then stops after `idle` seconds
+    with nothing new, and its time is taken to the last record it printed."""
     log4j = work / "tools-log4j.properties"
     log4j.write_text(TOOLS_LOG4J)
     row = {"method": "kafka-console-consumer.sh --formatter OffsetsMessageFormatter (JVM start included)",
@@ -432,18 +437,21 @@ def time_console(bootstrap: str, jars: list[Path], work: Path, runs: int, timeou
         argv = ["java", *TOOL_JVM_OPTS, f"-Dlog4j.configuration=file:{log4j}", "-cp", os.pathsep.join(map(str, jars)),
                 CONSOLE_MAIN, "--bootstrap-server", bootstrap, "--topic", OFFSETS_TOPIC, "--from-beginning",
                 "--formatter", FORMATTER, "--max-messages", str(records - markers),
-                "--timeout-ms", str(int(timeout * 1000)),
+                "--timeout-ms", str(int(idle * 1000)),
                 "--consumer-property", "enable.auto.commit=false"]
         with open(out, "w") as sink:
-            code, _, err, wall, maxrss, first = _run_child(argv, timeout, stdout=sink, first_output=out)
+            code, _, err, wall, maxrss, first, last = _run_child(argv, timeout, stdout=sink, first_output=out)
         printed = _printed(out)
         out.unlink()
         ok = code == 0 and printed > 0
-        result = {"seconds": wall, "from_first_line_s": None if first is None else round(wall - first, 2),
-                  "records_seen": printed, "ok": ok, "exit_code": code, "peak_rss_mib": maxrss,
-                  "why": None if ok else f"exit {code}: {err.strip()[-500:]}"}
+        idled = printed < records - markers and last is not None
+        seconds = last if idled else wall
+        result = {"seconds": seconds, "from_first_line_s": None if first is None else round(seconds - first, 2),
+                  "records_seen": printed, "ended": "idle" if idled else "count", "ok": ok, "exit_code": code,
+                  "peak_rss_mib": maxrss, "why": None if ok else f"exit {code}: {err.strip()[-500:]}"}
         row["runs"].append(result)
-        _say(f"  console consumer: {wall:.2f}s, {printed:,} offset commits printed, ok={ok}")
+        _say(f"  console consumer: {seconds:.2f}s, {printed:,} offset commits printed, ok={ok}"
+             + (f" (stopped {idle:g}s after its last record: the topic holds other clients' records)" if idled else ""))
         if not ok:
             row["error"] = result["why"]
             break
@@ -488,6 +496,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--in-flight", type=int, default=32, help="commits in flight while seeding")
     ap.add_argument("--batch", type=int, default=1000, help="groups per commit_many call while seeding")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds before a child is killed")
+    ap.add_argument("--console-idle", type=float, default=30.0,
+                    help="seconds with no record before the console consumer stops short of its count")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     ap.add_argument("--readers", type=int, nargs="+", default=[1, READERS],
                     help="time OffsetsLog's first read split over each of these numbers of processes")
@@ -560,7 +570,8 @@ def main(argv: list[str] | None = None) -> dict:
                                    records))
         if not args.skip_console:
             _say("console consumer with the offsets formatter:")
-            rows.append(time_console(bootstrap, jars, work, args.runs, args.timeout, records, args.transactions))
+            rows.append(time_console(bootstrap, jars, work, args.runs, args.timeout, records, args.transactions,
+                                     args.console_idle))
         if not args.skip_consumer:
             _say("kafka-python consumer, no parsing:")
             rows.append(time_child("kafka-python KafkaConsumer, the same partitions, no parsing",

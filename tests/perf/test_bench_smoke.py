@@ -84,7 +84,7 @@ def test_offsets_log_benchmark_reads_every_groups_evidence(cluster, zk_chroot, t
     figures = bench_offsets_log.main(["--bootstrap-server", cluster.bootstrap_server, "--zookeeper", zk_chroot,
                                       "--groups", "12", "--partitions", "3", "--rounds", "2", "--members", "2",
                                       "--transactions", "2", "--zk-partitions", "2", "--skip-consumer",
-                                      "--readers", "1", "--json", str(out)])
+                                      "--readers", "1", "--console-idle", "5", "--json", str(out)])
     assert figures["ok"], figures
     log, console, gate, snapshot = figures["methods"]
     assert log["runs"][0]["groups_whole"] == 12 and log["runs"][0]["member_commits"] == 2 * 3
@@ -98,6 +98,7 @@ def test_offsets_log_benchmark_reads_every_groups_evidence(cluster, zk_chroot, t
     assert figures["loop_before_s"] > 0 and figures["loop_after_s"] > 0
     assert json.loads(out.read_text()) == figures
     assert "| records/s (median) | peak RSS |" in capsys.readouterr().out
+
 
 def _scale_checks(figures: dict, offsets: int) -> None:
     scan, diff, migrate, verify = figures["steps"]
