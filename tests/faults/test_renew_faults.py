@@ -73,3 +73,4 @@ def test_a_renewal_kafka_does_not_answer_pages_and_clears_when_it_answers(stores
     assert renewing.returncode == 0, err
     assert "renewing the 6 offset(s) of 3 group(s) zk2kafka wrote, every 1m" in err, err
     assert not failed or ": a pass failed: " in err and "; trying again at " in err, err
+    assert case.kafka_state() == case.expected   # renewed as they were: no offset moved

@@ -58,6 +58,7 @@ import tempfile
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench_migrate import TOOL_JVM_OPTS, TOOLS_LOG4J
@@ -71,6 +72,7 @@ CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expa
 CONSOLE_MAIN = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
 OFFSETS_TOPIC = "__consumer_offsets"
+JOINING = 8   # groups joined at once by the members' consumers
 
 
 def group_name(prefix: str, i: int) -> str:
@@ -251,9 +253,12 @@ def join_and_commit(bootstrap: str, topic: str, groups: list[str], partitions: i
         finally:
             consumer.close()
 
-    for group in groups:
+    def one_group(group: str) -> None:
         if not any(commit_once(group) for _ in range(3)):
             raise RuntimeError(f"{group}: no member commit in 3 tries of 60s")
+
+    with ThreadPoolExecutor(JOINING) as pool:   # each group its own consumer: the joins wait on the broker
+        list(pool.map(one_group, groups))
 
 
 def transactional_commits(bootstrap: str, topic: str, groups: list[str], partitions: int) -> None:
