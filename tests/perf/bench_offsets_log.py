@@ -101,7 +101,7 @@ def _status_mib(field: str, pid: str = "self") -> float | None:
 
 
 def _run_child(argv: list[str], timeout: float, stdout=subprocess.PIPE, first_output: Path | None = None
-               ) -> tuple[int, str, str, float, float, float | None]:
+               ) -> tuple[int, str, str, float, float, float | None, float | None]:
     """(exit code, stdout, stderr, wall seconds, peak RSS MiB from wait4, seconds to the first and to the
     last byte written to `first_output`); killed after `timeout` seconds."""
     start = time.perf_counter()
