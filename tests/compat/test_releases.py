@@ -32,6 +32,7 @@ from release_tools import ReleaseTools
 
 from support.cli import zk2kafka_process
 from support.servers import CACHE_DIR
+from support.wait import wait_for
 
 TOPIC, PARTITIONS, MESSAGES, OLD_READS = "orders", 3, 600, 250
 # No name inside another, so a selection that matched by substring (as --group did before it became a
@@ -120,12 +121,18 @@ def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
             raise AssertionError(f"{member_group}: no member commit within 60s")
     finally:
         consumer.close()
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-compat")
-    try:
-        logs, why = read_groups(admin, [group, member_group])
-    finally:
-        admin.close()
-    assert why is None and group in logs, why
+
+    def read(groups: list[str]) -> dict:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zk2kafka-compat")
+        try:
+            found, why = read_groups(admin, groups)
+        finally:
+            admin.close()
+        assert why is None, why
+        return found
+
+    logs = read([group, member_group])
+    assert group in logs, logs
     found = logs[group]
     commits = {key: found.committed(key) for key in found.keys}
     assert set(commits) == {(TOPIC, p) for p in partitions}, commits
@@ -137,7 +144,9 @@ def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
         c = member.committed(key)
         assert c is not None and c.by.members == 1 and c.by.generation >= 1 and c.by.covered, (key, c)
         assert key in c.by.member.assigned, (key, c.by)
-    assert member.empty_since is None or member.metadata.members == ()   # it left: Empty (2.1+) or its last record
+    # It left: the coordinator records the group Empty (no member) once its LeaveGroup is through.
+    wait_for(f"{member_group}'s Empty metadata record", lambda: read([member_group])[member_group].metadata.members
+             == (), timeout=30, every=0.5)
 
 
 def log_positions(bootstrap: str, topic: str) -> dict[str, tuple[int, int]]:
