@@ -217,11 +217,17 @@ def membership(state: object, key: Key) -> Membership:
         told = [m for m in state.members if m.assigned is not None]
         holder = next((m for m in told if key in m.assigned), None)
         covered = None if len(told) < len(state.members) and holder is None else holder is not None
-        return Membership(len(state.members), state.generation, state.protocol_type, holder,
-                          covered)
+        return _held(state, holder, covered)
     if isinstance(state, tuple) and state:
         return Membership(len(state), None, "consumer", None, None)
     return NO_MEMBER
+
+
+@functools.lru_cache(maxsize=4096)
+def _held(state: GroupMetadata, holder: Member | None, covered: bool | None) -> Membership:
+    """A member's commit under `state`: one object for every commit its holder made then (a
+    million commits' evidence would otherwise be a million objects for the collector to walk)."""
+    return Membership(len(state.members), state.generation, state.protocol_type, holder, covered)
 
 
 @functools.lru_cache(maxsize=1024)
