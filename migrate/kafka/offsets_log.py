@@ -35,6 +35,7 @@ from kafka.errors import KafkaError
 
 from migrate.connection import Connection
 from migrate.errors import WorkerFailed
+from migrate.heap import collect_rarely
 from migrate.kafka import _compat as lib
 from migrate.kafka.client import open_admin
 from migrate.kafka.clocks import Clocks
@@ -375,6 +376,7 @@ def read_groups(admin: KafkaAdminClient, groups: Iterable[str],
 def read_share(pipe, connection: Connection, share: list, budget: float) -> None:
     """A worker process's share of a first read (offsets_shares.py): its partitions read from
     their start on a session of its own; its Answer down `pipe`."""
+    collect_rarely()   # a process that reads once, as the command that started it
     admin = open_admin(connection, client_id="zk2kafka-offsets-reader")
     try:
         reader = OffsetsLog(admin)

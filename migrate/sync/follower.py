@@ -37,6 +37,7 @@ from kazoo.client import KazooClient
 
 from migrate.diff.plan import Planned
 from migrate.group_map import GroupMap
+from migrate.heap import freeze_survivors, settle_heap
 from migrate.journal import journal as j
 from migrate.journal.authorship import Authorship, Held
 from migrate.kafka.snapshot import IDLE_STATES
@@ -47,8 +48,8 @@ from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.sync.outage import ZkOutage
 from migrate.sync.readiness import Readiness, journaled_zk_writes, note_moves
 from migrate.sync.renames import SyncRenames
-from migrate.sync.state import (GroupState, Sweep, SyncStatus, freeze_survivors, planned_row,
-                                  settle_heap, show_offsets, status_line, write_status)
+from migrate.sync.state import (GroupState, Sweep, SyncStatus, planned_row, show_offsets,
+                                status_line, write_status)
 from migrate.sync.watch import GroupWatches
 from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader

@@ -4,7 +4,6 @@ figures (logged every interval, written to sync-status.json, read by the metrics
 from __future__ import annotations
 
 import calendar
-import gc
 import json
 import math
 import time
@@ -148,32 +147,6 @@ def status_line(status: dict[str, Any]) -> str:
     if not stopped:
         return text
     return text + ": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:SHOWN])
-
-
-def settle_heap() -> None:
-    """Collect every cycle once, then freeze what is left out of Python's automatic collections.
-
-    At 10,000 groups a full collection walks millions of long-lived objects (the groups' state),
-    a 0.15-0.3 s pause every few seconds while changes stream in, straight into their latency.
-    Frozen, they are walked once a re-scan instead; unfrozen first, so that cycles that died among
-    them since are collected then.
-    """
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
-
-
-def freeze_survivors() -> None:
-    """Freeze what survived a pass, after collecting the young generations' cycles.
-
-    Each change replaces a group's state with new objects, and the old frozen ones die by their
-    count: within a minute of 1,000 changes a second the whole state is new and unfrozen again, and
-    the automatic full collections it brings back took 27 % of sync's CPU (gc.callbacks, 10,000
-    groups). Frozen a pass at a time, they are never walked; a cycle among them is collected at
-    the next re-scan (settle_heap).
-    """
-    gc.collect(1)
-    gc.freeze()
 
 
 def planned_row(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None) -> Planned:

@@ -65,6 +65,7 @@ from bench_migrate import TOOL_JVM_OPTS, TOOLS_LOG4J
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from migrate.heap import collect_rarely
 from migrate.kafka.offsets_log import READERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -284,6 +285,7 @@ def child_log(bootstrap: str, prefix: str, groups: int, partitions: int, budget:
     from migrate.kafka.client import open_admin
     from migrate.kafka.offsets_log import OffsetsLog
 
+    collect_rarely()   # as the commands that read it do (migrate/heap.py)
     names = [group_name(prefix, i) for i in range(groups)]
     connection = Connection(bootstrap_server=bootstrap)
     admin = open_admin(connection, client_id="zk2kafka-bench-log")
@@ -344,6 +346,7 @@ def child_snapshot(bootstrap: str, prefix: str, groups: int, partitions: int, to
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import COMMIT, KafkaSnapshot
 
+    collect_rarely()   # as the commands that read it do (migrate/heap.py)
     names = [group_name(prefix, i) for i in range(groups)]
     admin = open_admin(Connection(bootstrap_server=bootstrap), client_id="zk2kafka-bench-snapshot")
     path = Path(work) / f"kafka-{uuid.uuid4().hex[:6]}.parquet"
