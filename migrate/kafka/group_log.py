@@ -170,7 +170,8 @@ class GroupLog:
 
     def committed(self, key: Key) -> Commit | None:
         """The record that wrote the partition's value, as read; None when none was."""
-        self._index()
+        if self.fresh:
+            self._index()
         raw = self._keys.get(key)
         held = self.raw.get(raw) if raw is not None else None
         if held is None:
@@ -214,20 +215,30 @@ def membership(state: object, key: Key) -> Membership:
     if isinstance(state, GroupMetadata):
         if not state.members:
             return _empty(state)
-        told = [m for m in state.members if m.assigned is not None]
-        holder = next((m for m in told if key in m.assigned), None)
-        covered = None if len(told) < len(state.members) and holder is None else holder is not None
-        return _held(state, holder, covered)
+        held, unheld = _assignment(state)
+        return held.get(key, unheld)
     if isinstance(state, tuple) and state:
         return Membership(len(state), None, "consumer", None, None)
     return NO_MEMBER
 
 
-@functools.lru_cache(maxsize=4096)
-def _held(state: GroupMetadata, holder: Member | None, covered: bool | None) -> Membership:
-    """A member's commit under `state`: one object for every commit its holder made then (a
-    million commits' evidence would otherwise be a million objects for the collector to walk)."""
-    return Membership(len(state.members), state.generation, state.protocol_type, holder, covered)
+@functools.lru_cache(maxsize=256)
+def _assignment(state: GroupMetadata) -> tuple[dict[Key, Membership], Membership]:
+    """A group with members, as each commit made under it sees it: by partition, the first member
+    assigned it; and for a partition no member is assigned, whether that is known (every member's
+    assignment told) or not. One Membership per member, shared by the commits it made then (a
+    million commits' evidence would otherwise be a million objects, each looked up in every
+    assignment)."""
+    members, generation, protocol = len(state.members), state.generation, state.protocol_type
+    told = [m for m in state.members if m.assigned is not None]
+    held: dict[Key, Membership] = {}
+    for member in told:
+        evidence = Membership(members, generation, protocol, member, True)
+        for key in member.assigned:
+            held.setdefault(key, evidence)
+    unheld = Membership(members, generation, protocol, None,
+                        None if len(told) < members else False)
+    return held, unheld
 
 
 @functools.lru_cache(maxsize=1024)

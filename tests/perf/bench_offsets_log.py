@@ -498,6 +498,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--skip-consumer", action="store_true", help="no kafka-python consumer row")
     ap.add_argument("--skip-gate", action="store_true", help="no ready-for-kraft row")
     ap.add_argument("--skip-snapshot", action="store_true", help="no Kafka snapshot row")
+    ap.add_argument("--keep", action="store_true",
+                    help="leave the own sandbox running, seeded, to profile or time again against it")
     ap.add_argument("--broker-heap", default="4g", help="the own sandbox's broker heap (-Xmx)")
     ap.add_argument("--offsets-partitions", type=int, default=50,
                     help="the own sandbox's offsets.topic.num.partitions (Kafka's default: 50)")
@@ -544,7 +546,7 @@ def main(argv: list[str] | None = None) -> dict:
             from migrate.sandbox.cluster import LocalCluster
 
             t0 = time.perf_counter()
-            cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=True, broker_heap=args.broker_heap,
+            cluster = LocalCluster(work / "sandbox", CACHE_DIR, attached=not args.keep, broker_heap=args.broker_heap,
                                    zk_heap="1g", offsets_partitions=args.offsets_partitions)
             endpoints = cluster.start()
             bootstrap, zookeeper = endpoints.bootstrap_server, endpoints.zookeeper
@@ -592,8 +594,11 @@ def main(argv: list[str] | None = None) -> dict:
             rows.append(time_child(f"the diff's Kafka snapshot (KafkaSnapshot.write), all {args.groups:,} groups",
                                    [*child, "--child", "snapshot"], args.runs, args.timeout, records))
     finally:
-        if cluster is not None:
+        if cluster is not None and not args.keep:
             cluster.stop()
+        elif cluster is not None:
+            _say(f"kept: --bootstrap-server {bootstrap} --zookeeper {zookeeper}, groups {prefix}*, topic {topic}; "
+                 f"stop it with: zk2kafka sandbox down --state-dir {work}")
         figures["loop_after_s"] = host_loop()
         figures["uptime_after"] = _uptime()
     figures["methods"] = rows

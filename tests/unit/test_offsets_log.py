@@ -217,3 +217,33 @@ def test_records_that_cannot_be_read_date_nothing_and_show_no_member():
     assert g.metadata is None and g.committed(("t", 0)) is None
     assert g.committed(("t", 1)).by.members == 0 and g.commits == ((T0, None),)
     assert ("t", 0) not in g.watched and g.watched[("t", 1)] == (1, 7, 7)
+
+
+def _membership_as_read(state, key):
+    """The rule membership() applies, written plainly: the first member assigned the partition
+    holds it; a partition no member holds is known unheld only when every assignment is told."""
+    from migrate.kafka.group_log import Membership
+
+    told = [m for m in state.members if m.assigned is not None]
+    holder = next((m for m in told if key in m.assigned), None)
+    covered = None if len(told) < len(state.members) and holder is None else holder is not None
+    return Membership(len(state.members), state.generation, state.protocol_type, holder, covered)
+
+
+@pytest.mark.parametrize("assignments", [
+    [{("t", 0), ("t", 1)}, {("t", 2)}],              # every assignment told
+    [{("t", 0)}, None],                                # one untold
+    [None, None],                                      # none told (another protocol type)
+    [{("t", 0), ("t", 1)}, {("t", 1)}],                # a partition in two: the first holds it
+    [set(), {("u", 0)}],                               # an empty assignment
+])
+def test_a_commits_membership_is_the_first_member_assigned_its_partition(assignments):
+    from migrate.kafka.group_log import membership
+    from migrate.kafka.group_records import GroupMetadata, Member
+
+    members = tuple(Member(f"m{i}", f"c{i}", "/10.0.0.1", None if a is None else frozenset(a))
+                    for i, a in enumerate(assignments))
+    state = GroupMetadata("consumer", 7, 1_700_000_000_000, members)
+    for key in [("t", 0), ("t", 1), ("t", 2), ("t", 3), ("u", 0)]:
+        assert membership(state, key) == _membership_as_read(state, key), key
+    assert membership(state, ("t", 0)) is membership(state, ("t", 0))   # shared, not one per commit
