@@ -348,12 +348,14 @@ def child_snapshot(bootstrap: str, prefix: str, groups: int, partitions: int, to
 
     collect_rarely()   # as the commands that read it do (migrate/heap.py)
     names = [group_name(prefix, i) for i in range(groups)]
-    admin = open_admin(Connection(bootstrap_server=bootstrap), client_id="zk2kafka-bench-snapshot")
+    connection = Connection(bootstrap_server=bootstrap)
+    admin = open_admin(connection, client_id="zk2kafka-bench-snapshot")
     path = Path(work) / f"kafka-{uuid.uuid4().hex[:6]}.parquet"
     try:
         rss_before = _status_mib("VmRSS")
         t0 = time.perf_counter()
-        info = KafkaSnapshot(admin).write(path, names, [topic], commit_clocks=True)
+        # as the diff's pipeline asks it: a large read of __consumer_offsets split over processes
+        info = KafkaSnapshot(admin, connection=connection).write(path, names, [topic], commit_clocks=True)
         seconds = time.perf_counter() - t0
     finally:
         admin.close()
