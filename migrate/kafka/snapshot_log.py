@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from kafka.admin import KafkaAdminClient
 
@@ -83,15 +82,18 @@ def read_log(admin: KafkaAdminClient, features: BrokerFeatures, listed: Mapping[
     return found
 
 
-def commit_rows(read: LogRead) -> Iterator[dict[str, Any]]:
-    """The snapshot's `commit` rows of the groups asked about, one at a time (a million of them
-    are never all rows at once): each value's record, its time and who made it."""
+# The columns of a `commit` row, in the order commit_rows gives them
+COMMIT_COLUMNS = ("group", "topic", "partition", "committed_offset", "commit_ms", "commit_by",
+                  "commit_who")
+
+
+def commit_rows(read: LogRead) -> Iterator[tuple]:
+    """The snapshot's `commit` rows of the groups asked about (COMMIT_COLUMNS), one at a time (a
+    million of them are never all rows at once): each value's record, its time and who made it."""
     for name, group in read.asked.items():
         for key in sorted(group.keys):
             commit = group.committed(key)
             if commit is None:
                 continue
             by, who = takeover.committer(commit, None, watching=False)
-            yield {"kind": COMMIT, "group": name, "topic": key[0], "partition": key[1],
-                   "committed_offset": commit.offset, "commit_ms": commit.commit_ms,
-                   "commit_by": by, "commit_who": who}
+            yield name, key[0], key[1], commit.offset, commit.commit_ms, by, who
