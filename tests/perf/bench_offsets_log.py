@@ -42,7 +42,8 @@ Figures: records read (the end minus start offsets of the partitions read), seco
 the median, peak RSS; the host: cores, load average before and after each method, and the seconds a fixed Python
 loop of 10 million additions took before and after (docs/performance.md, "How to read these figures"). Prints
 Markdown tables; exits 1 when a method failed or did not give every offset its evidence. Bounded: every child is
-killed after --timeout seconds; the sandbox is stopped at the end, also on failure.
+killed after --timeout seconds; the sandbox is stopped at the end, also on failure (unless `--keep`: then it is
+left seeded, to profile or time again against).
 """
 
 from __future__ import annotations
