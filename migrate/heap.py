@@ -13,9 +13,9 @@ from __future__ import annotations
 import gc
 
 # Objects allocated (less freed) before the youngest generation is collected (CPython: 700), and
-# collections of each generation before the next older one is (10, 10). At 10,000 groups whose
-# consumers joined, the gate spent a quarter of its time in collections with the defaults
-# (docs/performance.md, "What the group metadata records add").
+# collections of each generation before the next older one is (10, 10). With the defaults, the
+# diff's Kafka snapshot of 2,000 groups whose consumers joined spent a third of its time in
+# collections (docs/performance.md, "What the group metadata records add").
 RARELY = (100_000, 50, 100)
 
 
