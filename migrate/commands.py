@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK, ConfigError
-from migrate.heap import collect_rarely
+from migrate.heap import collecting_rarely
 from migrate.options import MAP_COMMANDS, flag
 from migrate.report import text
 from migrate.result import Result
@@ -159,8 +159,13 @@ def status(settings: Settings, run_id: str | None = None) -> Result:
 def run(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     """Dispatch a parsed command line to its function."""
     _mapping_applies(command, settings)
-    if command not in SERVICES:
-        collect_rarely()
+    if command in SERVICES:
+        return _dispatch(command, settings, args)
+    with collecting_rarely():
+        return _dispatch(command, settings, args)
+
+
+def _dispatch(command: str, settings: Settings, args: dict[str, Any]) -> Result:
     if command == "sandbox":
         return _sandbox(settings, args)
     if command == "rollback":

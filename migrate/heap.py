@@ -3,14 +3,16 @@ long-lived objects (each offset's row, commit and evidence), which CPython's def
 walk again and again while they are built, and almost none of them is in a cycle: reference
 counting frees them.
 
-A command that runs once and exits collects rarely (collect_rarely). `sync`, which runs for days
-and replaces its state as changes stream in, keeps the defaults and freezes what survives instead
-(freeze_survivors, settle_heap).
+A command that runs once collects rarely while it runs (collecting_rarely). `sync`, which runs
+for days and replaces its state as changes stream in, keeps the defaults and freezes what survives
+instead (freeze_survivors, settle_heap).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import Iterator
 
 # Objects allocated (less freed) before the youngest generation is collected (CPython: 700), and
 # collections of each generation before the next older one is (10, 10). With the defaults, the
@@ -19,9 +21,16 @@ import gc
 RARELY = (100_000, 50, 100)
 
 
-def collect_rarely() -> None:
-    """Collect cyclic garbage rarely for the rest of this process: for a command that runs once."""
+@contextlib.contextmanager
+def collecting_rarely() -> Iterator[None]:
+    """Collect cyclic garbage rarely while a command that runs once runs; the thresholds as they
+    were afterwards (a test, or a harness, runs more commands in one process: a service too)."""
+    before = gc.get_threshold()
     gc.set_threshold(*RARELY)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def settle_heap() -> None:

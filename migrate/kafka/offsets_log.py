@@ -35,7 +35,7 @@ from kafka.errors import KafkaError
 
 from migrate.connection import Connection
 from migrate.errors import WorkerFailed
-from migrate.heap import collect_rarely
+from migrate.heap import collecting_rarely
 from migrate.kafka import _compat as lib
 from migrate.kafka.client import open_admin
 from migrate.kafka.clocks import Clocks
@@ -376,19 +376,19 @@ def read_groups(admin: KafkaAdminClient, groups: Iterable[str],
 def read_share(pipe, connection: Connection, share: list, budget: float) -> None:
     """A worker process's share of a first read (offsets_shares.py): its partitions read from
     their start on a session of its own; its Answer down `pipe`."""
-    collect_rarely()   # a process that reads once, as the command that started it
-    admin = open_admin(connection, client_id="zk2kafka-offsets-reader")
-    try:
-        reader = OffsetsLog(admin)
-        reader.follow(name for _, names, _ in share for name in names)
-        reader.marks({p: mark for p, _, mark in share if mark is not None})
-        why = reader.read(budget)
-        answer = Answer(why, clocks=reader.clocks, records=reader.records)
-        if why is None:
-            answer.partitions = reader.states()
-        pipe.send(answer)
-    except Exception as exc:  # noqa: BLE001 - said to the command, whose read then stops
-        pipe.send(Answer(f"a reader process of {OFFSETS_TOPIC} failed: "
-                         f"{type(exc).__name__}: {exc}"))
-    finally:
-        admin.close()
+    with collecting_rarely():   # a process that reads once, as the command that started it
+        admin = open_admin(connection, client_id="zk2kafka-offsets-reader")
+        try:
+            reader = OffsetsLog(admin)
+            reader.follow(name for _, names, _ in share for name in names)
+            reader.marks({p: mark for p, _, mark in share if mark is not None})
+            why = reader.read(budget)
+            answer = Answer(why, clocks=reader.clocks, records=reader.records)
+            if why is None:
+                answer.partitions = reader.states()
+            pipe.send(answer)
+        except Exception as exc:  # noqa: BLE001 - said to the command, whose read then stops
+            pipe.send(Answer(f"a reader process of {OFFSETS_TOPIC} failed: "
+                             f"{type(exc).__name__}: {exc}"))
+        finally:
+            admin.close()

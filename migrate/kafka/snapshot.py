@@ -117,11 +117,9 @@ OFFSET_COLUMNS = ("group", "topic", "partition", "committed_offset", "metadata")
 def _table(schema: pa.Schema, kind: str, columns: Sequence[str], rows: list[tuple]) -> pa.Table:
     """Rows of one kind as a table of `schema`, built column by column (a million rows as dicts
     took some 2 s to convert), the columns they do not give null."""
-    given = dict(zip(columns, zip(*rows))) if rows else {}
+    given = {"kind": [kind] * len(rows), **dict(zip(columns, zip(*rows)))}
     return pa.Table.from_pydict(
-        {field.name: [kind] * len(rows) if field.name == "kind" else
-         given.get(field.name, pa.nulls(len(rows), field.type)) for field in schema},
-        schema=schema)
+        {f.name: given.get(f.name) or pa.nulls(len(rows), f.type) for f in schema}, schema=schema)
 
 
 class KafkaSnapshot:

@@ -66,7 +66,7 @@ from bench_migrate import TOOL_JVM_OPTS, TOOLS_LOG4J
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from migrate.heap import collect_rarely
+from migrate.heap import collecting_rarely
 from migrate.kafka.offsets_log import READERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -286,7 +286,6 @@ def child_log(bootstrap: str, prefix: str, groups: int, partitions: int, budget:
     from migrate.kafka.client import open_admin
     from migrate.kafka.offsets_log import OffsetsLog
 
-    collect_rarely()   # as the commands that read it do (migrate/heap.py)
     names = [group_name(prefix, i) for i in range(groups)]
     connection = Connection(bootstrap_server=bootstrap)
     admin = open_admin(connection, client_id="zk2kafka-bench-log")
@@ -347,7 +346,6 @@ def child_snapshot(bootstrap: str, prefix: str, groups: int, partitions: int, to
     from migrate.kafka.client import open_admin
     from migrate.kafka.snapshot import COMMIT, KafkaSnapshot
 
-    collect_rarely()   # as the commands that read it do (migrate/heap.py)
     names = [group_name(prefix, i) for i in range(groups)]
     connection = Connection(bootstrap_server=bootstrap)
     admin = open_admin(connection, client_id="zk2kafka-bench-snapshot")
@@ -520,14 +518,15 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--work", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        if args.child == "log":
-            result = child_log(args.bootstrap_server, args.prefix, args.groups, args.partitions, args.budget,
-                               args.readers[0])
-        elif args.child == "consumer":
-            result = child_consumer(args.bootstrap_server, args.prefix, args.groups, args.budget)
-        else:
-            result = child_snapshot(args.bootstrap_server, args.prefix, args.groups, args.partitions, args.topic,
-                                    args.work)
+        with collecting_rarely():   # as the commands that read do (migrate/heap.py)
+            if args.child == "log":
+                result = child_log(args.bootstrap_server, args.prefix, args.groups, args.partitions, args.budget,
+                                   args.readers[0])
+            elif args.child == "consumer":
+                result = child_consumer(args.bootstrap_server, args.prefix, args.groups, args.budget)
+            else:
+                result = child_snapshot(args.bootstrap_server, args.prefix, args.groups, args.partitions,
+                                        args.topic, args.work)
         print(json.dumps(result))
         return result
     command = "python tests/perf/bench_offsets_log.py " + " ".join(sys.argv[1:] if argv is None else argv)

@@ -27,3 +27,4 @@ def test_a_command_that_runs_once_collects_rarely_and_a_service_keeps_the_defaul
     monkeypatch.setattr(commands, name, lambda settings: seen.append(gc.get_threshold()))
     commands.run(command, Settings(), {})
     assert seen == [expected]
+    assert gc.get_threshold() == (700, 10, 10)   # as they were: the next command in this process
