@@ -26,6 +26,13 @@ from migrate.sync.state import GroupState
 
 # (Kafka groups) -> ({Kafka group: its records}, why they could not be read or None)
 Evidence = Callable[[list[str]], tuple[Mapping[str, GroupLog], str | None]]
+# (groups) -> what Kafka holds of each now, or why it refused: the pass's OffsetFetch, asked again
+Committed = Callable[[list[str]], Mapping[str, Held | GroupRejected]]
+
+# Times Kafka's values and __consumer_offsets are read again where they disagree: a consumer
+# committing all along moves its value between the pass's OffsetFetch and its read of the log,
+# and each try reads both within milliseconds of each other.
+AGREE_TRIES = 3
 
 
 def no_evidence(groups: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
@@ -35,13 +42,15 @@ def no_evidence(groups: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
 
 class Judging(NamedTuple):
     """What one pass judges a takeover with: the evidence, asked by ZooKeeper group; the clock
-    margin in force (--clock-margin widened by the measured lead, `lead()`), and a hook told each
-    pass's latest znode mtime (ZooKeeper's clock, seconds) with the moment its reads were done."""
+    margin in force (--clock-margin widened by the measured lead, `lead()`), a hook told each
+    pass's latest znode mtime (ZooKeeper's clock, seconds) with the moment its reads were done,
+    and Kafka's values asked again by ZooKeeper group (None: not asked again)."""
 
     evidence: Callable[[list[str]], tuple[Mapping[str, GroupLog], str | None]]
     margin: Callable[[], float]
     zookeeper_read: Callable[[float, float], None]
     read_done: float
+    committed: Committed | None = None
 
 
 class Takeover(NamedTuple):
@@ -55,15 +64,16 @@ class Takeover(NamedTuple):
     zookeeper_read: Callable[[float, float], None] = lambda mtime, at: None
     log: FollowedLog | None = None
 
-    def watching(self, kafka_name: Callable[[str], str]) -> Judging:
+    def watching(self, kafka_name: Callable[[str], str],
+                 committed: Committed | None = None) -> Judging:
         """The pass's Judging (called once its ZooKeeper reads are done): the evidence asked by
-        ZooKeeper name through `kafka_name`."""
+        ZooKeeper name through `kafka_name`; `committed`: Kafka's values, by ZooKeeper name."""
         def asked(names: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
             kafka = {name: kafka_name(name) for name in names}
             found, why = self.evidence(sorted(set(kafka.values())))
             return {name: found[k] for name, k in kafka.items() if k in found}, why
         return Judging(asked, lambda: self.lead().widened(self.margin), self.zookeeper_read,
-                       time.time())
+                       time.time(), committed)
 
 
 class Commits(NamedTuple):
@@ -125,7 +135,7 @@ def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, 
     """Stop each group holding values zk2kafka did not write: taken over where the rule finds a
     new consumer's commit of every one of them, else differs. A group whose records are still
     being read is left as it is, to be judged again (it is not written meanwhile)."""
-    logs, why = judging.evidence(sorted(suspects))
+    logs, why, committed = _agreed(suspects, committed, judging)
     if why == BUSY:
         return
     margin = judging.margin()
@@ -143,3 +153,38 @@ def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, 
             stop(name, taken_over(foreign, held, wanted, findings), "taken_over")
         else:
             stop(name, differs(foreign, held, wanted, findings), "differs")
+
+
+def _agreed(suspects: dict[str, list[Key]], committed: Mapping[str, Held | GroupRejected],
+            judging: Judging) -> tuple[Mapping[str, GroupLog], str | None,
+                                       Mapping[str, Held | GroupRejected]]:
+    """The suspects' records, and Kafka's values to judge, read again where they disagree (the
+    newest commit record read holds another value than Kafka answered) until they agree, up to
+    AGREE_TRIES times: a value a consumer moved between the two reads is judged as it stands
+    now, by the record that wrote it. Kafka's values are asked first, then the log is read on:
+    the record of a value Kafka answered is in the log by then."""
+    logs, why = judging.evidence(sorted(suspects))
+    committed = dict(committed)
+    for _ in range(AGREE_TRIES):
+        moved = [name for name in suspects if why is None and judging.committed is not None
+                 and _disagree(logs.get(name), committed[name], suspects[name])]
+        if not moved:
+            break
+        again = judging.committed(moved)
+        for name in moved:
+            if not isinstance(again.get(name), Exception) and name in again:
+                committed[name] = {**committed[name], **again[name]}
+        read, why = judging.evidence(sorted(suspects))
+        logs = {**logs, **read}
+    return logs, why, committed
+
+
+def _disagree(group: GroupLog | None, held: Held | GroupRejected, keys: list[Key]) -> bool:
+    """Whether the newest commit record read of any of `keys` holds another value than Kafka's."""
+    if group is None or isinstance(held, Exception):
+        return False
+    for key in keys:
+        commit = group.committed(key)
+        if commit is not None and key in held and commit.offset != held[key][0]:
+            return True
+    return False

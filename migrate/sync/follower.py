@@ -234,7 +234,7 @@ class Follower:
             if not isinstance(committed[name], Exception):
                 self.groups[name].kafka = {key: held[0] for key, held in committed[name].items()}
         todo = decide(names, self.groups, committed, renew, self.authorship, self._stop,
-                      self.takeover.watching(self.renames.kafka_name))
+                      self.takeover.watching(self.renames.kafka_name, self.kafka.committed_many))
         done = self._commit(todo.changes, committed, renewal=False)
         self._commit(todo.renewals, committed, renewal=True)
         for name in names:

@@ -1,0 +1,79 @@
+"""sync's judgement of a group holding values zk2kafka did not write, when a consumer committing all along
+moves its value between the pass's OffsetFetch and its read of __consumer_offsets (pure: the two reads are
+stand-ins that answer in turn)."""
+
+from __future__ import annotations
+
+from migrate.journal.authorship import Authorship
+from migrate.kafka.group_log import NO_MEMBER, Commit, Watched
+from migrate.sync.decide import AGREE_TRIES, Judging, decide
+from migrate.sync.state import GroupState
+from migrate.sync.watch import ZkOffset
+
+KEY = ("orders", 0)
+ZK_WRITTEN = 1_000_000.0          # ZooKeeper's last write of the znode, seconds
+LATER = ZK_WRITTEN + 600          # ten minutes after it: past any margin
+
+
+class Log:
+    """A group's records of __consumer_offsets as a read left them: the newest commit of KEY and its watch."""
+
+    def __init__(self, offset: int, watched_from: int):
+        self.offset, self.watched_from = offset, watched_from
+
+    def committed(self, key):
+        return Commit(self.offset, "", int(LATER * 1000), None, 10 + self.offset, NO_MEMBER)
+
+    @property
+    def watched(self):
+        return {KEY: Watched(self.offset - self.watched_from + 1, self.watched_from, self.offset)}
+
+
+class Consumer:
+    """A client of no group committing one offset further between every two reads zk2kafka makes."""
+
+    def __init__(self, offset: int, stops_after: int | None = None):
+        self.offset, self.first, self.stops_after, self.reads = offset, offset, stops_after, 0
+
+    def _moves(self) -> None:
+        self.reads += 1
+        if self.stops_after is None or self.reads <= self.stops_after:
+            self.offset += 1
+
+    def fetch(self, names):                       # the OffsetFetch
+        self._moves()
+        return {name: {KEY: (self.offset, "")} for name in names}
+
+    def log(self, names):                         # the read of __consumer_offsets
+        self._moves()
+        return {name: Log(self.offset, self.first) for name in names}, None
+
+
+def judged(consumer: Consumer, committed: bool = True) -> tuple[dict, int]:
+    stopped = {}
+    group = GroupState(offsets={KEY: ZkOffset(5, "/consumers/g/offsets/orders/0", 1, "standard", ZK_WRITTEN)})
+    held = consumer.fetch(["g"])
+    judging = Judging(consumer.log, lambda: 60.0, lambda mtime, at: None, 0.0,
+                      consumer.fetch if committed else None)
+    decide(["g"], {"g": group}, held, frozenset(), Authorship(None, "zk2kafka sync R"),
+           lambda name, why, reason: stopped.update({name: (reason, why)}), judging)
+    return stopped["g"], consumer.reads
+
+
+def test_a_value_moved_between_the_two_reads_is_judged_as_it_stands_by_the_record_that_wrote_it():
+    (reason, why), reads = judged(Consumer(30, stops_after=3))
+    assert reason == "taken_over", why
+    assert "orders-0 = 33" in why and "by a client of no consumer group seen consuming" in why, why
+    assert reads == 4        # its OffsetFetch, a read that disagreed, one OffsetFetch and read more that agreed
+
+
+def test_reads_that_never_agree_are_asked_again_a_bounded_number_of_times_and_differ():
+    (reason, why), reads = judged(Consumer(30))
+    assert reason == "differs" and "the newest commit record read holds" in why, why
+    assert reads == 2 + 2 * AGREE_TRIES
+
+
+def test_without_kafkas_values_to_ask_again_a_disagreement_differs_at_once():
+    (reason, why), reads = judged(Consumer(30, stops_after=2), committed=False)
+    assert reason == "differs" and "the newest commit record read holds 32, not Kafka's 31" in why, why
+    assert reads == 2
