@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from migrate.kafka.group_log import Commit, GroupLog, Membership, Watched
@@ -57,6 +58,23 @@ class Seen(NamedTuple):
 
 
 NO_RECORD = "no commit record of it was read"
+
+# Times Kafka's values and __consumer_offsets are read again where they disagree: a consumer
+# committing all along moves its value between the read of Kafka's values and the read of the
+# log, and each try reads both within moments of each other.
+AGREE_TRIES = 3
+
+
+def disagree(group: GroupLog | None, held: Mapping[tuple[str, int], tuple], keys) -> bool:
+    """Whether the newest commit record read of any of `keys` holds another value than Kafka's
+    (`held`: key -> (offset, ...)); then both are to be read again (AGREE_TRIES)."""
+    if group is None:
+        return False
+    for key in keys:
+        commit = group.committed(key)
+        if commit is not None and key in held and commit.offset != held[key][0]:
+            return True
+    return False
 
 
 def seen(group: GroupLog | None, key: tuple[str, int], offset: int, why: str | None) -> Seen:

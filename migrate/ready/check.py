@@ -29,12 +29,14 @@ from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal, journaled_renames
 from migrate.kafka.offsets_log import OffsetsLog
-from migrate.kafka.client import open_admin
+from migrate.kafka import compat
+from migrate.kafka.client import fetch_committed, open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
+from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.snapshot import ASSIGNED, GROUP, IDLE_STATES, OFFSET, PARTITION, KafkaSnapshot
 from migrate.options import exact_duration, flag
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
-from migrate.ready.evidence import (READ_BUDGET, Reading, follow, groups_found, lead, mark,
+from migrate.ready.evidence import (READ_BUDGET, Reading, agreed, follow, groups_found, lead, mark,
                                    with_log)
 from migrate.ready.expiry import HeldGroup, expiring
 from migrate.ready.own import own_differences
@@ -147,6 +149,10 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     # when; when the idle groups' offsets expire; how far the brokers' clocks are from ours.
     idle = _idle(kafka_snapshot)
     clocks_unknown = unreadable or (early.finish(kafka) if early is not None else None)
+    if clocks_unknown is None:
+        with_log(kafka, offsets_log, None)
+        clocks_unknown = agreed(kafka, offsets_log, lambda moved: fetch_committed(
+            admin, RetryPolicy(), moved, read=compat.fetch_group_offsets).found)
     with_log(kafka, offsets_log, clocks_unknown)
     clocks = lead(offsets_log.clocks, registered, final, read_done)
     margin = clocks.widened(settings.clock_margin)

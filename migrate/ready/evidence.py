@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from kafka.errors import KafkaError
 
@@ -14,6 +14,7 @@ from migrate import group_map
 from migrate.errors import MigrateError
 from migrate.kafka.clocks import Clocks, Lead
 from migrate.kafka.offsets_log import OffsetsLog, Unreadable
+from migrate.kafka import takeover
 from migrate.kafka.takeover import NO_RECORD
 from migrate.ready.rules import KafkaGroup
 from migrate.zk.brokers import Registration
@@ -81,6 +82,30 @@ def with_log(kafka: dict[str, KafkaGroup], offsets_log: OffsetsLog, why: str | N
     for name, held in kafka.items():
         held.log = offsets_log.groups.get(name) if why is None else None
         held.clocks_unknown = why if why is not None or held.log is not None else NO_RECORD
+
+
+def agreed(kafka: dict[str, KafkaGroup], offsets_log: OffsetsLog,
+           ask: Callable[[list[str]], Mapping[str, object]], budget: float = 30.0) -> str | None:
+    """Where the newest commit record read of a value holds another value than Kafka answered
+    (a consumer committed between the Kafka snapshot and the end of the read), Kafka's values of
+    those groups asked again (`ask`) and the log read on, up to takeover.AGREE_TRIES times: the
+    value is judged as it stands now, by the record that wrote it. Why the read could not go on,
+    or None."""
+    for _ in range(takeover.AGREE_TRIES):
+        moved = [name for name, held in kafka.items()
+                 if takeover.disagree(held.log, held.offsets, held.offsets)]
+        if not moved:
+            return None
+        again = ask(moved)
+        for name in moved:
+            now = again.get(name)
+            if isinstance(now, Mapping):   # else refused: judged on the snapshot's value
+                held = kafka[name]
+                held.offsets.update({k: tuple(v) for k, v in now.items() if k in held.offsets})
+        why = offsets_log.read(budget)
+        if why is not None:
+            return why
+    return None
 
 
 def lead(clocks: Clocks, registered: list[Registration], final: list[dict],

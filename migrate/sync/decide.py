@@ -29,10 +29,6 @@ Evidence = Callable[[list[str]], tuple[Mapping[str, GroupLog], str | None]]
 # (groups) -> what Kafka holds of each now, or why it refused: the pass's OffsetFetch, asked again
 Committed = Callable[[list[str]], Mapping[str, Held | GroupRejected]]
 
-# Times Kafka's values and __consumer_offsets are read again where they disagree: a consumer
-# committing all along moves its value between the pass's OffsetFetch and its read of the log,
-# and each try reads both within milliseconds of each other.
-AGREE_TRIES = 3
 
 
 def no_evidence(groups: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
@@ -160,14 +156,15 @@ def _agreed(suspects: dict[str, list[Key]], committed: Mapping[str, Held | Group
                                        Mapping[str, Held | GroupRejected]]:
     """The suspects' records, and Kafka's values to judge, read again where they disagree (the
     newest commit record read holds another value than Kafka answered) until they agree, up to
-    AGREE_TRIES times: a value a consumer moved between the two reads is judged as it stands
-    now, by the record that wrote it. Kafka's values are asked first, then the log is read on:
-    the record of a value Kafka answered is in the log by then."""
+    takeover.AGREE_TRIES times: a value a consumer moved between the two reads is judged as it
+    stands now, by the record that wrote it. Kafka's values are asked first, then the log is
+    read on: the record of a value Kafka answered is in the log by then."""
     logs, why = judging.evidence(sorted(suspects))
     committed = dict(committed)
-    for _ in range(AGREE_TRIES):
+    for _ in range(takeover.AGREE_TRIES):
         moved = [name for name in suspects if why is None and judging.committed is not None
-                 and _disagree(logs.get(name), committed[name], suspects[name])]
+                 and not isinstance(committed[name], Exception)
+                 and takeover.disagree(logs.get(name), committed[name], suspects[name])]
         if not moved:
             break
         again = judging.committed(moved)
@@ -178,13 +175,3 @@ def _agreed(suspects: dict[str, list[Key]], committed: Mapping[str, Held | Group
         logs = {**logs, **read}
     return logs, why, committed
 
-
-def _disagree(group: GroupLog | None, held: Held | GroupRejected, keys: list[Key]) -> bool:
-    """Whether the newest commit record read of any of `keys` holds another value than Kafka's."""
-    if group is None or isinstance(held, Exception):
-        return False
-    for key in keys:
-        commit = group.committed(key)
-        if commit is not None and key in held and commit.offset != held[key][0]:
-            return True
-    return False

@@ -1,12 +1,15 @@
-"""sync's judgement of a group holding values zk2kafka did not write, when a consumer committing all along
-moves its value between the pass's OffsetFetch and its read of __consumer_offsets (pure: the two reads are
-stand-ins that answer in turn)."""
+"""The takeover judged when a consumer committing all along moves its value between the read of Kafka's values
+and the read of __consumer_offsets: sync's pass and the gate read both again where they disagree (pure: the two
+reads are stand-ins that answer in turn)."""
 
 from __future__ import annotations
 
 from migrate.journal.authorship import Authorship
 from migrate.kafka.group_log import NO_MEMBER, Commit, Watched
-from migrate.sync.decide import AGREE_TRIES, Judging, decide
+from migrate.kafka.takeover import AGREE_TRIES
+from migrate.ready.evidence import agreed
+from migrate.ready.rules import KafkaGroup
+from migrate.sync.decide import Judging, decide
 from migrate.sync.state import GroupState
 from migrate.sync.watch import ZkOffset
 
@@ -77,3 +80,17 @@ def test_without_kafkas_values_to_ask_again_a_disagreement_differs_at_once():
     (reason, why), reads = judged(Consumer(30, stops_after=2), committed=False)
     assert reason == "differs" and "the newest commit record read holds 32, not Kafka's 31" in why, why
     assert reads == 2
+
+
+def test_the_gate_asks_kafka_again_where_the_log_read_after_its_snapshot_holds_a_newer_value():
+    consumer = Consumer(30, stops_after=3)
+    kafka = {"g": KafkaGroup(offsets={KEY: consumer.fetch(["g"])["g"][KEY]})}
+
+    class OffsetsLog:                              # the gate's reader: read on, its groups' logs as they stand
+        def read(self, budget):
+            kafka["g"].log = consumer.log(["g"])[0]["g"]
+
+    OffsetsLog().read(1.0)
+    assert agreed(kafka, OffsetsLog(), consumer.fetch) is None
+    assert kafka["g"].offsets[KEY] == (33, "") and kafka["g"].log.committed(KEY).offset == 33
+    assert consumer.reads == 4
