@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 from migrate.kafka.group_records import (ABORT, CONSUMER_GROUP_MEMBER, CONSUMER_GROUP_METADATA,
                                          GROUP_METADATA, OFFSET_KEYS, GroupMetadata, Key, Member,
-                                         commit_clock, commit_value, group_metadata, marker,
-                                         member_key, member_value, offset_key)
+                                         commit_clock, commit_offset, commit_value, group_metadata,
+                                         marker, member_key, member_value, offset_key)
 from migrate.kafka.record_batches import Batch
 
 
@@ -185,6 +185,18 @@ class GroupLog:
             cached = self._decoded[raw] = (held[0], None if found is None else Commit(
                 found[0], found[1], found[2], found[3], held[0], membership(held[2], key)))
         return cached[1]
+
+    def newest_offset(self, key: Key) -> int | None:
+        """The value the partition's newest commit record read holds, read without the rest of
+        the record (a check of many values against Kafka's); None when none can be read."""
+        if self.fresh:
+            self._index()
+        raw = self._keys.get(key)
+        held = self.raw.get(raw) if raw is not None else None
+        try:
+            return commit_offset(held[1]) if held is not None else None
+        except UNREADABLE:
+            return None
 
     @property
     def commits(self) -> tuple[tuple[int, int | None], ...]:

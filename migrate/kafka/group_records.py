@@ -112,6 +112,12 @@ def commit_value(value: bytes) -> CommitValue | None:
     return CommitValue(offset, metadata, commit, expire if expire >= 0 else None)
 
 
+def commit_offset(value: bytes) -> int | None:
+    """The offset an OffsetCommitValue, v0 to v4, holds, read without the rest of it; None for a
+    version this does not know. Raises struct.error on bytes shorter than the field."""
+    return _q.unpack_from(value, 2)[0] if ((value[0] << 8) | value[1]) <= 4 else None
+
+
 def commit_clock(value: bytes) -> tuple[int, int | None] | None:
     """(commit ms, v1's expire ms or None) of an OffsetCommitValue, v0 to v4, read straight from
     its bytes (the retention clocks of a million offsets); None for a version this does not

@@ -180,9 +180,10 @@ class KafkaSnapshot:
             for chunk in chunks(sorted(listed), GROUP_CHUNK):
                 found, errors = self._committed(chunk)
                 offset_errors.update(errors)
-                rows = [(group, tp.topic, tp.partition, om.offset, om.metadata)
-                        for group, offsets in found.items() for tp, om in offsets.items()
-                        if topic_selected(tp.topic)]
+                rows = [(group, topic, partition, offset, metadata)
+                        for group, offsets in found.items()
+                        for (topic, partition), (offset, metadata) in offsets.items()
+                        if topic_selected(topic)]
                 out.write_table(_table(schema, OFFSET, OFFSET_COLUMNS, rows))
                 committed += len(rows)
                 all_topics.update(row[1] for row in rows)
@@ -262,7 +263,10 @@ class KafkaSnapshot:
         errors: dict[str, str] = {}
         for chunk in chunks(groups, GROUP_CHUNK):
             try:
-                found, refused = fetch_committed(self.admin, self.policy, chunk)
+                # on zk2kafka's own codec, as sync asks: {group: {(topic, p): (offset, meta)}}
+                found, refused = fetch_committed(self.admin, self.policy, chunk,
+                                                 features=self.features,
+                                                 read=compat.fetch_group_offsets)
             except KafkaError as exc:
                 raise KafkaUnavailable(f"fetch committed offsets: {exc}") from exc
             committed.update(found)

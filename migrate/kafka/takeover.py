@@ -71,8 +71,8 @@ def disagree(group: GroupLog | None, held: Mapping[tuple[str, int], tuple], keys
     if group is None:
         return False
     for key in keys:
-        commit = group.committed(key)
-        if commit is not None and key in held and commit.offset != held[key][0]:
+        newest = group.newest_offset(key)
+        if newest is not None and key in held and newest != held[key][0]:
             return True
     return False
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
@@ -117,7 +118,8 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
         log.info("ready-for-kraft %s: watching %d znodes of %d groups under %s for writes for "
                  "%s (--quiet-for)", run, armed, len({r["group"] for r in first}), source,
                  exact_duration(settings.quiet_for))
-        # __consumer_offsets is read while the watch waits; what the watch adds, after it.
+        # __consumer_offsets is read while the watch waits; what the watch adds, after it. (Not
+        # while the watches are armed too: on two cores that slowed both.)
         early = Reading(offsets_log, READ_BUDGET) if unreadable is None else None
         watch.wait(settings.quiet_for)
         ended = time.time()
@@ -137,7 +139,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     found_rows = [r for tree in searched.trees for r in tree.rows]
     # Refused here, with ZooKeeper read and before Kafka is: two groups meeting in one.
     renamed = mapping.resolve(groups)
-    kafka, partitions, kafka_snapshot = _kafka(
+    kafka, partitions, kafka_snapshot, idle = _kafka(
         admin, state, run, sorted({renamed.get(g, g) for g in groups}
                                   | {r["group"] for r in found_rows}), final + found_rows,
         {(renamed.get(r["group"], r["group"]), r["topic"], r["partition"]) for r in final}
@@ -147,7 +149,6 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     judged = {**kafka, **{old: kafka.get(new, KafkaGroup()) for old, new in renamed.items()}}
     # One read of __consumer_offsets: who committed the values a takeover is judged by, and
     # when; when the idle groups' offsets expire; how far the brokers' clocks are from ours.
-    idle = _idle(kafka_snapshot)
     clocks_unknown = unreadable or (early.finish(kafka) if early is not None else None)
     if clocks_unknown is None:
         with_log(kafka, offsets_log, None)
@@ -280,48 +281,41 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
            judged: set[tuple[str, str, int]]):
     """Kafka's side of `groups` (snapshotted into the state dir): per group (its state, members,
     the partitions assigned to them, its offsets of the `judged` (group, topic, partition) that
-    ZooKeeper holds), its every partition, and the snapshot's path."""
+    ZooKeeper holds), its every partition, the snapshot's path, and the groups it holds offsets
+    of with no member."""
     path = state.kafka_snapshot(run)
     # Its commit times are read with the expiry's clocks, in one read (_check).
     KafkaSnapshot(admin).write(path, groups, {r["topic"] for r in rows if r["topic"] is not None},
                                commit_times=False, offsets_log=False)
+    # A million offsets are picked and counted as Arrow columns, never all as Python rows.
+    table = pq.read_table(path, columns=["kind", "group", "topic", "partition",
+                                         "committed_offset", "metadata", "group_state",
+                                         "protocol_type", "members", "error"])
+    kind = table["kind"]
     kafka: dict[str, KafkaGroup] = {}
-    partitions = set()
-    # A batch at a time: a million offsets never all as Python rows at once.
-    rows_of = (row for batch in pq.ParquetFile(path).iter_batches(
-        batch_size=65_536, columns=["kind", "group", "topic", "partition", "committed_offset",
-                                    "metadata", "group_state", "protocol_type", "members",
-                                    "error"]) for row in batch.to_pylist())
-    for row in rows_of:
-        if row["kind"] == GROUP:
-            held = kafka.setdefault(row["group"], KafkaGroup())
-            held.state, held.refused = row["group_state"], row["error"]
-            held.members, held.protocol_type = row["members"] or 0, row["protocol_type"]
-        elif row["kind"] == ASSIGNED:
-            kafka.setdefault(row["group"], KafkaGroup()).assigned.add((row["topic"],
-                                                                       row["partition"]))
-        elif row["kind"] == OFFSET and (row["group"], row["topic"], row["partition"]) in judged:
-            kafka.setdefault(row["group"], KafkaGroup()).offsets[row["topic"], row["partition"]] = (
-                row["committed_offset"], row["metadata"])
-        elif row["kind"] == PARTITION:
-            partitions.add((row["topic"], row["partition"]))
-    return kafka, partitions, path
-
-
-def _idle(kafka_snapshot) -> list[HeldGroup]:
-    """The groups Kafka holds offsets of with no member, from the Kafka snapshot."""
-    table = pq.read_table(kafka_snapshot, columns=["kind", "group", "group_state",
-                                                   "protocol_type"])
-    offsets: dict[str, int] = {}
-    described = {}
-    for row in table.to_pylist():
-        if row["kind"] == OFFSET:
-            offsets[row["group"]] = offsets.get(row["group"], 0) + 1
-        elif row["kind"] == GROUP:
-            described[row["group"]] = row
-    return [HeldGroup(g, described[g]["group_state"], described[g]["protocol_type"], n)
-            for g, n in sorted(offsets.items())
-            if g in described and described[g]["group_state"] in IDLE_STATES]
+    for row in table.filter(pc.equal(kind, GROUP)).to_pylist():
+        held = kafka.setdefault(row["group"], KafkaGroup())
+        held.state, held.refused = row["group_state"], row["error"]
+        held.members, held.protocol_type = row["members"] or 0, row["protocol_type"]
+    described = dict(kafka)   # the groups Kafka described
+    for row in table.filter(pc.equal(kind, ASSIGNED)).to_pylist():
+        kafka.setdefault(row["group"], KafkaGroup()).assigned.add((row["topic"], row["partition"]))
+    partitions = {(r["topic"], r["partition"])
+                  for r in table.filter(pc.equal(kind, PARTITION)).to_pylist()}
+    offsets = table.filter(pc.equal(kind, OFFSET)).select(
+        ["group", "topic", "partition", "committed_offset", "metadata"])
+    asked = pa.table({name: pa.array(column, offsets.schema.field(name).type)
+                      for name, column in zip(("group", "topic", "partition"),
+                                              zip(*judged) if judged else ((), (), ()))})
+    for row in offsets.join(asked, ["group", "topic", "partition"],
+                            join_type="left semi").to_pylist():
+        kafka.setdefault(row["group"], KafkaGroup()).offsets[row["topic"], row["partition"]] = (
+            row["committed_offset"], row["metadata"])
+    counted = offsets.group_by("group").aggregate([("partition", "count")]).to_pydict()
+    idle = [HeldGroup(g, described[g].state, described[g].protocol_type, n)
+            for g, n in sorted(zip(counted["group"], counted["partition_count"]))
+            if g in described and described[g].state in IDLE_STATES]
+    return kafka, partitions, path, idle
 
 
 def _expiry(kafka_snapshot, zk_snapshot, held: list[HeldGroup], clocks, why: str | None,

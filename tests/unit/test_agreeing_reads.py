@@ -27,6 +27,9 @@ class Log:
     def committed(self, key):
         return Commit(self.offset, "", int(LATER * 1000), None, 10 + self.offset, NO_MEMBER)
 
+    def newest_offset(self, key):
+        return self.offset
+
     @property
     def watched(self):
         return {KEY: Watched(self.offset - self.watched_from + 1, self.watched_from, self.offset)}

@@ -156,6 +156,8 @@ def test_transactions_are_resolved_by_their_markers_as_the_coordinator_resolves_
     assert groups["g"].committed(("t", 2)).offset == 77
     apply(log, [commit("g", 3, 9)], 7, producer_id=9, transactional=True)         # still open: no commit
     assert groups["g"].committed(("t", 3)) is None
+    # the quick look at the newest record's value (the gate's and sync's check against Kafka's) agrees
+    assert [groups["g"].newest_offset(("t", p)) for p in range(4)] == [100, 30, 77, None]
 
 
 def test_commits_during_the_watch_are_counted_from_the_watchs_mark_in_the_log():
