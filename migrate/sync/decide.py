@@ -30,7 +30,6 @@ Evidence = Callable[[list[str]], tuple[Mapping[str, GroupLog], str | None]]
 Committed = Callable[[list[str]], Mapping[str, Held | GroupRejected]]
 
 
-
 def no_evidence(groups: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
     """Nothing read: every value zk2kafka did not write differs."""
     return {}, "not read"
