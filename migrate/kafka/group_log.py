@@ -170,10 +170,7 @@ class GroupLog:
 
     def committed(self, key: Key) -> Commit | None:
         """The record that wrote the partition's value, as read; None when none was."""
-        if self.fresh:
-            self._index()
-        raw = self._keys.get(key)
-        held = self.raw.get(raw) if raw is not None else None
+        raw, held = self._newest(key)
         if held is None:
             return None
         cached = self._decoded.get(raw)
@@ -189,14 +186,18 @@ class GroupLog:
     def newest_offset(self, key: Key) -> int | None:
         """The value the partition's newest commit record read holds, read without the rest of
         the record (a check of many values against Kafka's); None when none can be read."""
-        if self.fresh:
-            self._index()
-        raw = self._keys.get(key)
-        held = self.raw.get(raw) if raw is not None else None
+        held = self._newest(key)[1]
         try:
             return commit_offset(held[1]) if held is not None else None
         except UNREADABLE:
             return None
+
+    def _newest(self, key: Key) -> tuple[bytes | None, tuple | None]:
+        """The partition's key bytes and its newest commit as kept (None, None: none read)."""
+        if self.fresh:
+            self._index()
+        raw = self._keys.get(key)
+        return raw, self.raw.get(raw) if raw is not None else None
 
     @property
     def commits(self) -> tuple[tuple[int, int | None], ...]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from migrate.kafka.group_log import Commit, GroupLog, Membership, Watched
@@ -65,7 +65,8 @@ NO_RECORD = "no commit record of it was read"
 AGREE_TRIES = 3
 
 
-def disagree(group: GroupLog | None, held: Mapping[tuple[str, int], tuple], keys) -> bool:
+def disagree(group: GroupLog | None, held: Mapping[tuple[str, int], tuple],
+             keys: Iterable[tuple[str, int]]) -> bool:
     """Whether the newest commit record read of any of `keys` holds another value than Kafka's
     (`held`: key -> (offset, ...)); then both are to be read again (AGREE_TRIES)."""
     if group is None:

@@ -151,7 +151,6 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     # when; when the idle groups' offsets expire; how far the brokers' clocks are from ours.
     clocks_unknown = unreadable or (early.finish(kafka) if early is not None else None)
     if clocks_unknown is None:
-        with_log(kafka, offsets_log, None)
         clocks_unknown = agreed(kafka, offsets_log, lambda moved: fetch_committed(
             admin, RetryPolicy(), moved, read=compat.fetch_group_offsets).found)
     with_log(kafka, offsets_log, clocks_unknown)

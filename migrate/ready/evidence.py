@@ -4,6 +4,7 @@ Kafka's lead over ZooKeeper measured from what the run read (migrate/kafka/clock
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -19,6 +20,7 @@ from migrate.kafka.takeover import NO_RECORD
 from migrate.ready.rules import KafkaGroup
 from migrate.zk.brokers import Registration
 
+log = logging.getLogger(__name__)
 READ_BUDGET = 300.0   # seconds reading __consumer_offsets may take in all (docs/performance.md)
 
 
@@ -89,14 +91,24 @@ def agreed(kafka: dict[str, KafkaGroup], offsets_log: OffsetsLog,
     """Where the newest commit record read of a value holds another value than Kafka answered
     (a consumer committed between the Kafka snapshot and the end of the read), Kafka's values of
     those groups asked again (`ask`) and the log read on, up to takeover.AGREE_TRIES times: the
-    value is judged as it stands now, by the record that wrote it. Why the read could not go on,
-    or None."""
+    value is judged as it stands now, by the record that wrote it. A partition assigned to a
+    live member needs no record and is not asked about. Why the read could not go on, or None
+    (Kafka not answering again leaves the snapshot's values, judged as they are)."""
     for _ in range(takeover.AGREE_TRIES):
         moved = [name for name, held in kafka.items()
-                 if takeover.disagree(held.log, held.offsets, held.offsets)]
+                 if takeover.disagree(offsets_log.groups.get(name), held.offsets,
+                                      held.offsets.keys() - held.assigned)]
         if not moved:
             return None
-        again = ask(moved)
+        log.info("ready-for-kraft: %d group(s) committed while __consumer_offsets was read; "
+                 "their values are asked again and judged as they stand (the Kafka snapshot "
+                 "keeps the values it read)", len(moved))
+        try:
+            again = ask(moved)
+        except (KafkaError, MigrateError) as exc:
+            log.warning("ready-for-kraft: could not ask Kafka's values again (%s): judged on "
+                        "the snapshot's", exc)
+            return None
         for name in moved:
             now = again.get(name)
             if isinstance(now, Mapping):   # else refused: judged on the snapshot's value

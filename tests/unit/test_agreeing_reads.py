@@ -4,6 +4,8 @@ reads are stand-ins that answer in turn)."""
 
 from __future__ import annotations
 
+from kafka.errors import KafkaTimeoutError
+
 from migrate.journal.authorship import Authorship
 from migrate.kafka.group_log import NO_MEMBER, Commit, Watched
 from migrate.kafka.takeover import AGREE_TRIES
@@ -90,10 +92,39 @@ def test_the_gate_asks_kafka_again_where_the_log_read_after_its_snapshot_holds_a
     kafka = {"g": KafkaGroup(offsets={KEY: consumer.fetch(["g"])["g"][KEY]})}
 
     class OffsetsLog:                              # the gate's reader: read on, its groups' logs as they stand
-        def read(self, budget):
-            kafka["g"].log = consumer.log(["g"])[0]["g"]
+        groups = {}
 
-    OffsetsLog().read(1.0)
-    assert agreed(kafka, OffsetsLog(), consumer.fetch) is None
+        def read(self, budget):
+            kafka["g"].log = self.groups["g"] = consumer.log(["g"])[0]["g"]
+
+    reader = OffsetsLog()
+    reader.read(1.0)
+    assert agreed(kafka, reader, consumer.fetch) is None
     assert kafka["g"].offsets[KEY] == (33, "") and kafka["g"].log.committed(KEY).offset == 33
     assert consumer.reads == 4
+
+
+class Reader:
+    """The gate's reader after its read: the group's newest record holds 32, where Kafka answered 31."""
+
+    def __init__(self):
+        self.groups, self.reads = {"g": Log(32, 30)}, 0
+
+    def read(self, budget):
+        self.reads += 1
+
+
+def test_the_gate_asks_nothing_again_of_a_partition_a_live_member_holds():
+    kafka = {"g": KafkaGroup(offsets={KEY: (31, "")}, assigned={KEY}, members=1)}
+    asked = []
+    assert agreed(kafka, Reader(), lambda names: asked.append(names) or {}) is None
+    assert asked == [] and kafka["g"].offsets[KEY] == (31, "")
+
+
+def test_kafka_not_answering_again_leaves_the_gate_the_snapshots_values():
+    def refused(names):
+        raise KafkaTimeoutError("no answer")
+
+    kafka, reader = {"g": KafkaGroup(offsets={KEY: (31, "")})}, Reader()
+    assert agreed(kafka, reader, refused) is None
+    assert kafka["g"].offsets[KEY] == (31, "") and reader.reads == 0
