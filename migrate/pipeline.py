@@ -21,6 +21,7 @@ from migrate.diff.plan import BLOCKED_SHOWN, Plan, commits, plan_batches, plan_i
 from migrate.diff.schema import CONFLICT, IN_SYNC, KAFKA_ONLY, blocked_groups
 from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, ConfigError, MigrateError, NothingFound
 from migrate.journal.journal import journaled_renames
+from migrate.kafka.clocks import Margin
 from migrate.kafka.client import open_admin
 from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
                                         remote_name, syncs_topic, upstream_name)
@@ -157,10 +158,11 @@ def plan(settings: Settings, command: str) -> Plan:
         spark.stop()
         raise
 
+    margin = Margin(settings.clock_margin, kafka.lead)
     policy = Policy(settings.on_conflict, settings.out_of_range, settings.allow_live_zk_consumers,
                     zk_holds_last=settings.offset_semantics == "last" and not settings.no_zk_write,
                     writes_zk=not settings.no_zk_write, rewrite_zk=settings.rewrite_zk_offsets,
-                    clock_margin=kafka.lead.widened(settings.clock_margin),
+                    clock_margin=margin.seconds,
                     own_metadata=() if settings.metadata is None else (settings.metadata,))
     report = state.reports(run)
     translation = None if syncs is None else Translation(
@@ -209,7 +211,7 @@ def plan(settings: Settings, command: str) -> Plan:
                # What a change ticket quotes; `migrate --plan` checks it.
                "plan_id": plan_id(run, result.plan),
                # The clock margin the takeover rule used, and the lead it was widened by.
-               "clocks": kafka.lead.to_json(settings.clock_margin)}
+               "clocks": margin.to_json()}
     if translation is not None:
         summary["redelivery"] = _redelivery(result.plan)
     return Plan(run, summary, {"plan": result.plan})

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from migrate.diff import schema as s
 from migrate.kafka import takeover
+from migrate.kafka.values import NAMES_A_RUN
 from migrate.kafka.snapshot import IDLE_STATES
 
 
@@ -250,7 +251,7 @@ def _by_zk2kafka(policy: Policy) -> Column:
     """Kafka's value may be zk2kafka's: its metadata names a run, or is a custom one a journaled
     run committed with."""
     metadata = F.coalesce(F.col("kafka_metadata"), F.lit(""))
-    named = metadata.rlike("^" + takeover.NAMES_A_RUN.pattern + "$")
+    named = metadata.rlike("^" + NAMES_A_RUN.pattern + "$")
     return named | metadata.isin(*policy.own_metadata) if policy.own_metadata else named
 
 

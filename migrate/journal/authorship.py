@@ -5,8 +5,9 @@ consumer that took the group over. Follow mode writes only over zk2kafka's own v
 from __future__ import annotations
 
 from migrate.journal import journal as j
-from migrate.kafka.takeover import NAMES_A_RUN, Finding, named_run
-from migrate.kafka.writer import Key, label
+from migrate.kafka.takeover import Finding
+from migrate.kafka.values import NAMES_A_RUN, named_run, run_metadata
+from migrate.kafka.values import Key, label
 
 __all__ = ["Authorship", "differs", "named_run", "other_run", "taken_over"]
 
@@ -85,7 +86,7 @@ class Authorship:
             for run in self.journal.runs():
                 if run.kind in ("migrate", "sync"):
                     custom = run.settings.get("metadata")
-                    default = f"zk2kafka {run.kind} {run.run_id}"
+                    default = run_metadata(run.kind, run.run_id)
                     self._runs[run.run_id] = custom if custom is not None else default
         return self._runs
 

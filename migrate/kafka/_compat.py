@@ -20,7 +20,6 @@ from kafka.admin import KafkaAdminClient
 from kafka.cluster import ClusterMetadata
 from kafka.net.manager import KafkaConnectionManager
 from kafka.protocol.metadata.find_coordinator import CoordinatorType
-from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from migrate.errors import check_names
 
@@ -36,45 +35,16 @@ def _sets(cls: type, attr: str) -> bool:
 check_names("kafka-python", TESTED, {
     "KafkaAdminClient._manager": _sets(KafkaAdminClient, "_manager"),
     "KafkaAdminClient._get_cluster_metadata": hasattr(KafkaAdminClient, "_get_cluster_metadata"),
-    "KafkaAdminClient._async_list_group_offsets":
-        hasattr(KafkaAdminClient, "_async_list_group_offsets"),
     "KafkaConnectionManager.run": hasattr(KafkaConnectionManager, "run"),
     "KafkaConnectionManager.call_soon": hasattr(KafkaConnectionManager, "call_soon"),
     "KafkaConnectionManager.cluster": _sets(KafkaConnectionManager, "cluster"),
     "KafkaConnectionManager.broker_version_data":
         _sets(KafkaConnectionManager, "broker_version_data"),
     "ClusterMetadata._coordinators": _sets(ClusterMetadata, "_coordinators"),
-    "KafkaAdminClient._parse_group_offsets": hasattr(KafkaAdminClient, "_parse_group_offsets"),
     "KafkaAdminClient._find_coordinator_ids": hasattr(KafkaAdminClient, "_find_coordinator_ids"),
     "KafkaAdminClient._find_coordinator_id": hasattr(KafkaAdminClient, "_find_coordinator_id"),
     "KafkaConnectionManager.send": hasattr(KafkaConnectionManager, "send"),
 })
-
-
-def parse_offsets_quickly(admin: KafkaAdminClient) -> KafkaAdminClient:
-    """The admin, its OffsetFetch answers parsed by _parse_group_offsets below."""
-    admin._parse_group_offsets = _parse_group_offsets
-    return admin
-
-
-def _parse_group_offsets(group) -> dict[TopicPartition, OffsetAndMetadata]:
-    """kafka-python's GroupAdminMixin._parse_group_offsets (a group of an OffsetFetch answer, or
-    the answer before v8), the same, its tuples built without keyword arguments: namedtuple's
-    keyword constructor was half of sync's OffsetFetch time (py-spy)."""
-    if group.error_code:
-        raise Errors.for_code(group.error_code)(
-            f"OffsetFetchResponse failed for group '{getattr(group, 'group_id', None)}'.")
-    results = {}
-    new = tuple.__new__
-    for topic in group.topics:
-        name = topic.name
-        for p in topic.partitions:
-            if p.error_code:
-                raise Errors.for_code(p.error_code)(
-                    f"OffsetFetchResponse failed for partition {p.partition_index}")
-            results[new(TopicPartition, (name, p.partition_index))] = new(
-                OffsetAndMetadata, (p.committed_offset, p.metadata, p.committed_leader_epoch))
-    return results
 
 
 def broker_version_data(admin: KafkaAdminClient) -> Any:
@@ -129,11 +99,6 @@ def cluster_metadata(admin: KafkaAdminClient) -> dict:
     return run(admin, admin._get_cluster_metadata, [])
 
 
-def list_group_offsets_async(admin: KafkaAdminClient):
-    """The coroutine behind `admin.list_group_offsets`: OffsetFetch for {group: None}."""
-    return admin._async_list_group_offsets
-
-
 def forget_coordinators(admin: KafkaAdminClient, groups: Iterable[str]) -> None:
     """Drop the cached coordinators of `groups`: kafka-python never drops one that moved or died."""
     # Keyed (CoordinatorType, name); popped by key: a walk of the whole cache (a key per group
@@ -146,7 +111,7 @@ def forget_coordinators(admin: KafkaAdminClient, groups: Iterable[str]) -> None:
 def send_to_coordinator(admin: KafkaAdminClient):
     """The coroutine that sends `request` to the coordinator of `group` (cached as kafka-python's
     own calls cache it) on the admin client's connection, and gives its answer: for pipelined,
-    with a request kafka-python has no class for (offset_codec's)."""
+    with a request of zk2kafka's own codec (wire/)."""
     async def send(group: str, request):
         node = await admin._find_coordinator_id(group)
         return await admin._manager.send(request, node_id=node)
@@ -156,7 +121,7 @@ def send_to_coordinator(admin: KafkaAdminClient):
 def send_to_coordinators(admin: KafkaAdminClient, groups: Iterable[str], request_of) -> list:
     """`request_of(groups)` sent to each coordinator of `groups` with its own groups, on the admin
     client's connections; the answers. For a request kafka-python has no call of its own
-    (ConsumerGroupDescribe, see consumer_groups.py)."""
+    (a request of zk2kafka's own codec, wire/)."""
     async def send_all():
         by_node: dict[int, list[str]] = {}
         for group, node in (await admin._find_coordinator_ids(list(groups))).items():
@@ -166,7 +131,7 @@ def send_to_coordinators(admin: KafkaAdminClient, groups: Iterable[str], request
     return run(admin, send_all)
 
 
-class Answer:
+class Pending:
     """An answer on its way from kafka-python's IO thread, waited for on the caller's."""
 
     def __init__(self, future):
@@ -183,7 +148,7 @@ class Answer:
         return self._future.value
 
 
-def send_soon(admin: KafkaAdminClient, node_id: int, request) -> Answer:
+def send_soon(admin: KafkaAdminClient, node_id: int, request) -> Pending:
     """`request` sent to broker `node_id` on the admin client's connection, without waiting: the
-    caller reads one answer while the next is on the wire (offsets_log.py's fetches)."""
-    return Answer(admin._manager.call_soon(admin._manager.send, request, node_id))
+    caller reads one answer while the next is on the wire (offsets_log/reader.py's fetches)."""
+    return Pending(admin._manager.call_soon(admin._manager.send, request, node_id))

@@ -1,5 +1,5 @@
-"""One place that opens kafka-python clients, and the batched read of committed offsets that both
-snapshot and writer use."""
+"""One place that opens kafka-python clients, and the batched read of committed offsets that the
+snapshot, the writers and the gate use."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from kafka.errors import KafkaConnectionError, KafkaError, SaslAuthenticationFai
 
 from migrate.connection import Connection
 from migrate.errors import ConfigError, KafkaUnavailable
-from migrate.kafka import _compat as lib
-from migrate.kafka.compat import BrokerFeatures, GroupOffsets, list_group_offsets
+from migrate.kafka.compat import BrokerFeatures, GroupOffsets, fetch_group_offsets
 from migrate.kafka.retry import RetryPolicy, is_retriable
 
 
@@ -32,7 +31,7 @@ def open_admin(connection: Connection, client_id: str = "zk2kafka",
     refusals = _Refusals()
     logging.getLogger("kafka").addHandler(refusals)
     try:
-        return lib.parse_offsets_quickly(KafkaAdminClient(client_id=client_id, **options))
+        return KafkaAdminClient(client_id=client_id, **options)
     except KafkaError as exc:
         mechanism, user = options.get("sasl_mechanism"), options.get("sasl_plain_username")
         if mechanism and refusals.sasl is not None:
@@ -83,16 +82,13 @@ class _Refusals(logging.Handler):
 
 def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequence[str],
                     on_retry: Callable[[BaseException], None] | None = None,
-                    features: BrokerFeatures | None = None,
-                    read: Callable[[KafkaAdminClient, BrokerFeatures, Sequence[str]],
-                                   GroupOffsets] = list_group_offsets) -> GroupOffsets:
-    """Committed offsets of many groups, retried on retriable errors. `read` sends the requests:
-    kafka-python's list_group_offsets, or compat.fetch_group_offsets on zk2kafka's own codec.
+                    features: BrokerFeatures | None = None) -> GroupOffsets:
+    """Committed offsets of many groups ({group: {(topic, partition): Committed}}), retried on
+    retriable errors, on zk2kafka's own codec (compat.fetch_group_offsets).
 
     One OffsetFetch per coordinator where the broker batches groups (v8, Kafka 3.0+), else one per
-    group, pipelined (see compat.list_group_offsets). kafka-python fails a whole batched request
-    on one group's error, so a refused batch is halved until the refusing group stands alone.
-    A retriable error past the deadline is raised.
+    group, pipelined. A refused batch is halved until the refusing group stands alone. A retriable
+    error past the deadline is raised.
     """
     features = features or BrokerFeatures.of(admin)
     committed: dict = {}
@@ -101,7 +97,8 @@ def fetch_committed(admin: KafkaAdminClient, policy: RetryPolicy, groups: Sequen
     def fetch(chunk: Sequence[str]) -> None:
         try:
             got = policy.call(f"read committed offsets of {len(chunk)} group(s)",
-                              lambda: read(admin, features, chunk), on_retry)
+                              lambda: fetch_group_offsets(admin, features, chunk),
+                              on_retry)
             committed.update(got.found)
             refused.update(got.refused)
         except KafkaError as exc:

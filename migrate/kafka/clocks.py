@@ -151,3 +151,23 @@ class Lead(NamedTuple):
 
 
 UNMEASURED = Lead(None, None)
+
+
+class Margin(NamedTuple):
+    """The takeover rule's clock margin, one value on every road (the diff, `sync`, the gate): the
+    configured one (--clock-margin) and the measured lead of Kafka's clock over ZooKeeper's it is
+    widened by."""
+
+    configured: float
+    lead: Lead = UNMEASURED
+
+    @property
+    def seconds(self) -> float:
+        """The margin in force: what a commit must be newer than ZooKeeper's write by."""
+        return self.lead.widened(self.configured)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.lead.to_json(self.configured)
+
+    def words(self) -> str:
+        return self.lead.words(self.configured)

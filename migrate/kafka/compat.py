@@ -34,7 +34,8 @@ from kafka.protocol.api_key import ApiKey
 
 from migrate.errors import MigrateError
 from migrate.kafka import _compat as lib
-from migrate.kafka.offset_codec import FetchedGroup, FetchRequest
+from migrate.kafka.values import Committed, Key
+from migrate.kafka.wire.offset_fetch import FetchedGroup, OffsetFetchRequest
 
 T = TypeVar("T")
 # Wraps one request, e.g. in a retry policy: call(what, fn) returns fn()'s answer.
@@ -225,7 +226,7 @@ def group_states(admin: KafkaAdminClient, features: BrokerFeatures,
 class GroupOffsets(NamedTuple):
     """Committed offsets of many groups, and the groups Kafka refused to show."""
 
-    found: dict  # {group: {TopicPartition: OffsetAndMetadata}}
+    found: dict[str, dict[Key, Committed]]
     refused: dict[str, KafkaError]  # {group: the error Kafka gave for it}
 
 
@@ -234,27 +235,44 @@ def offset_fetch_batches(features: BrokerFeatures) -> bool:
     return features.has(ApiKey.OffsetFetch, 8)
 
 
-def list_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
-                       groups: Sequence[str]) -> GroupOffsets:
-    """Committed offsets of `groups` in one round.
+def fetch_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
+                        groups: Sequence[str]) -> GroupOffsets:
+    """Committed offsets of `groups` in one round, on zk2kafka's own codec
+    (wire/offset_fetch.py): `found` as {group: {(topic, partition): Committed}}.
 
-    From Kafka 3.0 (OffsetFetch v8) kafka-python asks for all of a coordinator's groups in one
-    request, and fails it whole on one group's error: that error is raised for the caller to split
-    the batch. Before 3.0 there is one OffsetFetch per group (v2+ for "all partitions", Kafka
-    0.10.2+): kafka-python 3.0.12 sends those one after the other, so here they are pipelined on
-    its IO loop, each with its own answer or error. Retriable errors are raised either way.
+    From Kafka 3.0 (OffsetFetch v8) one OffsetFetch per coordinator for its groups; before,
+    one per group (v2+ for "all partitions", Kafka 0.10.2+), pipelined on kafka-python's IO loop,
+    each with its own answer or error. A group Kafka refuses (its error, or a partition's) is in
+    `refused`; a retriable refusal is raised, for the retry policy to send the round again.
     """
     if not groups:
         return GroupOffsets({}, {})
+    refused: dict[str, KafkaError] = {}
+    fetched: dict[str, FetchedGroup] = {}
     if offset_fetch_batches(features):
-        fetched = features.call("OffsetFetch",
-                                lambda: admin.list_group_offsets({g: None for g in groups}))
-        return GroupOffsets(fetched, {})
+        answers = features.call("OffsetFetch", lambda: lib.send_to_coordinators(
+            admin, groups, OffsetFetchRequest))
+    else:
+        by_group, refused = _one_per_group(admin, features, lib.send_to_coordinator(admin),
+                                           {g: (g, OffsetFetchRequest([g])) for g in groups})
+        answers = list(by_group.values())
+    for answer in answers:
+        fetched.update(answer)
     found: dict = {}
-    answers, refused = _one_per_group(admin, features, lib.list_group_offsets_async(admin),
-                                      {g: ({g: None},) for g in groups})
-    for answer in answers.values():
-        found.update(answer)
+    for group in groups:
+        if group in refused:
+            continue
+        with features.reading("OffsetFetch"):
+            got = fetched[group]   # Kafka answers every group asked: a KeyError is unreadable
+        if not got.error:
+            found[group] = got.offsets
+            continue
+        where = (f"partition {got.failed_partition[0]}-{got.failed_partition[1]}"
+                 if got.failed_partition else f"group '{group}'")
+        error = Errors.for_code(got.error)(f"OffsetFetch failed for {where}")
+        if getattr(error, "retriable", False):
+            raise error
+        refused[group] = error
     return GroupOffsets(found, refused)
 
 
@@ -276,46 +294,6 @@ def _one_per_group(admin: KafkaAdminClient, features: BrokerFeatures, coroutine_
         else:
             answers[group] = answer
     return answers, refused
-
-
-def fetch_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
-                        groups: Sequence[str]) -> GroupOffsets:
-    """list_group_offsets on zk2kafka's own codec (offset_codec), for sync's every pass: the same
-    requests, `found` as {group: {(topic, partition): Committed}}.
-
-    From Kafka 3.0 one OffsetFetch per coordinator for its groups, else one per group, pipelined.
-    A group Kafka refuses (its error, or a partition's) is in `refused`; a retriable refusal is
-    raised, for the retry policy to send the round again (as kafka-python raises it).
-    """
-    if not groups:
-        return GroupOffsets({}, {})
-    refused: dict[str, KafkaError] = {}
-    fetched: dict[str, FetchedGroup] = {}
-    if offset_fetch_batches(features):
-        answers = features.call("OffsetFetch", lambda: lib.send_to_coordinators(
-            admin, groups, FetchRequest))
-    else:
-        by_group, refused = _one_per_group(admin, features, lib.send_to_coordinator(admin),
-                                           {g: (g, FetchRequest([g])) for g in groups})
-        answers = list(by_group.values())
-    for answer in answers:
-        fetched.update(answer.value)
-    found: dict = {}
-    for group in groups:
-        if group in refused:
-            continue
-        with features.reading("OffsetFetch"):
-            got = fetched[group]   # Kafka answers every group asked: a KeyError is unreadable
-        if not got.error:
-            found[group] = got.offsets
-            continue
-        where = (f"partition {got.failed_partition[0]}-{got.failed_partition[1]}"
-                 if got.failed_partition else f"group '{group}'")
-        error = Errors.for_code(got.error)(f"OffsetFetch failed for {where}")
-        if getattr(error, "retriable", False):
-            raise error
-        refused[group] = error
-    return GroupOffsets(found, refused)
 
 
 def can_delete_offsets(features: BrokerFeatures) -> str | None:

@@ -3,7 +3,7 @@
 A classic group (consumers with `group.protocol=classic`, every release) tells its members and their
 assignments in DescribeGroups. A `consumer`-type group (KIP-848, `group.protocol=consumer`, Kafka
 4.0+) is answered there as Dead with no members, or GROUP_ID_NOT_FOUND: its members and
-assignments come from ConsumerGroupDescribe (consumer_groups.py). ListGroups v5 tells the type;
+assignments come from ConsumerGroupDescribe (wire/consumer_groups.py). ListGroups v5 tells the type;
 a group Kafka lists whose classic answer is empty is asked again with ConsumerGroupDescribe where
 the broker has it, so that no release's listing reads a live group as idle.
 """
@@ -21,11 +21,11 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from migrate.kafka import _compat as lib
-from migrate.kafka import consumer_groups
+from migrate.kafka.wire import consumer_groups
 from migrate.kafka.compat import BrokerFeatures, Call, _direct, describe_groups
+from migrate.kafka.values import Key
 
 log = logging.getLogger(__name__)
-Key = tuple[str, int]
 CONSUMER_TYPE = "consumer"   # ListGroups v5's group_type of a KIP-848 group
 IDLE_STATES = frozenset({"Empty", "Dead"})   # states without members; any other means live
 
@@ -108,7 +108,7 @@ def consumer_describe(admin: KafkaAdminClient, features: BrokerFeatures, groups:
     def ask() -> dict[str, Members | None]:
         try:
             answers = lib.send_to_coordinators(admin, groups, consumer_groups.DescribeRequest)
-            return {g.group_id: _described(g) for answer in answers for g in answer.groups}
+            return {g.group_id: _described(g) for answer in answers for g in answer}
         except KafkaError as exc:
             if getattr(exc, "retriable", False):
                 lib.forget_coordinators(admin, groups)

@@ -12,7 +12,7 @@ One Parquet file, five kinds of rows (column `kind`):
 - `partition`: every partition of the topics involved, with its log-start and
   log-end offsets (ListOffsets, one request per leader);
 - `commit`: for each committed offset of a group holding a value that names no zk2kafka run, the
-  record of `__consumer_offsets` that wrote the newest value read (offsets_log.py): the offset it
+  record of `__consumer_offsets` that wrote the newest value read (offsets_log/): the offset it
   committed (`committed_offset`), when (`commit_ms`) and who made it (`commit_by`, `commit_who`:
   the takeover rule's words, migrate/kafka/takeover.py), when asked for.
 The broker's `offsets.retention.minutes` (or why it is unknown), the cluster id, the broker's
@@ -43,12 +43,12 @@ from migrate.connection import Connection
 from migrate.errors import KafkaUnavailable
 from migrate.kafka import compat, members
 from migrate.kafka.clocks import UNMEASURED, Lead
-from migrate.kafka.snapshot_log import COMMIT as COMMIT   # kinds
-from migrate.kafka.snapshot_log import COMMIT_COLUMNS, commit_rows, read_log
+from migrate.kafka.offsets_log.snapshot_rows import COMMIT as COMMIT   # kinds
+from migrate.kafka.offsets_log.snapshot_rows import COMMIT_COLUMNS, commit_rows, read_log
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.log_bounds import log_bounds
 from migrate.kafka.retry import RetryPolicy
-from migrate.kafka.takeover import named_run
+from migrate.kafka.values import named_run
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -263,10 +263,9 @@ class KafkaSnapshot:
         errors: dict[str, str] = {}
         for chunk in chunks(groups, GROUP_CHUNK):
             try:
-                # on zk2kafka's own codec, as sync asks: {group: {(topic, p): (offset, meta)}}
+                # {group: {(topic, p): (offset, meta)}}, on zk2kafka's own codec
                 found, refused = fetch_committed(self.admin, self.policy, chunk,
-                                                 features=self.features,
-                                                 read=compat.fetch_group_offsets)
+                                                 features=self.features)
             except KafkaError as exc:
                 raise KafkaUnavailable(f"fetch committed offsets: {exc}") from exc
             committed.update(found)

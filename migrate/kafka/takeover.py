@@ -4,7 +4,7 @@
 A value in Kafka that zk2kafka did not write is no evidence of a new consumer by itself: an admin
 tool commits as readily as a consumer, a canary may commit once and leave while the old
 consumers go on committing to ZooKeeper, a seed plants values. A partition is taken over only
-when `__consumer_offsets` shows a consumer there (offsets_log.py reads it as the coordinator
+when `__consumer_offsets` shows a consumer there (offsets_log/ reads it as the coordinator
 does: an aborted or open transaction's commit is no commit, and the value is dated by the record
 that wrote it):
 - it is assigned to a live member of the Kafka group (classic or KIP-848); or
@@ -25,17 +25,13 @@ callers read the stores.
 from __future__ import annotations
 
 import functools
-import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
-from migrate.kafka.group_log import Commit, GroupLog, Membership, Watched
+from migrate.kafka.offsets_log.group import Commit, GroupLog, Membership, Watched
 
 MARGIN = 60.0   # seconds: --clock-margin's default, far above NTP-kept servers' skew
-
-# zk2kafka's default commit metadata, which names the run that wrote the value.
-NAMES_A_RUN = re.compile(r"zk2kafka (migrate|sync) (\S+)")
 
 # Who wrote the value Kafka holds, as far as the evidence tells.
 ZK2KAFKA = "zk2kafka"
@@ -78,6 +74,23 @@ def disagree(group: GroupLog | None, held: Mapping[tuple[str, int], tuple],
     return False
 
 
+def until_agreed(disagreeing: Callable[[], list[str]], ask_again: Callable[[list[str]], bool],
+                 read_on: Callable[[], str | None]) -> str | None:
+    """Kafka's values and the log read again until they agree, as the gate and `sync` both do:
+    while `disagreeing()` names groups, up to AGREE_TRIES times, Kafka's values of those groups
+    are asked again (`ask_again`: False when Kafka did not answer, and the values read stand)
+    and then the log is read on (`read_on`), so that the record of a value Kafka answered is in
+    the log by then. Why the log could not be read on, or None."""
+    for _ in range(AGREE_TRIES):
+        moved = disagreeing()
+        if not moved or not ask_again(moved):
+            return None
+        why = read_on()
+        if why is not None:
+            return why
+    return None
+
+
 def seen(group: GroupLog | None, key: tuple[str, int], offset: int, why: str | None) -> Seen:
     """What `group`'s records show of Kafka's value `offset` of `key`; `why`: why the records
     could not be read (then nothing is shown)."""
@@ -98,13 +111,6 @@ class Finding(NamedTuple):
     taken_over: bool
     writer: str            # ZK2KAFKA, MEMBER, WATCHED, UNASSIGNED, OUTSIDE or UNKNOWN
     words: str             # what the evidence shows, in parentheses after the two values
-
-
-def named_run(metadata: str | None) -> str | None:
-    """The run a commit's metadata names in zk2kafka's default form ("zk2kafka migrate <run>"),
-    or None."""
-    named = NAMES_A_RUN.fullmatch(metadata or "")
-    return named.group(2) if named else None
 
 
 def stamp(seconds: float | None) -> str:

@@ -17,17 +17,16 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 import kafka.errors as Errors
 from kafka.errors import KafkaError, NoError
-from kafka.structs import OffsetAndMetadata
 
 from migrate.errors import MigrateError
 from migrate.kafka import _compat as lib
 from migrate.kafka import compat
 from migrate.kafka.client import fetch_committed
-from migrate.kafka.offset_codec import CommitRequest, Committed
 from migrate.kafka.retry import RetryPolicy, is_retriable
+from migrate.kafka.values import Committed, Key, label
+from migrate.kafka.wire.offset_commit import OffsetCommitRequest
 
 log = logging.getLogger(__name__)
-Key = tuple[str, int]  # (topic, partition)
 # What Kafka answers a commit from outside a group (generation -1, no member id) while the group
 # has members: the classic protocol's UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION /
 # REBALANCE_IN_PROGRESS, a KIP-848 group's STALE_MEMBER_EPOCH / FENCED_MEMBER_EPOCH. Each says
@@ -35,12 +34,6 @@ Key = tuple[str, int]  # (topic, partition)
 LIVE_GROUP_ERRORS = (Errors.UnknownMemberIdError, Errors.IllegalGenerationError,
                      Errors.RebalanceInProgressError, Errors.StaleMemberEpochError,
                      Errors.FencedMemberEpochError)
-
-
-def label(key: Key) -> str:
-    """How a partition is named in reasons and logs: `topic-partition`."""
-    topic, partition = key
-    return f"{topic}-{partition}"
 
 
 class GroupRejected(MigrateError):
@@ -77,11 +70,11 @@ class KafkaOffsetWriter:
         Raises GroupRejected or KafkaError.
         """
         def fetch():
-            answer = self.features.call("OffsetFetch",
-                                        lambda: self.admin.list_group_offsets({group: None}))
-            return answer.get(group, {})
-        offsets = self._call(group, "read committed offsets", fetch)
-        return _by_key(offsets)
+            got = compat.fetch_group_offsets(self.admin, self.features, [group])
+            if group in got.refused:
+                raise got.refused[group]
+            return got.found.get(group, {})
+        return self._call(group, "read committed offsets", fetch)
 
     def committed_many(self,
                        groups: Sequence[str]) -> dict[str, dict[Key, Committed] | GroupRejected]:
@@ -89,10 +82,9 @@ class KafkaOffsetWriter:
 
         A group Kafka refuses gets its GroupRejected instead.
         """
-        # On zk2kafka's own codec: sync asks this of every group it commits, every pass.
         found, refused = fetch_committed(self.admin, self.policy, groups,
                                          on_retry=lambda exc: self._forget(groups),
-                                         features=self.features, read=compat.fetch_group_offsets)
+                                         features=self.features)
         out: dict = {g: GroupRejected(g, f"read committed offsets: {type(exc).__name__}: {exc}")
                      for g, exc in refused.items()}
         for g in groups:
@@ -114,7 +106,7 @@ class KafkaOffsetWriter:
         first = self._pipelined(commits, metadata)
         out: dict[str, Exception | None] = {
             g: None for g, answer in first.items()
-            if not isinstance(answer, BaseException) and _all_accepted(commits[g], answer.value)}
+            if not isinstance(answer, BaseException) and _all_accepted(commits[g], answer)}
         answered = time.time()
         self.accepted.update(dict.fromkeys(out, (sent, answered)))
         # Most often the first try failed because the coordinator moved or died: look it up afresh
@@ -132,9 +124,9 @@ class KafkaOffsetWriter:
 
     def _pipelined(self, commits: Mapping[str, Mapping[Key, int]],
                    metadata: str) -> dict[str, object]:
-        # `in_flight` commits on the wire at once, each on zk2kafka's own codec (offset_codec); a
+        # `in_flight` commits on the wire at once, each on zk2kafka's own codec (wire/); a
         # first-try failure is the group's answer, and commit() retries it.
-        calls = {group: (group, CommitRequest(group, offsets, metadata))
+        calls = {group: (group, OffsetCommitRequest(group, offsets, metadata))
                  for group, offsets in commits.items()}
         return lib.pipelined(self.admin, lib.send_to_coordinator(self.admin), calls,
                              self.in_flight)
@@ -146,8 +138,8 @@ class KafkaOffsetWriter:
         def send():
             sent = time.time()
             answer = self.features.call("OffsetCommit", lambda: lib.run(
-                self.admin, send_one, group, CommitRequest(group, offsets, metadata)))
-            errors = {key: Errors.for_code(code) for key, code in answer.value.items()}
+                self.admin, send_one, group, OffsetCommitRequest(group, offsets, metadata)))
+            errors = {key: Errors.for_code(code) for key, code in answer.items()}
             # A partition asked and not answered was not written either.
             errors.update({key: Errors.UnknownServerError for key in offsets if key not in errors})
             failed = {key: err for key, err in errors.items() if err is not NoError}
@@ -200,11 +192,3 @@ class KafkaOffsetWriter:
 def _all_accepted(offsets: Mapping[Key, int], errors: Mapping[Key, int]) -> bool:
     """Whether Kafka answered every partition of the commit with no error."""
     return all(errors.get(key) == 0 for key in offsets)
-
-
-def _by_key(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[Key, Committed]:
-    # tuple.__new__: a namedtuple's own constructor is a Python call per offset (sync reads
-    # every offset of each group it commits, every pass)
-    new = tuple.__new__
-    return {(tp.topic, tp.partition): new(Committed, (om.offset, om.metadata))
-            for tp, om in offsets.items()}

@@ -30,7 +30,7 @@ from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal, journaled_renames
 from migrate.kafka.offsets_log import OffsetsLog
-from migrate.kafka import compat
+from migrate.kafka.clocks import Margin
 from migrate.kafka.client import fetch_committed, open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.kafka.retry import RetryPolicy
@@ -152,16 +152,16 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     clocks_unknown = unreadable or (early.finish(kafka) if early is not None else None)
     if clocks_unknown is None:
         clocks_unknown = agreed(kafka, offsets_log, lambda moved: fetch_committed(
-            admin, RetryPolicy(), moved, read=compat.fetch_group_offsets).found)
+            admin, RetryPolicy(), moved).found)
     with_log(kafka, offsets_log, clocks_unknown)
     clocks = lead(offsets_log.clocks, registered, final, read_done)
-    margin = clocks.widened(settings.clock_margin)
+    margin = Margin(settings.clock_margin, clocks)
     journal = (Journal.open(settings.state_dir)
                if (settings.state_dir / "journal.sqlite").exists() else None)
     try:
         wrote = _zk2kafka_wrote(journal)
         verdicts = judge(final, judged, partitions, moved, liveness, wrote,
-                         Evidence(watching=True, margin=margin))
+                         Evidence(watching=True, margin=margin.seconds))
         found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left)
         own = own_differences(journal, verdicts, final, judged)
     finally:
@@ -183,7 +183,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
             "not_ready": [v.group for v in verdicts if not v.ready and v.group not in kept],
             "own_differences": own,
             "verdicts": [v.to_json() for v in verdicts],
-            "clocks": clocks.to_json(settings.clock_margin),
+            "clocks": margin.to_json(),
             "ensemble": summary(searched, found, left),
             "evidence": {"zookeeper": str(zk_snapshot), "kafka": str(kafka_snapshot)}}
     if mapping:

@@ -20,8 +20,8 @@ from typing import Any
 from migrate.options import exactly
 from migrate.ready.rules import KafkaGroup, judge
 from migrate.zk.ensemble import Search, Tree
+from migrate.kafka.values import Key
 
-Key = tuple[str, int]
 MOST_NAMED = 10   # groups named in a printed command; past that, the whole tree
 
 

@@ -1,5 +1,5 @@
 """What ready-for-kraft reads of `__consumer_offsets` and of the clocks: the one reader
-(migrate/kafka/offsets_log.py) following the groups it judges, read while the watch waits, and
+(migrate/kafka/offsets_log/) following the groups it judges, read while the watch waits, and
 Kafka's lead over ZooKeeper measured from what the run read (migrate/kafka/clocks.py)."""
 
 from __future__ import annotations
@@ -90,16 +90,16 @@ def agreed(kafka: dict[str, KafkaGroup], offsets_log: OffsetsLog,
            ask: Callable[[list[str]], Mapping[str, object]], budget: float = 30.0) -> str | None:
     """Where the newest commit record read of a value holds another value than Kafka answered
     (a consumer committed between the Kafka snapshot and the end of the read), Kafka's values of
-    those groups asked again (`ask`) and the log read on, up to takeover.AGREE_TRIES times: the
+    those groups asked again (`ask`) and the log read on (takeover.until_agreed): the
     value is judged as it stands now, by the record that wrote it. A partition assigned to a
     live member needs no record and is not asked about. Why the read could not go on, or None
     (Kafka not answering again leaves the snapshot's values, judged as they are)."""
-    for _ in range(takeover.AGREE_TRIES):
-        moved = [name for name, held in kafka.items()
-                 if takeover.disagree(offsets_log.groups.get(name), held.offsets,
-                                      held.offsets.keys() - held.assigned)]
-        if not moved:
-            return None
+    def disagreeing() -> list[str]:
+        return [name for name, held in kafka.items()
+                if takeover.disagree(offsets_log.groups.get(name), held.offsets,
+                                     held.offsets.keys() - held.assigned)]
+
+    def ask_again(moved: list[str]) -> bool:
         log.info("ready-for-kraft: %d group(s) committed while __consumer_offsets was read; "
                  "their values are asked again and judged as they stand (the Kafka snapshot "
                  "keeps the values it read)", len(moved))
@@ -108,16 +108,15 @@ def agreed(kafka: dict[str, KafkaGroup], offsets_log: OffsetsLog,
         except (KafkaError, MigrateError) as exc:
             log.warning("ready-for-kraft: could not ask Kafka's values again (%s): judged on "
                         "the snapshot's", exc)
-            return None
+            return False
         for name in moved:
             now = again.get(name)
             if isinstance(now, Mapping):   # else refused: judged on the snapshot's value
                 held = kafka[name]
                 held.offsets.update({k: tuple(v) for k, v in now.items() if k in held.offsets})
-        why = offsets_log.read(budget)
-        if why is not None:
-            return why
-    return None
+        return True
+
+    return takeover.until_agreed(disagreeing, ask_again, lambda: offsets_log.read(budget))
 
 
 def lead(clocks: Clocks, registered: list[Registration], final: list[dict],

@@ -1,6 +1,6 @@
 """When Kafka deletes the offsets of the groups ready-for-kraft found in Kafka with no member, and
 what keeps them: pure, over the Kafka snapshot's group rows and what __consumer_offsets says of
-each group (its GroupLog, migrate/kafka/group_log.py), by the broker's release rules
+each group (its GroupLog, migrate/kafka/offsets_log/group.py), by the broker's release rules
 (migrate/diff/retention.py `offsets_expire`).
 
 This is information, never a blocker: the offsets are in Kafka now; the section says until when,
@@ -53,7 +53,8 @@ def expiring(held: Iterable[HeldGroup], clocks: Mapping[str, Any], why: str | No
     """Per group in Kafka with no member, when Kafka deletes its offsets (the first and the
     last), whether a re-commit renews them, and the renewal's period (a quarter of the window).
 
-    `clocks`: group -> its GroupLog (offsets_log.py); `why`: why they could not be read (or None);
+    `clocks`: group -> its GroupLog (kafka/offsets_log/); `why`: why they could not be read (or
+    None);
     `evidence`: this run's ZooKeeper snapshot, what puts the offsets back once ZooKeeper is gone.
     """
     effective, source = window(minutes, broker_version)

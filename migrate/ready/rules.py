@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from migrate.kafka import takeover
-from migrate.kafka.group_log import GroupLog
+from migrate.kafka.offsets_log.group import GroupLog
 from migrate.zk import layouts
 from migrate.zk.quiet import Moved, seconds, when
+from migrate.kafka.values import Key
 
-Key = tuple[str, int]
 # The ways a group can fail the check, in the order the table shows them.
 PROBLEMS = ("not_in_kafka", "registered", "written", "differs", "unreadable")
 HEADINGS = {"not_in_kafka": "NOT-IN-KAFKA", "registered": "OLD-CONSUMER", "written": "WRITTEN",
@@ -36,7 +36,7 @@ class KafkaGroup:
     """What Kafka holds for a group: its state (None: Kafka has no such group), its members, the
     partitions assigned to them, its committed offsets with their metadata, and why it would not
     show them (None: it did); its protocol type, and what __consumer_offsets shows of it
-    (offsets_log.py: who committed each value, and when) or why that could not be read."""
+    (kafka/offsets_log/: who committed each value, and when) or why that could not be read."""
 
     state: str | None = None
     offsets: dict[Key, tuple[int, str | None]] = field(default_factory=dict)

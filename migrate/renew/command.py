@@ -39,6 +39,7 @@ from migrate.renew.written import written
 from migrate.settings import Settings
 from migrate.state import iso, new_run_id
 from migrate.zk.reader import Selection
+from migrate.kafka.values import run_metadata
 
 log = logging.getLogger(__name__)
 # Seconds before a pass that failed on a store away is tried again (the floor of --renew-every).
@@ -97,7 +98,7 @@ def renew(settings: Settings) -> dict[str, Any]:
             return renewal_pass(wanted, writer, live, authorship, journal if execute else None,
                                 run_id, not execute)
 
-        authorship = Authorship(journal, f"zk2kafka renew {run_id}")
+        authorship = Authorship(journal, run_metadata("renew", run_id))
         if execute:
             renamed = {v.journal_group: g for g, keys in wanted.items() for v in keys.values()
                        if v.journal_group != g}

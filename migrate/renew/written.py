@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from migrate.journal.journal import COMMITTED, DONE, VERIFIED, Journal
-from migrate.kafka.writer import Key
+from migrate.kafka.values import Key
 from migrate.zk.reader import Selection
 
 # The runs whose commits are zk2kafka's values in Kafka (a rollback puts back others' values).

@@ -23,6 +23,7 @@ from migrate.sync.follower_shards import FollowerShards
 from migrate.sync.outage import AwayStatus
 from migrate.sync.renames import resolved_at_start
 from migrate.sync.sessions import FollowOptions, OneFollower
+from migrate.kafka.values import run_metadata
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def follow(settings: Settings) -> dict[str, Any]:
         raise
     # As migrate: an explicit --metadata, even "", is what is written; the journal records it
     # for later runs.
-    metadata = settings.metadata if settings.metadata is not None else f"zk2kafka sync {run_id}"
+    metadata = settings.metadata if settings.metadata is not None else run_metadata("sync", run_id)
     stop = threading.Event()
     followers = away = None
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -18,16 +18,17 @@ from typing import NamedTuple
 
 from migrate.journal.authorship import Authorship, Held, differs, other_run, taken_over
 from migrate.kafka import takeover
-from migrate.kafka.clocks import UNMEASURED, Lead
-from migrate.kafka.group_log import GroupLog
-from migrate.sync.evidence import BUSY, FollowedLog
-from migrate.kafka.writer import GroupRejected, Key
+from migrate.kafka.clocks import UNMEASURED, Lead, Margin
+from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.offsets_log.followed import BUSY, FollowedLog
+from migrate.kafka.writer import GroupRejected
+from migrate.kafka.values import Key
 from migrate.sync.state import GroupState
 
 # (Kafka groups) -> ({Kafka group: its records}, why they could not be read or None)
 Evidence = Callable[[list[str]], tuple[Mapping[str, GroupLog], str | None]]
 # (groups) -> what Kafka holds of each now, or why it refused: the pass's OffsetFetch, asked again
-Committed = Callable[[list[str]], Mapping[str, Held | GroupRejected]]
+AskAgain = Callable[[list[str]], Mapping[str, Held | GroupRejected]]
 
 
 def no_evidence(groups: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
@@ -37,37 +38,37 @@ def no_evidence(groups: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
 
 class Judging(NamedTuple):
     """What one pass judges a takeover with: the evidence, asked by ZooKeeper group; the clock
-    margin in force (--clock-margin widened by the measured lead, `lead()`), a hook told each
+    margin in force (--clock-margin and the lead measured by then), a hook told each
     pass's latest znode mtime (ZooKeeper's clock, seconds) with the moment its reads were done,
     and Kafka's values asked again by ZooKeeper group (None: not asked again)."""
 
     evidence: Callable[[list[str]], tuple[Mapping[str, GroupLog], str | None]]
-    margin: Callable[[], float]
+    margin: Callable[[], Margin]
     zookeeper_read: Callable[[float, float], None]
     read_done: float
-    committed: Committed | None = None
+    committed: AskAgain | None = None
 
 
 class Takeover(NamedTuple):
-    """What the rule reads for sync: `evidence(kafka groups)`, its margin (--clock-margin), the
+    """What the rule reads for sync: `evidence(kafka groups)`, --clock-margin, the
     measured lead of Kafka's clock over ZooKeeper's, where ZooKeeper's reads are told, and the
     reader of __consumer_offsets behind them (shared with the retention clock)."""
 
     evidence: Evidence = no_evidence
-    margin: float = takeover.MARGIN
+    clock_margin: float = takeover.MARGIN
     lead: Callable[[], Lead] = lambda: UNMEASURED
     zookeeper_read: Callable[[float, float], None] = lambda mtime, at: None
     log: FollowedLog | None = None
 
     def watching(self, kafka_name: Callable[[str], str],
-                 committed: Committed | None = None) -> Judging:
+                 committed: AskAgain | None = None) -> Judging:
         """The pass's Judging (called once its ZooKeeper reads are done): the evidence asked by
         ZooKeeper name through `kafka_name`; `committed`: Kafka's values, by ZooKeeper name."""
         def asked(names: list[str]) -> tuple[Mapping[str, GroupLog], str | None]:
             kafka = {name: kafka_name(name) for name in names}
             found, why = self.evidence(sorted(set(kafka.values())))
             return {name: found[k] for name, k in kafka.items() if k in found}, why
-        return Judging(asked, lambda: self.lead().widened(self.margin), self.zookeeper_read,
+        return Judging(asked, lambda: Margin(self.clock_margin, self.lead()), self.zookeeper_read,
                        time.time(), committed)
 
 
@@ -133,7 +134,7 @@ def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, 
     logs, why, committed = _agreed(suspects, committed, judging)
     if why == BUSY:
         return
-    margin = judging.margin()
+    margin = judging.margin().seconds
     for name, foreign in suspects.items():
         group, held = groups[name], committed[name]
         findings = {}
@@ -154,23 +155,32 @@ def _agreed(suspects: dict[str, list[Key]], committed: Mapping[str, Held | Group
             judging: Judging) -> tuple[Mapping[str, GroupLog], str | None,
                                        Mapping[str, Held | GroupRejected]]:
     """The suspects' records, and Kafka's values to judge, read again where they disagree (the
-    newest commit record read holds another value than Kafka answered) until they agree, up to
-    takeover.AGREE_TRIES times: a value a consumer moved between the two reads is judged as it
+    newest commit record read holds another value than Kafka answered) until they agree
+    (takeover.until_agreed): a value a consumer moved between the two reads is judged as it
     stands now, by the record that wrote it. Kafka's values are asked first, then the log is
     read on: the record of a value Kafka answered is in the log by then."""
     logs, why = judging.evidence(sorted(suspects))
     committed = dict(committed)
-    for _ in range(takeover.AGREE_TRIES):
-        moved = [name for name in suspects if why is None and judging.committed is not None
-                 and not isinstance(committed[name], Exception)
-                 and takeover.disagree(logs.get(name), committed[name], suspects[name])]
-        if not moved:
-            break
+    if why is not None or judging.committed is None:
+        return logs, why, committed
+
+    def disagreeing() -> list[str]:
+        return [name for name in suspects if not isinstance(committed[name], Exception)
+                and takeover.disagree(logs.get(name), committed[name], suspects[name])]
+
+    def ask_again(moved: list[str]) -> bool:
         again = judging.committed(moved)
         for name in moved:
             if not isinstance(again.get(name), Exception) and name in again:
                 committed[name] = {**committed[name], **again[name]}
+        return True
+
+    def read_on() -> str | None:
+        nonlocal logs
         read, why = judging.evidence(sorted(suspects))
         logs = {**logs, **read}
+        return why
+
+    why = takeover.until_agreed(disagreeing, ask_again, read_on)
     return logs, why, committed
 

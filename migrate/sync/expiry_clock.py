@@ -1,7 +1,7 @@
 """The retention clock as sync's series: when Kafka deletes the offsets of each followed group it
 holds with no member, by the same rules `ready-for-kraft` goes by (migrate/ready/expiry.py and
 migrate/diff/retention.py `offsets_expire`), over the follower's reader of __consumer_offsets
-(migrate/sync/evidence.py), which its passes share and which reads only what is new.
+(migrate/kafka/offsets_log/followed.py), which its passes share and which reads only what is new.
 
 A days-long cutover can lose a group's offsets in Kafka without any error: a ready group left
 unswitched whose offsets sync never commits again (no `--renew-every`, or an Empty consumer group
@@ -38,7 +38,7 @@ from migrate.diff.retention import offsets_expire
 from migrate.kafka import compat
 from migrate.kafka.members import IDLE_STATES
 from migrate.ready.expiry import release, window
-from migrate.sync.evidence import FollowedLog
+from migrate.kafka.offsets_log.followed import FollowedLog
 from migrate.sync.metrics import state_of
 
 log = logging.getLogger(__name__)

@@ -41,7 +41,8 @@ from migrate.heap import freeze_survivors, settle_heap
 from migrate.journal import journal as j
 from migrate.journal.authorship import Authorship, Held
 from migrate.kafka.snapshot import IDLE_STATES
-from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter, Key, label
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
+from migrate.kafka.values import Key, label
 from migrate.stores import OUTAGES
 from migrate.sync.decide import Takeover, decide
 from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from migrate.journal.journal import Journal
-from migrate.kafka.writer import Key
+from migrate.kafka.values import Key
 from migrate.sync.state import SHOWN, GroupState
 from migrate.sync.watch import ZkOffset
 from migrate.zk.quiet import Moved, Stamp, moved_within, shown, when

@@ -28,7 +28,7 @@ from migrate.sync.decide import Takeover
 from migrate.sync.follower import Follower
 from migrate.sync.renames import SyncRenames
 from migrate.sync.service import Health
-from migrate.sync.evidence import FollowedLog
+from migrate.kafka.offsets_log.followed import FollowedLog
 from migrate.sync.expiry_clock import ExpiryClock
 from migrate.sync.metrics import DryRun
 from migrate.zk.brokers import registrations

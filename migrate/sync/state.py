@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.diff.plan import Planned
-from migrate.kafka.writer import Key
+from migrate.kafka.values import Key
 from migrate.state import ISO_FORMAT, iso
 from migrate.sync.watch import ZkOffset
 

@@ -34,7 +34,7 @@ from kazoo.exceptions import KazooException
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from migrate.kafka.writer import Key, label
+from migrate.kafka.values import Key, label
 from migrate.zk import layouts
 from migrate.zk.quiet import seconds
 from migrate.zk.reader import ZkOffsetReader

@@ -31,7 +31,7 @@ from migrate.journal.values import with_before
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.stores import OUTAGES
 from migrate.write import kafka_half
-from migrate.write.kafka_half import Committed, KafkaHalf, committed_offset
+from migrate.write.kafka_half import Held, KafkaHalf, committed_offset
 from migrate.write.put_back import PutBackFailed, put_back
 from migrate.write.review import Review
 from migrate.write.zk_half import NoZkWrite, ZkHalf, check_zk_unchanged
@@ -81,7 +81,7 @@ class _Start(NamedTuple):
 
     parts: dict[str, list[j.Partition]]   # each group's journaled offsets
     resumed: set[str]   # groups with before-values journaled: a crash may have written them
-    kafka_now: dict[str, Committed | GroupRejected]
+    kafka_now: dict[str, Held | GroupRejected]
     zk_now: dict[str, Znode]
 
 
@@ -225,7 +225,7 @@ class DualCommit:
         return {**parts, **{g: with_before(parts[g], values) for g, values in before.items()}}
 
     def _commit_kafka(self, batch: _Batch, parts: dict[str, list[j.Partition]],
-                      kafka_now: dict[str, Committed]) -> list[str]:
+                      kafka_now: dict[str, Held]) -> list[str]:
         """Kafka half: commit what differs, read everything back, then journal `committed`; the
         groups committed.
 
@@ -274,7 +274,7 @@ class DualCommit:
         batch.settle(self._put_back_many(failures, parts))
         return back.verified
 
-    def _check_unchanged(self, group: str, parts: list[j.Partition], kafka_now: Committed,
+    def _check_unchanged(self, group: str, parts: list[j.Partition], kafka_now: Held,
                          zk_now: dict[str, Znode]) -> None:
         _refuse(group, kafka_half.moved(parts, kafka_now))
         check_zk_unchanged(group, parts, zk_now)

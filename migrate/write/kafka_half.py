@@ -12,10 +12,11 @@ from typing import NamedTuple
 
 from migrate.journal import journal as j
 from migrate.kafka import members
-from migrate.kafka.writer import KafkaOffsetWriter, Key
+from migrate.kafka.writer import KafkaOffsetWriter
+from migrate.kafka.values import Key
 from migrate.write.renamed import kafka_names
 
-Committed = Mapping[Key, tuple[int, str]]   # what Kafka holds of a group: {key: (offset, metadata)}
+Held = Mapping[Key, tuple[int, str]]   # what Kafka holds of a group: {key: (offset, metadata)}
 
 
 class GroupNow(NamedTuple):
@@ -36,7 +37,7 @@ def shown(offset: int | None) -> str:
     return "no offset" if offset is None else str(offset)
 
 
-def moved(parts: list[j.Partition], now: Committed) -> str | None:
+def moved(parts: list[j.Partition], now: Held) -> str | None:
     """Why Kafka no longer holds what the plan saw, or None."""
     changed = [f"{p.topic}-{p.partition} {shown(p.kafka_offset)} -> "
                f"{shown(committed_offset(now.get(p.key)))}"
@@ -44,7 +45,7 @@ def moved(parts: list[j.Partition], now: Committed) -> str | None:
     return f"Kafka offsets changed since the plan: {_few(changed)}" if changed else None
 
 
-def strays(parts: list[j.Partition], now: Committed, since: str, *,
+def strays(parts: list[j.Partition], now: Held, since: str, *,
            expired: bool) -> str | None:
     """Which offsets are neither their before-value nor this run's (nor none, when `expired`:
     Kafka expired them, and the write puts them back), or None."""
@@ -54,7 +55,7 @@ def strays(parts: list[j.Partition], now: Committed, since: str, *,
     return f"Kafka offsets moved by someone else {since}: {_few(stray)}" if stray else None
 
 
-def read_back(parts: list[j.Partition], back: Committed) -> str | None:
+def read_back(parts: list[j.Partition], back: Held) -> str | None:
     """Which offsets Kafka read back are not the ones the run committed, or None."""
     wrong = [_label(p) for p in parts if committed_offset(back.get(p.key)) != p.offset]
     return f"Kafka read-back differs from the commit: {_few(wrong)}" if wrong else None
@@ -90,7 +91,7 @@ class KafkaHalf:
         wrong = self._not_before(group, ours)
         return f"Kafka read-back after putting back differs: {_few(wrong)}" if wrong else None
 
-    def restore(self, group: str, parts: list[j.Partition], now: Committed) -> str | None:
+    def restore(self, group: str, parts: list[j.Partition], now: Held) -> str | None:
         """Commit a rolled-back run's before-values back, OffsetDelete what it created where
         none was; what the read-back found wrong, if anything."""
         self._commit_before(group, [p for p in parts

@@ -21,6 +21,7 @@ from migrate.write.renamed import RenamedKafkaWriter
 from migrate.write.review import Review
 from migrate.zk.client import close, connect
 from migrate.zk.writer import ZkOffsetWriter
+from migrate.kafka.values import run_metadata
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def migrate_writer(options: WriterOptions, journal: Journal, run_id: str, writer
                    review: Review | None, dry_run: bool) -> DualCommit:
     """The dual commit of a migrate run: ZooKeeper is read even with --no-zk-write (a plan is
     committed only while its znodes are as planned), and written unless it is given."""
-    metadata = options.metadata if options.metadata is not None else f"zk2kafka migrate {run_id}"
+    metadata = options.metadata if options.metadata is not None else run_metadata("migrate", run_id)
     zk = None if options.no_zk_write else writers.zk
     return DualCommit(journal, run_id, writers.kafka, zk, metadata, options.offset_semantics,
                       zk_reader=writers.zk, review=review, dry_run=dry_run)

@@ -91,7 +91,7 @@ def commit_kafka_offsets(bootstrap: str, group: str, offsets: dict[int, int]) ->
 
 
 def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
-    """What the takeover rule reads from this release's __consumer_offsets (migrate/kafka/offsets_log.py), in the
+    """What the takeover rule reads from this release's __consumer_offsets (migrate/kafka/offsets_log/), in the
     record versions this release's broker writes: each of the group's offsets with its commit time (minutes ago at
     most), made from outside by zk2kafka's migrate (no member then), and the group's metadata records (the release's
     new consumer joined it: protocol type `consumer`); then a consumer that joins a group of its own and commits
@@ -103,7 +103,7 @@ def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
     from kafka.errors import RebalanceInProgressError
     from kafka.structs import OffsetAndMetadata
 
-    from migrate.kafka.offsets_log import read_groups
+    from support.records import read_groups
 
     member_group = f"{group}-member"
     consumer = KafkaConsumer(TOPIC, group_id=member_group, bootstrap_servers=bootstrap, enable_auto_commit=False)

@@ -1,4 +1,4 @@
-"""The one reader of __consumer_offsets (migrate/kafka/offsets_log.py) on the session's Kafka: read forward from
+"""The one reader of __consumer_offsets (migrate/kafka/offsets_log/) on the session's Kafka: read forward from
 where it stopped, a group followed late caught up on its own (the partition's other groups keep their state), the
 watch counted from its mark in the log, a transaction resolved by a marker that comes in a later read, and what it
 measures of the broker's clock."""
@@ -109,7 +109,7 @@ def test_the_brokers_clock_is_bounded_by_what_is_read(kafka_admin, prefix, topic
 def test_a_first_read_split_over_processes_gives_what_one_process_reads(cluster, kafka_admin, prefix, topic,
                                                                         monkeypatch, caplog):
     from migrate.connection import Connection
-    from migrate.kafka import offsets_log
+    from migrate.kafka.offsets_log import reader as offsets_log
 
     groups = [f"{prefix}shared{i}" for i in range(12)]
     for i, group in enumerate(groups):

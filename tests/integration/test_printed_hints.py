@@ -28,7 +28,7 @@ from support.hints import HINT, hints, operator_shell, paste, paste_lines, revie
 from support.runs import INTERRUPTIBLE_WRITER
 from support.seeding import kafka_offsets, make_topic
 
-from migrate.kafka.offsets_log import read_groups
+from support.records import read_groups
 
 ROOT = Path(__file__).resolve().parents[2]
 

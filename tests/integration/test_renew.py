@@ -25,7 +25,7 @@ from support.seeding import TopicPartition, kafka_offsets, make_topic
 from support.sync_process import get, scraped_when, value
 from support.wait import free_port, wait_for
 
-from migrate.kafka.offsets_log import read_groups
+from support.records import read_groups
 
 
 def seed(zk, groups: list[str], topic: str, offset: int) -> None:

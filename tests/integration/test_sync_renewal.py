@@ -14,7 +14,7 @@ import threading
 
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
-from migrate.kafka.offsets_log import read_groups
+from support.records import read_groups
 from migrate.settings import load_settings
 from migrate.sync.sessions import FollowOptions, make_follower
 from migrate.zk.client import close, connect

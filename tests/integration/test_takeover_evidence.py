@@ -1,5 +1,5 @@
 """Taken over only on evidence, on the sandbox: ready-for-kraft, the diff and sync say the same of each
-value Kafka holds that zk2kafka did not write (migrate/kafka/takeover.py over migrate/kafka/offsets_log.py).
+value Kafka holds that zk2kafka did not write (migrate/kafka/takeover.py over migrate/kafka/offsets_log/).
 
 The cases, each a group of its own with ZooKeeper's offsets at 5 and 6:
 - `outside-low`, `outside-high`: an admin tool committed 1, 1 or 80, 90 after ZooKeeper's last write; no

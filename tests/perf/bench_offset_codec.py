@@ -1,6 +1,6 @@
 """Benchmark: the CPU of the two requests sync sends per group and pass, OffsetCommit and
-OffsetFetch, built, framed, and their answers read, by kafka-python's protocol objects (as the
-writer sent them before) and by zk2kafka's own codec (migrate/kafka/offset_codec.py).
+OffsetFetch, built, framed, and their answers read, by kafka-python's protocol objects (its admin's
+own calls) and by zk2kafka's own codecs (migrate/kafka/wire/offset_commit.py, offset_fetch.py).
 
     python tests/perf/bench_offset_codec.py                     # v8, 10 partitions a group
     python tests/perf/bench_offset_codec.py --version 3 --partitions 100
@@ -25,9 +25,14 @@ from kafka.protocol.consumer.group import OffsetCommitResponse, OffsetFetchRespo
 from kafka.protocol.parser import KafkaProtocol
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from migrate.kafka import _compat
-from migrate.kafka.offset_codec import CommitRequest, FetchRequest
-from migrate.kafka.writer import _by_key
+from migrate.kafka.values import Committed
+from migrate.kafka.wire.offset_commit import OffsetCommitRequest
+from migrate.kafka.wire.offset_fetch import OffsetFetchRequest as OurFetchRequest
+
+
+def by_key(offsets: dict) -> dict:
+    """kafka-python's {TopicPartition: OffsetAndMetadata} as the codec's {(topic, partition): Committed}."""
+    return {(tp.topic, tp.partition): Committed(om.offset, om.metadata) for tp, om in offsets.items()}
 
 
 def commit_answer(version: int, offsets: dict) -> OffsetCommitResponse:
@@ -99,13 +104,13 @@ def main(argv: list[str] | None = None) -> dict:
         ((_, request),) = KafkaAdminClient._list_group_offsets_requests(admin, {group: None})
         response = roundtrip(parser, request, args.version, fetch_bytes)
         answer = response.groups[0] if args.version >= 8 else response
-        return _by_key(_compat._parse_group_offsets(answer))
+        return by_key(KafkaAdminClient._parse_group_offsets(answer))
 
     def codec_commit(parser):
-        return roundtrip(parser, CommitRequest(group, offsets, metadata), args.version, commit_bytes).value
+        return roundtrip(parser, OffsetCommitRequest(group, offsets, metadata), args.version, commit_bytes)
 
     def codec_fetch(parser):
-        return roundtrip(parser, FetchRequest([group]), args.version, fetch_bytes).value[group].offsets
+        return roundtrip(parser, OurFetchRequest([group]), args.version, fetch_bytes)[group].offsets
 
     # The same answers either way, before anything is timed.
     parser = KafkaProtocol(client_id="zk2kafka")

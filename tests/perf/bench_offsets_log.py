@@ -1,4 +1,4 @@
-"""Benchmark: the one reader of __consumer_offsets (migrate/kafka/offsets_log.py) at a production cluster's size,
+"""Benchmark: the one reader of __consumer_offsets (migrate/kafka/offsets_log/) at a production cluster's size,
 and what it makes of ready-for-kraft and the diff's Kafka snapshot there, against the strongest simple reads of the
 same records, in one run.
 
@@ -67,7 +67,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from migrate.heap import collecting_rarely
-from migrate.kafka.offsets_log import READERS
+from migrate.kafka.offsets_log.reader import READERS
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = Path(os.environ.get("ZK2KAFKA_CACHE_DIR", "~/.cache/zk2kafka")).expanduser()

@@ -10,8 +10,8 @@ from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy, offset_diff
 from migrate.diff.run import _conform
 from migrate.kafka import takeover
-from migrate.kafka.group_log import NO_MEMBER, Commit, Membership
-from migrate.kafka.group_records import Member
+from migrate.kafka.offsets_log.group import NO_MEMBER, Commit, Membership
+from migrate.kafka.offsets_log.schema import Member
 from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
@@ -37,7 +37,7 @@ def committed(group, topic, p, offset, metadata=""):
             "metadata": metadata}
 
 
-# The group as its records stood at a commit (migrate/kafka/group_log.py): a member assigned the partition, a
+# The group as its records stood at a commit (migrate/kafka/offsets_log/group.py): a member assigned the partition, a
 # group that was Empty, one no consumer ever joined.
 MEMBER_AT = Membership(2, 4, "consumer", Member("m-1", "app", "/10.0.0.1", frozenset({("t", 0)})), True)
 EMPTY_AT = Membership(0, 5, "consumer", None, None)

@@ -1,6 +1,7 @@
 """Records of __consumer_offsets as the coordinator writes them, built from Kafka's schemas for the unit tests
-of their reader (migrate/kafka/group_records.py, group_log.py, record_batches.py): keys and values of every
-version, and record batches around them built by kafka-python's own builders."""
+of their reader (migrate/kafka/offsets_log/: schema.py, group.py, partition.py, records.py): keys and values of
+every version, and record batches around them built by kafka-python's own builders; and `read_groups`, a read of
+some groups' records on a real cluster for the integration tests."""
 
 from __future__ import annotations
 
@@ -9,7 +10,21 @@ import struct
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from migrate.kafka.group_log import GroupLog
+from kafka.admin import KafkaAdminClient
+
+from migrate.kafka.offsets_log import GroupLog, OffsetsLog, Unreadable
+
+
+def read_groups(admin: KafkaAdminClient, groups, budget: float = 300.0) -> tuple[dict[str, GroupLog], str | None]:
+    """`groups`' records read once to the end of their partitions, and why they could not be (then none is
+    given)."""
+    reader = OffsetsLog(admin)
+    try:
+        reader.follow(groups)
+    except Unreadable as exc:
+        return {}, str(exc)
+    why = reader.read(budget)
+    return ({} if why else dict(reader.groups)), why
 
 
 def string(text: str | None, compact: bool = False) -> bytes:

@@ -7,13 +7,14 @@ from __future__ import annotations
 from kafka.errors import KafkaTimeoutError
 
 from migrate.journal.authorship import Authorship
-from migrate.kafka.group_log import NO_MEMBER, Commit, Watched
+from migrate.kafka.offsets_log.group import NO_MEMBER, Commit, Watched
 from migrate.kafka.takeover import AGREE_TRIES
 from migrate.ready.evidence import agreed
 from migrate.ready.rules import KafkaGroup
 from migrate.sync.decide import Judging, decide
 from migrate.sync.state import GroupState
 from migrate.sync.watch import ZkOffset
+from migrate.kafka.clocks import Margin
 
 KEY = ("orders", 0)
 ZK_WRITTEN = 1_000_000.0          # ZooKeeper's last write of the znode, seconds
@@ -61,7 +62,7 @@ def judged(consumer: Consumer, committed: bool = True) -> tuple[dict, int]:
     stopped = {}
     group = GroupState(offsets={KEY: ZkOffset(5, "/consumers/g/offsets/orders/0", 1, "standard", ZK_WRITTEN)})
     held = consumer.fetch(["g"])
-    judging = Judging(consumer.log, lambda: 60.0, lambda mtime, at: None, 0.0,
+    judging = Judging(consumer.log, lambda: Margin(60.0), lambda mtime, at: None, 0.0,
                       consumer.fetch if committed else None)
     decide(["g"], {"g": group}, held, frozenset(), Authorship(None, "zk2kafka sync R"),
            lambda name, why, reason: stopped.update({name: (reason, why)}), judging)

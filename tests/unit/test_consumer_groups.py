@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from migrate.kafka import consumer_groups as cg
+from migrate.kafka.wire import consumer_groups as cg
 from migrate.kafka.members import _assignment
 
 
@@ -87,8 +87,11 @@ def test_a_response_header_v1_is_read_before_the_body():
 
     body = struct.pack(">i", 0) + array([group("g", "Assigning", [member("m", {"t": [3]}, {})])]) + NO_TAGS
     buffer = Buffer(struct.pack(">i", 9) + NO_TAGS + body)
-    assert cg.DescribeResponse.parse_header(buffer).correlation_id == 9
-    (g,) = cg.DescribeResponse.decode(buffer).groups
+    request = cg.DescribeRequest(["g"])
+    request.with_header(9)
+    answer = request.header.get_response_class()
+    assert answer.parse_header(buffer).correlation_id == 9
+    (g,) = answer.decode(buffer)
     assert (g.state, g.members[0].assigned) == ("Assigning", [("t", 3)])
 
 
@@ -126,7 +129,7 @@ def test_each_group_is_described_by_the_protocol_that_knows_it(monkeypatch):
     def consumer_answer(admin, groups, request_of):
         asked.append(sorted(groups))
         body = struct.pack(">i", 0) + array([group(g, "Reconciling", [member("m", {"b": [0]}, {})]) for g in groups])
-        return [cg.DescribeResponse(cg.decode_response(body + NO_TAGS))]
+        return [cg.decode_response(body + NO_TAGS)]
 
     monkeypatch.setattr(members, "describe_groups", lambda admin, features, groups, call: {
         g: classic[g] for g in groups})
@@ -139,8 +142,7 @@ def test_each_group_is_described_by_the_protocol_that_knows_it(monkeypatch):
     assert found["untyped"].live and asked == [["new", "untyped"]]
     # a ZooKeeper-mode 3.9 broker lists the API and answers each group UNSUPPORTED_VERSION: not a consumer group
     monkeypatch.setattr(members.lib, "send_to_coordinators", lambda admin, groups, request_of: [
-        cg.DescribeResponse(cg.decode_response(struct.pack(">i", 0) + array([group(g, "", [], error=35)
-                                                                            for g in groups]) + NO_TAGS))])
+        cg.decode_response(struct.pack(">i", 0) + array([group(g, "", [], error=35) for g in groups]) + NO_TAGS)])
     assert members.describe(None, kafka4, ["untyped"])["untyped"] == members.Members("Dead", 0)
     # a broker without ConsumerGroupDescribe is never sent one
     found = members.describe(None, BrokerFeatures((3, 9), {}), ["untyped"])

@@ -1,7 +1,7 @@
 """When Kafka deletes the offsets of a group with no member, per release: before 2.1 each offset by its own
 commit (or the expiry a v1 record set); from 2.1 (KIP-211) an Empty consumer group all at once, retention after
 it became Empty; a group with no protocol type by commit time on every release, each group's clocks as its
-records in __consumer_offsets give them (migrate/kafka/group_log.py)."""
+records in __consumer_offsets give them (migrate/kafka/offsets_log/group.py)."""
 
 from __future__ import annotations
 

@@ -10,15 +10,19 @@ from kafka.protocol.api_key import ApiKey
 
 from migrate.kafka import compat
 
+from support.kafka_answers import CodecAdmin, fetch_answer
+
+NOT_COORDINATOR, GROUP_AUTHORIZATION_FAILED = 16, 30
+
 
 class Admin:
     """Records which kafka-python entry points were used; answers like a broker of the given API versions."""
 
-    def __init__(self, version, apis, refused=()):
+    def __init__(self, version, apis):
         self._manager = SimpleNamespace(broker_version_data=SimpleNamespace(broker_version=version, api_versions=apis),
                                         run=self._run, call_soon=self._call_soon)
         self.config = {"max_in_flight_requests_per_connection": 5}
-        self.used, self.refused = [], dict(refused)
+        self.used = []
 
     def _run(self, coro, *args):
         import asyncio
@@ -35,17 +39,6 @@ class Admin:
     async def _get_cluster_metadata(self, topics):
         self.used.append("Metadata")
         return {"brokers": [{"node_id": 2}, {"node_id": 1}], "cluster_id": "c"}
-
-    def list_group_offsets(self, specs):
-        self.used.append(f"OffsetFetch batch {sorted(specs)}")
-        return {g: {} for g in specs}
-
-    async def _async_list_group_offsets(self, specs):
-        (group,) = specs
-        self.used.append(f"OffsetFetch {group}")
-        if group in self.refused:
-            raise self.refused[group]
-        return {group: {"tp": group}}
 
 
 def apis(**versions):
@@ -67,21 +60,22 @@ def test_describe_cluster_v1_is_asked_and_an_unparsable_answer_is_one_error_nami
 
 
 def test_offset_fetch_is_batched_only_from_v8():
-    admin = Admin((3, 0), apis(OffsetFetch=8))
-    assert compat.list_group_offsets(admin, compat.BrokerFeatures.of(admin), ["a", "b"]) == ({"a": {}, "b": {}}, {})
-    assert admin.used == ["OffsetFetch batch ['a', 'b']"]
+    admin = CodecAdmin(lambda request: fetch_answer(request, {}), version=8)
+    assert compat.fetch_group_offsets(admin, compat.BrokerFeatures.of(admin), ["a", "b"]) == ({"a": {}, "b": {}}, {})
+    assert [request.groups for request in admin.sent] == [["a", "b"]]
 
 
 def test_before_v8_one_offset_fetch_per_group_each_with_its_own_error():
-    refused = GroupAuthorizationFailedError("no")
-    admin = Admin((2, 8), apis(OffsetFetch=7), refused={"b": refused})
-    found, errors = compat.list_group_offsets(admin, compat.BrokerFeatures.of(admin), ["a", "b", "c"])
-    assert found == {"a": {"tp": "a"}, "c": {"tp": "c"}} and errors == {"b": refused}
-    assert sorted(admin.used) == ["OffsetFetch a", "OffsetFetch b", "OffsetFetch c"]
+    held = {"a": {("t", 0): (5, "", 0)}, "c": {("t", 1): (6, "m", 0)}}
+    admin = CodecAdmin(lambda request: fetch_answer(request, held, {"b": GROUP_AUTHORIZATION_FAILED}), version=7)
+    found, errors = compat.fetch_group_offsets(admin, compat.BrokerFeatures.of(admin), ["a", "b", "c"])
+    assert found == {"a": {("t", 0): (5, "")}, "c": {("t", 1): (6, "m")}}
+    assert list(errors) == ["b"] and isinstance(errors["b"], GroupAuthorizationFailedError)
+    assert sorted(request.groups for request in admin.sent) == [["a"], ["b"], ["c"]]
     # A retriable error is raised, for the retry policy to send the round again.
-    admin = Admin((2, 8), apis(OffsetFetch=7), refused={"a": NotCoordinatorError("moved")})
+    admin = CodecAdmin(lambda request: fetch_answer(request, {}, {"a": NOT_COORDINATOR}), version=7)
     with pytest.raises(NotCoordinatorError):
-        compat.list_group_offsets(admin, compat.BrokerFeatures.of(admin), ["a", "b"])
+        compat.fetch_group_offsets(admin, compat.BrokerFeatures.of(admin), ["a", "b"])
 
 
 def test_settings_and_deletes_the_release_lacks_are_reasons_not_errors():

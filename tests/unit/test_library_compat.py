@@ -50,27 +50,6 @@ def test_no_module_outside_the_compat_modules_touches_a_private_library_name():
     assert not users, f"private kafka-python or kazoo names outside _compat.py: {users}"
 
 
-def test_the_quick_offset_fetch_parse_answers_as_kafka_pythons():
-    from types import SimpleNamespace as NS
-
-    part = lambda i, offset, error=0: NS(partition_index=i, committed_offset=offset, metadata=f"m{i}",  # noqa: E731
-                                         committed_leader_epoch=-1, error_code=error)
-    group = NS(group_id="g", error_code=0, topics=[NS(name="a", partitions=[part(0, 5), part(1, -1)]),
-                                                   NS(name="b", partitions=[part(3, 7)])])
-    quick = kafka_compat._parse_group_offsets(group)
-    theirs = KafkaAdminClient._parse_group_offsets(group)
-    assert quick == theirs and list(quick) == list(theirs)
-    assert [type(k) for k in quick] == [type(k) for k in theirs]
-    assert [type(v) for v in quick.values()] == [type(v) for v in theirs.values()]
-    for broken in (NS(group_id="g", error_code=16, topics=[]),   # NOT_COORDINATOR
-                   NS(group_id="g", error_code=0, topics=[NS(name="a", partitions=[part(0, 5, error=3)])])):
-        with pytest.raises(Exception) as quick_error:
-            kafka_compat._parse_group_offsets(broken)
-        with pytest.raises(Exception) as their_error:
-            KafkaAdminClient._parse_group_offsets(broken)
-        assert type(quick_error.value) is type(their_error.value)
-
-
 def test_forgetting_a_coordinator_drops_those_groups_only():
     from types import SimpleNamespace as NS
 

@@ -209,6 +209,25 @@ def test_the_two_writing_programs_share_only_the_journal():
     assert not crossing, f"imports across the programs' packages: {crossing}"
 
 
+def test_the_kafka_rooms_wings_keep_their_direction():
+    # migrate/kafka/: the wire (its own codecs) under the reader of __consumer_offsets (offsets_log/), the rooms
+    # around them no more than fourteen modules, and none of it importing a stage above the reading floor.
+    edges = graph()
+    wire_up = sorted(f"{name} -> {target}" for name, targets in edges.items() if _within(name, "migrate.kafka.wire")
+                     for target in targets if _within(target, "migrate.kafka.offsets_log"))
+    assert not wire_up, f"the wire importing the reader above it: {wire_up}"
+    above = ("migrate.zk", "migrate.diff", "migrate.write", "migrate.sync", "migrate.renew", "migrate.journal",
+             "migrate.ready", "migrate.report", "migrate.pipeline", "migrate.commands", "migrate.cli",
+             "migrate.sandbox", "migrate.testing")
+    up = sorted(f"{name} -> {target}" for name, targets in edges.items() if _within(name, "migrate.kafka")
+                for target in targets if any(_within(target, stage) for stage in above))
+    assert not up, f"migrate/kafka/ importing a stage above it: {up}"
+    top = sorted(path.name for path in (PACKAGE / "kafka").glob("*.py"))
+    assert len(top) <= 14, f"migrate/kafka/ holds {len(top)} modules at its top: {top}"
+    assert {path.name for path in (PACKAGE / "kafka").iterdir() if path.is_dir() and path.name != "__pycache__"} \
+        == {"wire", "offsets_log"}
+
+
 def _within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 

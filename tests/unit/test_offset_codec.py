@@ -1,6 +1,7 @@
-"""offset_codec against kafka-python's own encoding: every request byte for byte, every answer that
-kafka-python's response classes build read back, at each version the supported releases negotiate,
-through kafka-python's own protocol parser (the real brokers: the compat and sync integration tests)."""
+"""The OffsetCommit and OffsetFetch codecs (migrate/kafka/wire/) against kafka-python's own encoding: every request
+byte for byte, every answer that kafka-python's response classes build read back, at each version the supported
+releases negotiate, through kafka-python's own protocol parser (the real brokers: the compat and sync integration
+tests)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from kafka.protocol.consumer.group import OffsetCommitResponse, OffsetFetchReque
 from kafka.protocol.parser import KafkaProtocol
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from migrate.kafka import offset_codec as codec
+from migrate.kafka.values import Committed
+from migrate.kafka.wire import offset_commit, offset_fetch
+from migrate.kafka.wire.offset_commit import OffsetCommitRequest, encode_commit
+from migrate.kafka.wire.offset_fetch import OffsetFetchRequest as OurFetchRequest, encode_fetch
 
-VERSIONS = range(codec.LOWEST, codec.HIGHEST + 1)
+VERSIONS = range(offset_commit.LOWEST, offset_commit.HIGHEST + 1)
 # What each supported release announces for OffsetCommit and OffsetFetch (ApiVersions), and the
 # versions kafka-python's admin then sends: 0.10.2, 1.1, 2.4, 2.8, 3.9 (ZooKeeper mode), 4.1 (KRaft).
 RELEASES = {
@@ -60,27 +64,27 @@ def kafka_python_fetch(version: int, groups: list[str]) -> list[bytes]:
 @pytest.mark.parametrize("metadata", ["", "zk2kafka run 1f2e", "ü" * 300])
 def test_offset_commit_is_kafka_pythons_byte_for_byte(version, metadata):
     for group in ("group-a", LONG):
-        assert codec.encode_commit(version, 41, "zk2kafka", group, OFFSETS, metadata) == \
+        assert encode_commit(version, 41, "zk2kafka", group, OFFSETS, metadata) == \
             kafka_python_commit(version, group, OFFSETS, metadata)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_offset_fetch_is_kafka_pythons_byte_for_byte(version):
     groups = ["group-a", LONG, "c"] if version >= 8 else ["group-a"]
-    ours = [codec.encode_fetch(version, 41, "zk2kafka", groups)] if version >= 8 else \
-        [codec.encode_fetch(version, 41, "zk2kafka", [g]) for g in groups]
+    ours = [encode_fetch(version, 41, "zk2kafka", groups)] if version >= 8 else \
+        [encode_fetch(version, 41, "zk2kafka", [g]) for g in groups]
     assert ours == kafka_python_fetch(version, groups)
     if version < 8:
         with pytest.raises(ValueError, match="asks for one group"):
-            codec.encode_fetch(version, 41, "zk2kafka", ["a", "b"])
+            encode_fetch(version, 41, "zk2kafka", ["a", "b"])
 
 
 def test_versions_outside_those_negotiated_are_refused():
     for version in (0, 1, 9):
         with pytest.raises(ValueError, match="writes v2-v8"):
-            codec.encode_commit(version, 1, "x", "g", OFFSETS, "")
+            encode_commit(version, 1, "x", "g", OFFSETS, "")
         with pytest.raises(ValueError, match="writes v2-v8"):
-            codec.encode_fetch(version, 1, "x", ["g"])
+            encode_fetch(version, 1, "x", ["g"])
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -90,9 +94,9 @@ def test_each_release_negotiates_the_version_kafka_python_would(release):
     theirs_commit = KafkaAdminClient._alter_group_offsets_request(
         "g", {TopicPartition("t", 0): OffsetAndMetadata(1, "", -1)})
     theirs_fetch = OffsetFetchRequest(group_id="g", topics=None, min_version=2, max_version=8)
-    assert versions.api_version(codec.CommitRequest("g", {("t", 0): 1}, "")) == \
+    assert versions.api_version(OffsetCommitRequest("g", {("t", 0): 1}, "")) == \
         versions.api_version(theirs_commit) == commit
-    assert versions.api_version(codec.FetchRequest(["g"])) == versions.api_version(theirs_fetch) == fetch
+    assert versions.api_version(OurFetchRequest(["g"])) == versions.api_version(theirs_fetch) == fetch
 
 
 def exchange(request, response, version: int):
@@ -116,9 +120,8 @@ def test_offset_commit_answers_read_back(version):
     response = OffsetCommitResponse(throttle_time_ms=250, topics=[
         T(name="orders", partitions=[P(partition_index=0, error_code=0), P(partition_index=3, error_code=25)]),
         T(name=LONG, partitions=[P(partition_index=7, error_code=0)])], version=version)
-    answer = exchange(codec.CommitRequest("g", OFFSETS, ""), response, version)
-    assert answer.value == {("orders", 0): 0, ("orders", 3): 25, (LONG, 7): 0}
-    assert answer.throttle_time_ms == (250 if version >= 3 else 0)
+    answer = exchange(OffsetCommitRequest("g", OFFSETS, ""), response, version)
+    assert answer == {("orders", 0): 0, ("orders", 3): 25, (LONG, 7): 0}
 
 
 def fetch_topics(cls, epochs: bool):
@@ -136,19 +139,19 @@ def fetch_topics(cls, epochs: bool):
 EXPECTED = {("orders", 0): (12, "zk2kafka"), ("orders", 3): (2**40, None), ("päyments", 1): (-1, "ü" * 300)}
 
 
-@pytest.mark.parametrize("version", range(codec.LOWEST, 8))
+@pytest.mark.parametrize("version", range(offset_fetch.LOWEST, 8))
 def test_offset_fetch_answers_of_one_group_read_back(version):
     topics = fetch_topics(OffsetFetchResponse.OffsetFetchResponseTopic, version >= 5)
-    answer = exchange(codec.FetchRequest(["g"]),
+    answer = exchange(OurFetchRequest(["g"]),
                       OffsetFetchResponse(throttle_time_ms=9, topics=topics, error_code=0, version=version), version)
-    assert answer.value == {"g": (0, None, EXPECTED)}
-    assert all(isinstance(held, codec.Committed) for held in answer.value["g"].offsets.values())
+    assert answer == {"g": (0, None, EXPECTED)}
+    assert all(isinstance(held, Committed) for held in answer["g"].offsets.values())
     # The group's error, or else its first refused partition's, with the partition named.
     refused = OffsetFetchResponse(throttle_time_ms=0, topics=[], error_code=16, version=version)
-    assert exchange(codec.FetchRequest(["g"]), refused, version).value == {"g": (16, None, {})}
+    assert exchange(OurFetchRequest(["g"]), refused, version) == {"g": (16, None, {})}
     topics[1].partitions[0].error_code = 29
     partly = OffsetFetchResponse(throttle_time_ms=0, topics=topics, error_code=0, version=version)
-    assert exchange(codec.FetchRequest(["g"]), partly, version).value["g"][:2] == (29, ("päyments", 1))
+    assert exchange(OurFetchRequest(["g"]), partly, version)["g"][:2] == (29, ("päyments", 1))
 
 
 def test_offset_fetch_answers_of_many_groups_read_back():
@@ -159,15 +162,14 @@ def test_offset_fetch_answers_of_many_groups_read_back():
     response = OffsetFetchResponse(throttle_time_ms=3, groups=[
         G(group_id="a", topics=topics, error_code=0), G(group_id=LONG, topics=[], error_code=15),
         G(group_id="c", topics=refused, error_code=0), G(group_id="empty", topics=[], error_code=0)], version=8)
-    answer = exchange(codec.FetchRequest(["a", LONG, "c", "empty"]), response, 8)
-    assert answer.value == {"a": (0, None, EXPECTED), LONG: (15, None, {}),
+    answer = exchange(OurFetchRequest(["a", LONG, "c", "empty"]), response, 8)
+    assert answer == {"a": (0, None, EXPECTED), LONG: (15, None, {}),
                             "c": (86, ("orders", 3), EXPECTED), "empty": (0, None, {})}
-    assert answer.throttle_time_ms == 3
 
 
 def test_a_short_answer_is_kafka_pythons_protocol_error():
     parser = KafkaProtocol(client_id="zk2kafka")
-    request = codec.FetchRequest(["g"])
+    request = OurFetchRequest(["g"])
     request.API_VERSION = 8
     correlation_id = parser.send_request(request)
     response = OffsetFetchResponse(throttle_time_ms=0, groups=[OffsetFetchResponse.OffsetFetchResponseGroup(

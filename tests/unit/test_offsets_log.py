@@ -1,8 +1,9 @@
-"""The one reader of __consumer_offsets, its pure parts: the wire (record_batches.py, fetch_codec.py), what a
-record means (group_records.py), the records applied in log order as the coordinator applies them (group_log.py:
-members at the moment of each commit, transactions resolved by their markers, commits during the watch), and the
-clocks they measure (clocks.py). The records are built from Kafka's schemas and wrapped in batches by
-kafka-python's own builders (support/records.py); on real brokers of every release: tests/compat."""
+"""The one reader of __consumer_offsets (migrate/kafka/offsets_log/), its pure parts: the wire (records.py,
+wire/fetch.py), what a record means (schema.py), the records applied in log order as the coordinator applies them
+(partition.py, group.py: members at the moment of each commit, transactions resolved by their markers, commits
+during the watch), and the clocks they measure (clocks.py). The records are built from Kafka's schemas and
+wrapped in batches by kafka-python's own builders (support/records.py); on real brokers of every release:
+tests/compat."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import struct
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
-from migrate.kafka import fetch_codec
+from migrate.kafka.wire import fetch as fetch_codec
 from migrate.kafka.clocks import Clocks
-from migrate.kafka.group_log import GroupLog, PartitionLog
-from migrate.kafka.group_records import commit_clock, commit_value, group_metadata, member_key, offset_key
+from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.offsets_log.partition import PartitionLog
+from migrate.kafka.offsets_log.schema import commit_clock, commit_value, group_metadata, member_key, offset_key
 from migrate.kafka.offsets_log import partition_for
-from migrate.kafka.record_batches import CorruptRecords, batches
+from migrate.kafka.offsets_log.records import CorruptRecords, batches
 
 from support import records as r
 
@@ -195,7 +197,8 @@ def test_clocks_bound_each_server_and_widen_the_margin_by_the_measured_lead():
 
 def test_a_fetch_request_and_answer_of_each_version():
     for version in (3, 4, 5, 7, 9, 11):
-        request = fetch_codec.encode_request(version, "__consumer_offsets", {3: 40, 1: 7}, 1 << 20, 1 << 25, 9, "c")
+        request = fetch_codec.FetchRequest(version, "__consumer_offsets", {3: 40, 1: 7}, 1 << 20, 1 << 25).encoded(
+            version, 9, "c")
         (size,) = struct.unpack_from(">i", request)
         assert size == len(request) - 4 and struct.unpack_from(">hhi", request, 4) == (1, version, 9)
         body = struct.pack(">i", 0) + (struct.pack(">hi", 0, 0) if version >= 7 else b"")
@@ -224,7 +227,7 @@ def test_records_that_cannot_be_read_date_nothing_and_show_no_member():
 def _membership_as_read(state, key):
     """The rule membership() applies, written plainly: the first member assigned the partition
     holds it; a partition no member holds is known unheld only when every assignment is told."""
-    from migrate.kafka.group_log import Membership
+    from migrate.kafka.offsets_log.group import Membership
 
     told = [m for m in state.members if m.assigned is not None]
     holder = next((m for m in told if key in m.assigned), None)
@@ -240,8 +243,8 @@ def _membership_as_read(state, key):
     [set(), {("u", 0)}],                               # an empty assignment
 ])
 def test_a_commits_membership_is_the_first_member_assigned_its_partition(assignments):
-    from migrate.kafka.group_log import membership
-    from migrate.kafka.group_records import GroupMetadata, Member
+    from migrate.kafka.offsets_log.group import membership
+    from migrate.kafka.offsets_log.schema import GroupMetadata, Member
 
     members = tuple(Member(f"m{i}", f"c{i}", "/10.0.0.1", None if a is None else frozenset(a))
                     for i, a in enumerate(assignments))

@@ -13,8 +13,9 @@ import pytest
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
 from migrate.kafka import takeover as t
-from migrate.kafka.group_log import Commit, Membership, Watched
-from migrate.kafka.group_records import Member
+from migrate.kafka import values
+from migrate.kafka.offsets_log.group import Commit, Membership, Watched
+from migrate.kafka.offsets_log.schema import Member
 
 from support.frames import (EMPTY_AT, MEMBER_AT, NEVER_JOINED, T0, commit_time, committed, group, partition,
                             plan, zk_row)
@@ -114,9 +115,9 @@ def test_a_value_is_dated_by_the_record_that_wrote_it_never_by_a_newer_one_of_an
 
 
 def test_named_run_reads_zk2kafka_default_metadata_only():
-    assert t.named_run("zk2kafka migrate 20260101-abc") == "20260101-abc"
-    assert t.named_run("zk2kafka sync r") == "r"
-    assert t.named_run("") is t.named_run(None) is t.named_run("my app") is None
+    assert values.named_run("zk2kafka migrate 20260101-abc") == "20260101-abc"
+    assert values.named_run("zk2kafka sync r") == "r"
+    assert values.named_run("") is values.named_run(None) is values.named_run("my app") is None
 
 
 def test_the_diff_judges_every_case_as_the_rule_does(spark):

@@ -1,4 +1,4 @@
-"""The writer's checks on zk2kafka's own codec (offset_codec): every partition of a commit must be accepted, a
+"""The writer's checks on zk2kafka's own codec (migrate/kafka/wire/): every partition of a commit must be accepted, a
 live group's refusal is named live and never retried, retriable errors are retried, and a group Kafka refuses to
 show is that group's error alone; answers built by kafka-python's response classes (the real brokers: the sync,
 legacy-broker and compat tests)."""

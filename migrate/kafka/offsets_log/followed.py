@@ -1,5 +1,5 @@
-"""What a follower reads of `__consumer_offsets`, in one reader (migrate/kafka/offsets_log.py)
-that its passes and its retention clock share: it reads only what is new since the last read,
+"""What a `sync` follower reads of `__consumer_offsets`: the long-lived reader (reader.py) that its
+passes and its retention clock share: it reads only what is new since the last read,
 and the watch it judges commits by is the whole run (the log's end when the follower started).
 
 Besides the brokers' records it measures the clocks both ways (migrate/kafka/clocks.py): a
@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
+from typing import Protocol
 
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -21,12 +22,21 @@ from kafka.errors import KafkaError
 from migrate.connection import Connection
 from migrate.kafka.clocks import Lead
 from migrate.kafka.compat import BrokerFeatures
-from migrate.kafka.group_log import GroupLog
-from migrate.kafka.offsets_log import OffsetsLog, Unreadable
+from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.offsets_log.reader import OffsetsLog, Unreadable
 from migrate.kafka.writer import KafkaOffsetWriter
-from migrate.zk.brokers import Registration
 
 log = logging.getLogger(__name__)
+
+
+
+class Registration(Protocol):
+    """A broker's registration in ZooKeeper, as migrate/zk/brokers.py reads it."""
+
+    broker: int
+    timestamp_ms: int
+    ctime_ms: int
+
 
 BUSY = "__consumer_offsets is being read (the first read of a large topic); judged again later"
 

@@ -8,8 +8,8 @@ coordinator picks it). Each partition followed is read from its start to its end
 then, on the next read, from where it stopped: `sync` reads only what is new. A group followed
 late is read on its own from its partition's start up to where the partition stands (the others'
 state is kept); a partition is read from its start again only when its position is no longer in
-the log. The records are fetched raw (fetch_codec.py), sliced by record_batches.py, and only
-those of the followed groups applied, in log order, to each group's GroupLog (group_log.py).
+the log. The records are fetched raw (wire/fetch.py), sliced by records.py, and only those of
+the followed groups applied, in log order, by partition.py to each group's GroupLog (group.py).
 
 Transactions are resolved as the coordinator resolves them: a transactional offset commit is held
 by its producer id until that producer's marker; a COMMIT applies it (unless the partition holds
@@ -17,8 +17,8 @@ a value written later in the log), an ABORT drops it, and one still open is no c
 
 What it reads, and only that, also measures the brokers' clocks: a record stamped later than the
 moment its answer came back shows the broker that stamped it ahead of zk2kafka's clock by at
-least that much (clocks.py). It reads only; the budget bounds a read, and a read that did not
-finish tells nothing.
+least that much (migrate/kafka/clocks.py). It reads only; the budget bounds a read, and a read
+that did not finish tells nothing.
 """
 
 from __future__ import annotations
@@ -34,17 +34,18 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from migrate.connection import Connection
-from migrate.errors import WorkerFailed
+from migrate.errors import MigrateError, WorkerFailed
 from migrate.heap import collecting_rarely
 from migrate.kafka import _compat as lib
 from migrate.kafka.client import open_admin
 from migrate.kafka.clocks import Clocks
 from migrate.kafka.compat import BrokerFeatures
-from migrate.kafka.fetch_codec import FetchRequest, version_for
-from migrate.kafka.group_log import GroupLog, PartitionLog
+from migrate.kafka.wire.fetch import FetchRequest, version_for
+from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.offsets_log.partition import PartitionLog
 from migrate.kafka.log_bounds import log_bounds
-from migrate.kafka.offsets_shares import Answer, read_shares
-from migrate.kafka.record_batches import CorruptRecords, batches
+from migrate.kafka.offsets_log.shares import ShareRead, read_shares
+from migrate.kafka.offsets_log.records import CorruptRecords, batches
 from migrate.kafka.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def partition_for(group: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-class Unreadable(Exception):
+class Unreadable(MigrateError):
     """Why `__consumer_offsets` could not be read (the text says it)."""
 
 
@@ -100,7 +101,7 @@ class OffsetsLog:
                  connection: Connection | None = None, workers: int = READERS):
         self.admin = admin
         # A large first read split over `workers` processes, each on a session of its own made
-        # from `connection` (offsets_shares.py); one reads in this process.
+        # from `connection` (shares.py); one reads in this process.
         self.connection, self.workers = connection, workers
         self._features = features
         self.policy = policy or RetryPolicy()
@@ -164,7 +165,7 @@ class OffsetsLog:
             cursor.log.watch_from = self._marks.get(cursor.partition)
 
     def marks(self, marks: dict[int, int]) -> None:
-        """The watch's marks as another reader took them (a worker's, offsets_shares.py)."""
+        """The watch's marks as another reader took them (a worker's, shares.py)."""
         self._marks.update(marks)
         for cursor in self._cursors.values():
             cursor.log.watch_from = self._marks.get(cursor.partition)
@@ -236,10 +237,10 @@ class OffsetsLog:
                 wait = deadline - time.monotonic()
                 if wait <= 0:
                     return self._unfinished(left)
-                response = answer.result(min(wait, ANSWER_WAIT))
+                _, partitions = answer.result(min(wait, ANSWER_WAIT))
                 read_at = time.time()
                 by_partition = {c.partition: c for c in cursors_of}
-                for part in response.partitions:
+                for part in partitions:
                     cursor = by_partition.get(part.partition)
                     if cursor is None:
                         continue
@@ -254,7 +255,7 @@ class OffsetsLog:
 
     def _shared(self, deadline: float) -> str | None:
         """The partitions not read yet, when they hold enough to pay for processes, read by
-        `workers` processes instead (offsets_shares.py); why that failed, or None."""
+        `workers` processes instead (shares.py); why that failed, or None."""
         fresh = [c for c in self._cursors.values() if c.position == 0]
         if self.workers < 2 or self.connection is None or len(fresh) < 2:
             return None
@@ -360,22 +361,9 @@ class OffsetsLog:
                          if p["leader_id"] >= 0}
 
 
-def read_groups(admin: KafkaAdminClient, groups: Iterable[str],
-                budget: float = 300.0) -> tuple[dict[str, GroupLog], str | None]:
-    """`groups`' records read once to the end of their partitions, and why they could not be
-    (then none is given)."""
-    reader = OffsetsLog(admin)
-    try:
-        reader.follow(groups)
-    except Unreadable as exc:
-        return {}, str(exc)
-    why = reader.read(budget)
-    return ({} if why else dict(reader.groups)), why
-
-
 def read_share(pipe, connection: Connection, share: list, budget: float) -> None:
-    """A worker process's share of a first read (offsets_shares.py): its partitions read from
-    their start on a session of its own; its Answer down `pipe`."""
+    """A worker process's share of a first read (shares.py): its partitions read from their
+    start on a session of its own; its ShareRead down `pipe`."""
     with collecting_rarely():   # a process that reads once, as the command that started it
         admin = open_admin(connection, client_id="zk2kafka-offsets-reader")
         try:
@@ -383,12 +371,12 @@ def read_share(pipe, connection: Connection, share: list, budget: float) -> None
             reader.follow(name for _, names, _ in share for name in names)
             reader.marks({p: mark for p, _, mark in share if mark is not None})
             why = reader.read(budget)
-            answer = Answer(why, clocks=reader.clocks, records=reader.records)
+            answer = ShareRead(why, clocks=reader.clocks, records=reader.records)
             if why is None:
                 answer.partitions = reader.states()
             pipe.send(answer)
         except Exception as exc:  # noqa: BLE001 - said to the command, whose read then stops
-            pipe.send(Answer(f"a reader process of {OFFSETS_TOPIC} failed: "
+            pipe.send(ShareRead(f"a reader process of {OFFSETS_TOPIC} failed: "
                              f"{type(exc).__name__}: {exc}"))
         finally:
             admin.close()

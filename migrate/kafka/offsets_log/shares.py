@@ -6,7 +6,7 @@ the records a second, less what sending the state back costs (docs/performance.m
 
 Only partitions read from their start are shared out: a partition read on from a position needs
 the state its groups have, which stays in the command's process. The command's reader takes the
-answers in place of reading those partitions itself (offsets_log.py).
+answers in place of reading those partitions itself (reader.py).
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from migrate import processes
 from migrate.connection import Connection
 from migrate.errors import WorkerFailed
 from migrate.kafka.clocks import Clocks
-from migrate.kafka.group_log import GroupLog
+from migrate.kafka.offsets_log.group import GroupLog
 
 # A share: (partition, the followed groups of it, the watch's mark there or None)
 Share = list[tuple[int, list[str], int | None]]
 
 
 @dataclass
-class Answer:
+class ShareRead:
     """What a worker read: per partition, where it stands, its open transactions and its groups'
     state; the clocks measured, the records applied; why it did not finish (or None)."""
 
@@ -36,13 +36,13 @@ class Answer:
 
 
 def read_shares(target, connection: Connection, shares: list[Share],
-                budget: float) -> list[Answer]:
+                budget: float) -> list[ShareRead]:
     """Each share read by a worker process of its own running `target(pipe, connection, share,
-    budget)` (offsets_log.read_share), within `budget` seconds; their answers. Raises
+    budget)` (reader.read_share), within `budget` seconds; their answers. Raises
     WorkerFailed when one dies without an answer."""
     workers = processes.Workers(target, [(connection, share, budget) for share in shares],
                                 "zk2kafka-offsets-reader")
-    answers: dict[int, Answer] = {}
+    answers: dict[int, ShareRead] = {}
     try:
         deadline = time.monotonic() + budget + 60   # the answer's own way back, besides
         while len(answers) < len(workers):

@@ -1,29 +1,38 @@
-"""The answers to OffsetCommit and OffsetFetch read straight into zk2kafka's own values
-(`{(topic, partition): error code}`, `{group: FetchedGroup}`), for offset_codec.py, which sends the
-requests: the schemas and the versions are described there.
+"""OffsetFetch (API key 9): the request that reads what Kafka holds for every partition of a group,
+encoded here and its answer decoded here, sent on kafka-python's own connection (request.py).
+Every read of committed offsets goes through it: the snapshot, the writers' read-backs, sync's
+every pass, the gate.
 
-An OffsetFetch answer holds a partition for each offset sync mirrors, so its partitions are read in
-one loop over the bytes rather than a call per field.
+An answer holds a partition for each offset, so its partitions are read in one loop over the bytes
+rather than a call per field (docs/performance.md).
+
+Written from the schemas of Kafka's OffsetFetchRequest/Response; the versions are those
+kafka-python's admin negotiates (tests/unit/test_offset_codec.py compares the bytes): the highest
+both ends know, at most v8, at least v2 (the first that asks for "every partition", Kafka 0.10.2's
+highest). The supported releases land on: 0.10.2 v2, 1.1 v3, 2.4 v6, 2.8 v7, 3.0 and later v8
+(one request for many groups, KIP-709). v6 and later are flexible.
+
+- v2-v7: group, topics null (every partition), v7 require_stable false. Answer: v3+ throttle
+  time, topics [name, partitions [index, offset, v5+ leader epoch, metadata, error]], error.
+- v8: groups [group, topics null], require_stable false; answer: throttle time, groups
+  [group, topics [...as v7], error].
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from typing import NamedTuple
 
-Key = tuple[str, int]
+from migrate.kafka.values import Committed, Key
+from migrate.kafka.wire.primitives import INT16, Reader, count, string
+from migrate.kafka.wire.request import Request
 
-COMMIT_FLEXIBLE = 8   # the first flexible versions (compact strings, tagged fields)
-FETCH_FLEXIBLE = 6
-_h, _i, _ih = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">ih")
+API_KEY = 9
+LOWEST, HIGHEST = 2, 8
+FLEXIBLE = 6    # the first flexible version (compact strings, tagged fields)
+
 _iqi, _iq = struct.Struct(">iqi"), struct.Struct(">iq")
-
-
-class Committed(NamedTuple):
-    """What Kafka holds for one partition of a group."""
-
-    offset: int
-    metadata: str | None
 
 
 class FetchedGroup(NamedTuple):
@@ -35,89 +44,68 @@ class FetchedGroup(NamedTuple):
     offsets: dict[Key, Committed]
 
 
-class Reader:
-    """A Kafka answer read field by field; a short buffer raises struct.error."""
+class OffsetFetchRequest(Request):
+    """OffsetFetch of every partition of `groups` (one group unless the broker answers v8); its
+    answer: {group: FetchedGroup}."""
 
-    __slots__ = ("data", "at", "compact")
+    API_KEY = API_KEY
+    name = "OffsetFetch"
+    min_version, max_version, flexible_from = LOWEST, HIGHEST, FLEXIBLE
 
-    def __init__(self, data: bytes, compact: bool):
-        self.data, self.at, self.compact = data, 0, compact
+    def __init__(self, groups: Iterable[str]):
+        super().__init__()
+        self.groups = list(groups)
 
-    def uvarint(self) -> int:
-        data, at = self.data, self.at
-        value = shift = 0
-        while at < len(data):
-            byte = data[at]
-            at += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                self.at = at
-                return value
-            shift += 7
-        raise struct.error("varint runs past the end of the answer")
+    def body(self, version: int) -> list[bytes]:
+        compact = self.flexible(version)
+        tags = b"\x00" if compact else b""
+        parts = []
+        if version >= 8:
+            parts.append(count(len(self.groups), compact))
+            for group in self.groups:
+                parts += [string(group, compact), b"\x00", tags]   # Topics: null, every one
+        else:
+            if len(self.groups) != 1:
+                raise ValueError(f"OffsetFetch v{version} asks for one group, "
+                                 f"not {len(self.groups)}")
+            parts += [string(self.groups[0], compact),
+                      b"\x00" if compact else b"\xff\xff\xff\xff"]
+        if version >= 7:
+            parts.append(b"\x00")                     # RequireStable: false
+        parts.append(tags)
+        return parts
 
-    def fixed(self, form: struct.Struct):
-        values = form.unpack_from(self.data, self.at)
-        self.at += form.size
-        return values
+    def decode(self, version: int, body: bytes) -> dict[str, FetchedGroup]:
+        return decode_fetch(version, body, self.groups[0] if len(self.groups) == 1 else None)
 
-    def string(self) -> str | None:
-        n = self.uvarint() - 1 if self.compact else self.fixed(_h)[0]
-        if n < 0:
-            return None
-        end = self.at + n
-        if end > len(self.data):
-            raise struct.error(f"{n} bytes run past the end of the answer")
-        value = self.data[self.at:end].decode()
-        self.at = end
-        return value
-
-    def count(self) -> int:
-        return max(0, self.uvarint() - 1 if self.compact else self.fixed(_i)[0])
-
-    def tags(self) -> None:
-        if self.compact:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                size = self.uvarint()
-                self.at += size
+    def described(self) -> str:
+        return f"groups={self.groups}"
 
 
-def decode_commit(version: int, body: bytes) -> dict[Key, int]:
-    """An OffsetCommit answer (after its header): each partition's error code."""
-    src = Reader(body, version >= COMMIT_FLEXIBLE)
-    if version >= 3:
-        src.fixed(_i)                             # ThrottleTimeMs
-    out = {}
-    for _ in range(src.count()):
-        topic = src.string() or ""
-        for _ in range(src.count()):
-            partition, error = src.fixed(_ih)
-            out[topic, partition] = error
-            src.tags()
-        src.tags()
-    src.tags()
-    return out
+def encode_fetch(version: int, correlation_id: int, client_id: str,
+                 groups: Iterable[str]) -> bytes:
+    """A framed OffsetFetch request of `version` for every partition of `groups`."""
+    return OffsetFetchRequest(groups).encoded(version, correlation_id, client_id)
 
 
 def decode_fetch(version: int, body: bytes, group: str | None = None) -> dict[str, FetchedGroup]:
     """An OffsetFetch answer (after its header), by group; below v8 the answer names no group,
     so `group` is the one asked for."""
-    src = Reader(body, version >= FETCH_FLEXIBLE)
+    src = Reader(body, version >= FLEXIBLE)
     if version >= 3:
-        src.fixed(_i)                             # ThrottleTimeMs
+        src.int32()                             # ThrottleTimeMs
     if version >= 8:
         out = {}
         for _ in range(src.count()):
             name = src.string() or ""
             offsets, failed = _topics(src, True)
-            error = src.fixed(_h)[0]
+            error = src.int16()
             src.tags()
             out[name] = _fetched(error, failed, offsets)
         src.tags()
         return out
     offsets, failed = _topics(src, version >= 5)
-    error = src.fixed(_h)[0]
+    error = src.int16()
     src.tags()
     return {group or "": _fetched(error, failed, offsets)}
 
@@ -153,7 +141,7 @@ def _partitions(src: Reader, topic: str, n: int, epochs: bool, offsets: dict[Key
     (a long varint, a tagged field) goes through `src`."""
     data, at, compact = src.data, src.at, src.compact
     head = _iqi if epochs else _iq
-    step, unpack, short = head.size, head.unpack_from, _h.unpack_from
+    step, unpack, short = head.size, head.unpack_from, INT16.unpack_from
     new = tuple.__new__   # a namedtuple's own constructor is a Python call per offset
     for _ in range(n):
         partition, offset = unpack(data, at)[:2]

@@ -1,5 +1,5 @@
 """What the Kafka snapshot takes from `__consumer_offsets`, in one read by the one reader
-(offsets_log.py): when each Empty consumer group became Empty, when the offsets of the groups
+(reader.py): when each Empty consumer group became Empty, when the offsets of the groups
 with no member that expire by commit time were committed, and, for the groups holding a value
 that names no zk2kafka run, who committed each value and when (the snapshot's `commit` rows,
 which the diff judges a takeover by: migrate/diff/judge.py).
@@ -17,9 +17,9 @@ from migrate.connection import Connection
 from migrate.kafka import takeover
 from migrate.kafka.clocks import UNMEASURED, Lead
 from migrate.kafka.compat import BrokerFeatures
-from migrate.kafka.group_log import GroupLog
+from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.members import IDLE_STATES
-from migrate.kafka.offsets_log import OffsetsLog, Unreadable
+from migrate.kafka.offsets_log.reader import OffsetsLog, Unreadable
 
 log = logging.getLogger(__name__)
 

@@ -29,6 +29,8 @@ from typing import NamedTuple
 
 from kafka import codec
 
+from migrate.errors import MigrateError
+
 try:                                  # the C CRC-32C kafka-python's crc32c extra brings
     from crc32c import crc32c as _crc32c
 except ImportError:                   # pragma: no cover - pyproject.toml depends on it
@@ -49,7 +51,7 @@ CODECS = {1: ("gzip", codec.has_gzip, codec.gzip_decode),
           4: ("zstd", codec.has_zstd, codec.zstd_decode)}
 
 
-class CorruptRecords(ValueError):
+class CorruptRecords(MigrateError):
     """Bytes that are not what a batch or message says they are: a CRC that does not match, a
     length past the end, a compression codec this Python cannot undo. Carries the offset."""
 

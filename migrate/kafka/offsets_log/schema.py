@@ -1,6 +1,6 @@
 """What a record of `__consumer_offsets` means: its key's type and group, an offset commit's value,
 a group's metadata (its members and what each is assigned), a transaction's marker. Pure: bytes in,
-values out; offsets_log.py reads them in log order.
+values out; partition.py and group.py apply them in log order.
 
 Every key starts with an int16 type (its "version") and the group id as an int16-length string:
 - 0 and 1: an offset commit (group, topic, partition); the value, OffsetCommitValue v0-v4: offset,
@@ -25,7 +25,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from migrate.kafka.consumer_groups import WireReader, classic_assignment
+from migrate.kafka.values import Key
+from migrate.kafka.wire.consumer_groups import classic_assignment
+from migrate.kafka.wire.primitives import INT16, INT32, INT64, Reader, uvarint_at
 
 OFFSET_KEYS = (0, 1)
 GROUP_METADATA = 2
@@ -33,8 +35,7 @@ CONSUMER_GROUP_METADATA = 3    # KIP-848 (Kafka 4.0+)
 CONSUMER_GROUP_MEMBER = 5
 ABORT, COMMIT = 0, 1
 
-Key = tuple[str, int]
-_h, _i, _q = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+UNREADABLE = (struct.error, IndexError, UnicodeDecodeError)   # bytes shorter than their fields
 
 
 class CommitValue(NamedTuple):
@@ -68,32 +69,28 @@ class GroupMetadata(NamedTuple):
     members: tuple[Member, ...]
 
 
-def key_type(key: bytes) -> int:
-    """The type (version) a `__consumer_offsets` key starts with."""
-    return struct.unpack_from(">h", key)[0]
-
-
-def key_group(key: bytes) -> str:
-    """The group id every key type carries after its type."""
-    (n,) = struct.unpack_from(">h", key, 2)
-    return key[4:4 + n].decode("utf-8")
+def group_of(key: bytes) -> bytes:
+    """The group id's UTF-8 bytes every key carries after its int16 type (the reader's hot loops,
+    records.py and partition.py, slice it inline the same way)."""
+    return key[4:4 + ((key[2] << 8) | key[3])]
 
 
 def offset_key(key: bytes) -> tuple[str, str, int]:
     """(group, topic, partition) of an offset commit's key (type 0 or 1), read straight from its
     bytes (a million of them a read)."""
-    n = (key[2] << 8) | key[3]
-    at = 4 + n
+    group = group_of(key)
+    at = 4 + len(group)
     m = (key[at] << 8) | key[at + 1]
-    return (key[4:at].decode("utf-8"), key[at + 2:at + 2 + m].decode("utf-8"),
-            _i.unpack_from(key, at + 2 + m)[0])
+    return (group.decode("utf-8"), key[at + 2:at + 2 + m].decode("utf-8"),
+            INT32.unpack_from(key, at + 2 + m)[0])
 
 
 def member_key(key: bytes) -> tuple[str, str]:
     """(group, member id) of a KIP-848 member record's key (type 5)."""
-    r = WireReader(key)
-    r.fixed("h")
-    return r.string(False) or "", r.string(False) or ""
+    group = group_of(key)
+    r = Reader(key, compact=False)
+    r.at = 4 + len(group)
+    return group.decode("utf-8"), r.string() or ""
 
 
 def commit_value(value: bytes) -> CommitValue | None:
@@ -103,19 +100,19 @@ def commit_value(value: bytes) -> CommitValue | None:
     version = (value[0] << 8) | value[1]
     if version > 4:
         return None
-    offset = _q.unpack_from(value, 2)[0]
+    offset = INT64.unpack_from(value, 2)[0]
     at, length = _metadata_span(value, version)
     metadata = value[at:at + length].decode("utf-8")
     at += length
-    commit = _q.unpack_from(value, at)[0]
-    expire = _q.unpack_from(value, at + 8)[0] if version == 1 else -1
+    commit = INT64.unpack_from(value, at)[0]
+    expire = INT64.unpack_from(value, at + 8)[0] if version == 1 else -1
     return CommitValue(offset, metadata, commit, expire if expire >= 0 else None)
 
 
 def commit_offset(value: bytes) -> int | None:
     """The offset an OffsetCommitValue, v0 to v4, holds, read without the rest of it; None for a
     version this does not know. Raises struct.error on bytes shorter than the field."""
-    return _q.unpack_from(value, 2)[0] if ((value[0] << 8) | value[1]) <= 4 else None
+    return INT64.unpack_from(value, 2)[0] if ((value[0] << 8) | value[1]) <= 4 else None
 
 
 def commit_clock(value: bytes) -> tuple[int, int | None] | None:
@@ -127,8 +124,8 @@ def commit_clock(value: bytes) -> tuple[int, int | None] | None:
         return None
     at, length = _metadata_span(value, version)
     at += length
-    commit = _q.unpack_from(value, at)[0]
-    expire = _q.unpack_from(value, at + 8)[0] if version == 1 else -1
+    commit = INT64.unpack_from(value, at)[0]
+    expire = INT64.unpack_from(value, at + 8)[0] if version == 1 else -1
     return commit, expire if expire >= 0 else None
 
 
@@ -136,42 +133,34 @@ def _metadata_span(value: bytes, version: int) -> tuple[int, int]:
     """Where an OffsetCommitValue's metadata string starts, and its length."""
     at = 10 if version < 3 else 14                       # version, offset (, leader epoch)
     if version == 4:                                     # compact string: varint length + 1
-        n, shift = 0, 0
-        while True:
-            b = value[at]
-            at += 1
-            n |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
+        n, at = uvarint_at(value, at)
         return at, max(n - 1, 0)
-    return at + 2, max(_h.unpack_from(value, at)[0], 0)
+    return at + 2, max(INT16.unpack_from(value, at)[0], 0)
 
 
 def group_metadata(value: bytes) -> GroupMetadata | None:
     """A GroupMetadataValue, v0 to v4, with its members; None for a version this does not know.
     Raises struct.error on bytes shorter than their fields."""
-    r = WireReader(value)
-    version = r.fixed("h")
+    version = INT16.unpack_from(value)[0]
     if not 0 <= version <= 4:
         return None
-    compact = version >= 4
-    protocol_type = r.string(compact) or ""
-    generation = r.fixed("i")
-    r.string(compact)                 # protocol
-    r.string(compact)                 # leader
-    stamp = r.fixed("q") if version >= 2 else -1
+    r = Reader(value, compact=version >= 4)
+    r.at = 2
+    protocol_type = r.string() or ""
+    generation = r.int32()
+    r.string()                        # protocol
+    r.string()                        # leader
+    stamp = r.int64() if version >= 2 else -1
     members = []
-    for _ in range(r.count() if compact else max(0, r.fixed("i"))):
-        member_id = r.string(compact) or ""
+    for _ in range(r.count()):
+        member_id = r.string() or ""
         if version >= 3:
-            r.string(compact)         # group instance id
-        client_id, client_host = r.string(compact) or "", r.string(compact) or ""
-        r.fixed("i" if version == 0 else "ii")   # (rebalance timeout,) session timeout
-        _bytes(r, compact)            # subscription
-        assignment = _bytes(r, compact)
-        if compact:
-            r.tags()
+            r.string()                # group instance id
+        client_id, client_host = r.string() or "", r.string() or ""
+        r.take(4 if version == 0 else 8)   # (rebalance timeout,) session timeout
+        r.bytes()                     # subscription
+        assignment = r.bytes()
+        r.tags()
         assigned = _assigned(assignment) if protocol_type == "consumer" else None
         members.append(Member(member_id, client_id, client_host, assigned))
     return GroupMetadata(protocol_type, generation, stamp if stamp >= 0 else None, tuple(members))
@@ -179,8 +168,8 @@ def group_metadata(value: bytes) -> GroupMetadata | None:
 
 def member_value(member_id: str, value: bytes) -> Member:
     """A KIP-848 member (type 5) as a Member: its client id and host; its assignment untold."""
-    r = WireReader(value)
-    r.fixed("h")                      # version
+    r = Reader(value)
+    r.int16()                         # version
     r.string()                        # instance id
     r.string()                        # rack id
     return Member(member_id, r.string() or "", r.string() or "", None)
@@ -192,11 +181,6 @@ def marker(key: bytes) -> int | None:
         return None
     version, kind = struct.unpack_from(">hh", key)
     return kind if version == 0 and kind in (ABORT, COMMIT) else None
-
-
-def _bytes(r: WireReader, compact: bool) -> bytes | None:
-    n = r.varint() - 1 if compact else r.fixed("i")
-    return None if n < 0 else r.take(n)
 
 
 def _assigned(assignment: bytes | None) -> frozenset[Key] | None:
