@@ -20,7 +20,8 @@ from migrate.advice import repeat_where
 from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
                             MigrateError, UnknownOption)
 from migrate.log import configure_logging, redact, set_secrets
-from migrate.options import OPTIONS, Option, exact_duration
+from migrate.durations import exact_duration
+from migrate.options import OPTIONS, Option
 from migrate.jvm.server import heap_size
 from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, RELEASES
 from migrate.sandbox import V0_EVERY_FLOOR, V0_EVERY_FLOOR_WHY

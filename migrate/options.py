@@ -6,11 +6,12 @@ flag, its variable and its TOML key can never drift apart.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from migrate.durations import duration_text
 
 ENV_PREFIX = "ZK2KAFKA_"
 
@@ -98,27 +99,6 @@ def exactly(name: str) -> str:
     """The --group (or --topic) pattern matching just `name`: a full-match regex, so only its
     metacharacters are escaped (`a.b` as `a\\.b`, `g-1` as it is)."""
     return _REGEX_META.sub(r"\\\1", name)
-
-
-def exact_duration(seconds: float) -> str:
-    """A duration as it was given, to the millisecond: 1ms, 1.5s, 90s, 2m; never rounded to a
-    value the option was not given."""
-    millis = round(seconds * 1000)
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if millis >= size and millis % size == 0:
-            return f"{millis // size}{unit}"
-    return f"{millis / 1000:g}s" if millis >= 1000 else f"{millis}ms"
-
-
-def duration_text(seconds: float) -> str:
-    """A duration as the duration options take it, rounded up to its largest unit: 90m, 30h, 3d."""
-    if seconds >= 2 * 86400:
-        return f"{math.ceil(seconds / 86400)}d"
-    if seconds >= 3600:
-        return f"{math.ceil(seconds / 3600)}h"
-    if seconds >= 60:
-        return f"{math.ceil(seconds / 60)}m"
-    return f"{math.ceil(seconds)}s"
 
 
 PLAN_COMMANDS = ("diff", "migrate", "verify", "sync")

@@ -26,7 +26,8 @@ import pyarrow.parquet as pq
 
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
 from migrate.group_map import flags_text, renames_text
-from migrate.options import duration_text, flag, shown
+from migrate.durations import duration_text
+from migrate.options import flag, shown
 from migrate.state import ISO_FORMAT
 
 # What the writer does with a row: commit `planned_offset`, nothing to do, or leave it alone.

@@ -14,7 +14,8 @@ from typing import Any, NamedTuple
 
 from migrate.kafka.compat import RETENTION_DEFAULT_BEFORE_2_0, RETENTION_DEFAULT_SINCE_2_0
 from migrate.kafka.snapshot import IDLE_STATES
-from migrate.options import OPTIONS_BY_NAME, duration_text
+from migrate.durations import duration_text, left_text, minutes_text
+from migrate.options import OPTIONS_BY_NAME
 from migrate.state import iso
 from migrate.zk.reader import Selection
 
@@ -125,7 +126,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
     if window_minutes is None:
         source = None
     if window_minutes is not None:
-        window = _duration(window_minutes)
+        window = f"{minutes_text(window_minutes)} (offsets.retention.minutes={window_minutes})"
         if minutes is None:
             window = (f"{window} if unchanged (Kafka {broker_version}'s default; "
                       f"the broker cannot tell its own)")
@@ -204,7 +205,7 @@ def retention_preflight(per_group: list[dict], minutes: int | None,
         else:
             told = f"This broker's setting: {minutes}."
         warnings.append(f"Kafka {broker_version} keeps offsets "
-                        f"{_duration(default).split(' (')[0]} by default "
+                        f"{minutes_text(default)} by default "
                         f"(offsets.retention.minutes={default}) and, before Kafka 2.1, "
                         "deletes every offset that long after its own commit, "
                         "a consumer group's too, unless it is committed again: "
@@ -300,7 +301,7 @@ def after_commit(g: dict[str, Any]) -> str:
         return f"at {g['expires_at']} ({left_text(g['time_left_seconds'])}; by its last commit)"
     if g["after_commit_minutes"] is None:
         return f"at an unknown time ({g['unknown']})"
-    return f"{_duration(g['after_commit_minutes']).split(' (')[0]} after the migration's commit"
+    return f"{minutes_text(g['after_commit_minutes'])} after the migration's commit"
 
 
 def expiry_lines(retention: dict[str, Any], most: int = SHOWN) -> list[str]:
@@ -332,15 +333,6 @@ def selection_flags(selection: Selection) -> str:
                    for pattern in patterns)
 
 
-def left_text(seconds: int) -> str:
-    """Time left, as a warning and an expiry line say it: 6.9 day(s), 5.0 hour(s), or expired."""
-    if seconds <= 0:
-        return "expired (due now)"
-    if seconds >= 86400:
-        return f"{seconds / 86400:.1f} day(s)"
-    return f"{seconds / 3600:.1f} hour(s)"
-
-
 def _iso(ms: int | None) -> str | None:
     return None if ms is None else iso(ms / 1000)
 
@@ -360,11 +352,3 @@ def _release(version: str | None) -> tuple[int, ...] | None:
         return tuple(int(p) for p in version.split(".")) if version else None
     except ValueError:
         return None
-
-
-def _duration(minutes: int) -> str:
-    if minutes % 1440 == 0:
-        return f"{minutes // 1440} day(s) (offsets.retention.minutes={minutes})"
-    if minutes % 60 == 0:
-        return f"{minutes // 60} hour(s) (offsets.retention.minutes={minutes})"
-    return f"{minutes} minute(s) (offsets.retention.minutes={minutes})"

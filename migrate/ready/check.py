@@ -35,7 +35,8 @@ from migrate.kafka.client import fetch_committed, open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.snapshot import ASSIGNED, GROUP, IDLE_STATES, OFFSET, PARTITION, KafkaSnapshot
-from migrate.options import exact_duration, flag
+from migrate.durations import exact_duration
+from migrate.options import flag
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
 from migrate.ready.evidence import (READ_BUDGET, Reading, agreed, follow, groups_found, lead, mark,
                                    with_log)

@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from migrate.options import exact_duration
+from migrate.durations import exact_duration
 from migrate.zk.quiet import when
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from migrate.kafka.compat import BrokerFeatures
 from migrate.kafka.members import describe
 from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.writer import KafkaOffsetWriter
-from migrate.options import exact_duration
+from migrate.durations import exact_duration
 from migrate.renew.renewer import PassResult, renewal_pass
 from migrate.renew.service import RenewHealth, RenewMetrics
 from migrate.renew.written import written

@@ -20,7 +20,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from migrate import endpoint
-from migrate.options import exact_duration
+from migrate.durations import exact_duration
 
 PREFIX = "zk2kafka_renew"
 CHECKS = ("kafka", "renewal")

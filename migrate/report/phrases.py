@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from migrate.diff import schema as s
 from migrate.group_map import flags_text
 from migrate.options import flag
+from migrate.durations import hours_text
 
 MEANING = {
     s.MIGRATE: "Kafka has no committed offset; ZooKeeper's is valid: commit it",
@@ -214,7 +215,7 @@ def within(g: dict[str, Any]) -> str:
 
 def time_left(g: dict[str, Any]) -> str:
     if g.get("time_left_seconds") is not None:
-        return f"{g['time_left_seconds'] / 3600:,.1f} h"
+        return hours_text(g["time_left_seconds"])
     return f"unknown: {g.get('time_left_unknown') or 'the broker does not say'}"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.group_map import flags_text
-from migrate.options import exact_duration
+from migrate.durations import exact_duration
 from migrate.ready.rules import HEADINGS, PROBLEMS
 from migrate.report import phrases as ph
 from migrate.report.ready_expiry import DETAILS, expiry, selection
@@ -50,7 +50,7 @@ OWN_DIFFERS = ("zk2kafka itself committed to Kafka another value than ZooKeeper'
 def text(data: Data) -> str:
     """The verdict: ready, or why not (the first line), what it covered, then a table of the
     groups that are not ready and what each needs."""
-    watched = data["watched"].get("shown") or _span(data["watched"]["quiet_for"])
+    watched = data["watched"].get("shown") or exact_duration(data["watched"]["quiet_for"])
     verdicts = {v["group"]: v for v in data["verdicts"]}
     bad = sorted((verdicts[g] for g in data["not_ready"]),
                  key=lambda v: (tuple(not v[p] for p in FIRST), v["group"]))
@@ -325,7 +325,3 @@ def _md_expiry(data: Data) -> list[str]:
 def _md(text: str) -> str:
     # A group or znode name may hold anything ZooKeeper allows: keep each on one table line.
     return re.sub(r"[\r\n|`]", lambda m: {"|": "\\|", "`": "'"}.get(m[0], " "), str(text))
-
-
-def _span(seconds: float) -> str:
-    return exact_duration(seconds)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from migrate.diff.retention import left_text
+from migrate.durations import left_text
 from migrate.group_map import flags_text
 from migrate.options import exactly
 

@@ -16,7 +16,7 @@ from migrate import stores
 from migrate.endpoint import Endpoint
 from migrate.group_map import RECORD_KEY, renames_text
 from migrate.journal.journal import DONE, Journal
-from migrate.options import exact_duration
+from migrate.durations import exact_duration
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards

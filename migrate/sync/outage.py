@@ -24,20 +24,9 @@ from prometheus_client import Counter
 
 from migrate.state import iso
 from migrate.sync.state import GroupState, SyncStatus, status_line, write_status
+from migrate.durations import took
 
 log = logging.getLogger(__name__)
-
-
-def took(seconds: float) -> str:
-    """A span of seconds as the log says it: 0.4s, 80s, 12m05s, 3h02m."""
-    if seconds < 9.95:
-        return f"{seconds:.1f}s"
-    whole = round(seconds)
-    if whole < 120:
-        return f"{whole}s"
-    if whole < 7200:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 class ZkOutage:

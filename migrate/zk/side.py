@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from migrate.errors import ConfigError
-from migrate.options import duration_text
+from migrate.durations import duration_text
 from migrate.settings import Settings
 from migrate.state import ISO_FORMAT, StateDir, iso
 from migrate.zk.reader import SCHEMA, Selection

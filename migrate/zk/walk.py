@@ -23,6 +23,8 @@ from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, KazooExcept
 from kazoo.handlers.threading import KazooTimeoutError
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_random_exponential
 
+from migrate.errors import MigrateError
+
 from migrate.errors import ZkUnavailable
 from migrate.zk.multiread import multi_read_async
 
@@ -40,7 +42,7 @@ class Request:
     path: str
 
 
-class _Interrupted(Exception):
+class _Interrupted(MigrateError):
     """Some requests of a batch were lost with the connection."""
 
 

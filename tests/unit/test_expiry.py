@@ -122,7 +122,8 @@ def test_the_renewal_advised_is_never_below_what_renew_every_takes():
     """A quarter of the retention window, but not below --renew-every's floor: a 2-minute window (a test cluster's)
     advises 1m, which renew and sync take, not 30s, which they refuse."""
     from migrate.diff.retention import renewal_period
-    from migrate.options import OPTIONS_BY_NAME, duration_text
+    from migrate.durations import duration_text
+    from migrate.options import OPTIONS_BY_NAME
     from migrate.durations import parse_duration
 
     floor = OPTIONS_BY_NAME["renew_every"].floor

@@ -228,6 +228,23 @@ def test_the_kafka_rooms_wings_keep_their_direction():
         == {"wire", "offsets_log"}
 
 
+def test_every_exception_zk2kafka_defines_is_a_migrate_error():
+    # One root (kazoo's exceptions.py, alembic's CommandError): the CLI maps each to its exit code.
+    import importlib
+    import inspect
+
+    outside = []
+    for name in modules():
+        if name.endswith("__main__"):
+            continue
+        module = importlib.import_module(name)
+        for cls_name, cls in inspect.getmembers(module, inspect.isclass):
+            if (cls.__module__ == name and issubclass(cls, BaseException)
+                    and not issubclass(cls, importlib.import_module("migrate.errors").MigrateError)):
+                outside.append(f"{name}.{cls_name}")
+    assert not outside, f"exceptions outside MigrateError: {outside}"
+
+
 def _within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 

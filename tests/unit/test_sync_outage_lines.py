@@ -10,7 +10,8 @@ import logging
 from kazoo.protocol.states import KazooState
 from prometheus_client import CollectorRegistry, Counter
 
-from migrate.sync.outage import ZkOutage, took
+from migrate.durations import took
+from migrate.sync.outage import ZkOutage
 from migrate.sync.state import GroupState, SyncStatus, status_line
 
 T0 = 1_800_000_000.0   # 2027-01-15T08:00:00Z
