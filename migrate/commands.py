@@ -16,8 +16,8 @@ from migrate.write import results
 SERVICES = ("sync", "renew")   # they run for days and pace their own collections (heap.py)
 
 # Each command imports the stages it runs, in its function: the diff's pipeline, sync's metrics and
-# the sandbox cost some 0.1 s at every start of a command that uses none of them
-# (`migrate --execute --plan`, `verify --run`, `status`).
+# the sandbox would slow every start of a command that uses none of them (`migrate --execute
+# --plan`, `verify --run`, `status`; docs/performance.md).
 
 
 def scan(settings: Settings) -> Result:

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 # Objects allocated (less freed) before the youngest generation is collected (CPython: 700), and
 # collections of each generation before the next older one is (10, 10). With the defaults, the
-# diff's Kafka snapshot of 2,000 groups whose consumers joined spent a third of its time in
-# collections (docs/performance.md, "What the group metadata records add").
+# diff's Kafka snapshot of groups whose consumers joined spent much of its time in collections
+# (docs/performance.md, "What the group metadata records add").
 RARELY = (100_000, 50, 100)
 
 
@@ -51,9 +51,9 @@ def freeze_survivors() -> None:
 
     Each change replaces a group's state with new objects, and the old frozen ones die by their
     count: within a minute of 1,000 changes a second the whole state is new and unfrozen again, and
-    the automatic full collections it brings back took 27 % of sync's CPU (gc.callbacks, 10,000
-    groups). Frozen a pass at a time, they are never walked; a cycle among them is collected at
-    the next re-scan (settle_heap).
+    the automatic full collections it brings back take a large share of sync's CPU
+    (docs/performance.md). Frozen a pass at a time, they are never walked; a cycle among them is
+    collected at the next re-scan (settle_heap).
     """
     gc.collect(1)
     gc.freeze()

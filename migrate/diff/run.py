@@ -67,21 +67,21 @@ def spark_session(master: str, app_name: str = "zk2kafka-diff", cache_dir: Path 
     local = master.startswith("local")
     # The driver JVM's heap, read when it starts; SPARK_DRIVER_MEMORY still overrides it. On a
     # cluster the driver holds the shipped snapshots and the collected plan: Spark's default 1g ran
-    # out near 1M offsets, 4g did 2M. On a local master it holds neither, only the tasks, whose
-    # sorts spill beyond their share: at 1M offsets the heap's peak use was 0.7-1.0 GiB, and 1g and
-    # 2g took the same CPU time as 4g (bench_diff.py). 2g keeps room above what was measured.
+    # out where 4g did not. On a local master it holds neither, only the tasks, whose sorts spill
+    # beyond their share: 2g keeps room above the peak measured, and took the same CPU time as 4g
+    # (bench_diff.py, docs/performance.md).
     memory = os.environ.get("SPARK_DRIVER_MEMORY", "2g" if local else "4g")
     # A local driver runs every task: the throughput collector, whose threads stay idle between
-    # collections. G1's concurrent work took the tasks' CPU on two cores (1M diff: JVM CPU about
-    # 1.5 s less, bench_diff.py).
+    # collections. G1's concurrent work took the tasks' CPU on two cores (bench_diff.py,
+    # docs/performance.md).
     collector = "-XX:+UseParallelGC " if local else ""
     options = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": memory,
         # C1 only: the driver's work is mostly planning and compiling one query, which C2
-        # makes the JVM JIT-compile twice on two cores. Measured: a cold 100k-row diff
-        # 13.6 s -> 11.1 s; 1M rows no slower. Executors (on a cluster) keep the full JIT.
+        # makes the JVM JIT-compile twice on two cores: a cold diff starts sooner, a large one
+        # is no slower (docs/performance.md). Executors (on a cluster) keep the full JIT.
         # C1 alone shrinks the code cache to 48 MiB, which a long-lived session (the test
         # suite's) filled: the JIT then stops and every query runs interpreted. 240 MiB is
         # the tiered default.

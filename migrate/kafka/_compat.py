@@ -102,7 +102,7 @@ def cluster_metadata(admin: KafkaAdminClient) -> dict:
 def forget_coordinators(admin: KafkaAdminClient, groups: Iterable[str]) -> None:
     """Drop the cached coordinators of `groups`: kafka-python never drops one that moved or died."""
     # Keyed (CoordinatorType, name); popped by key: a walk of the whole cache (a key per group
-    # ever asked) on every call was 7 % of sync's time at 2,000 groups (py-spy).
+    # ever asked) on every call showed in sync's profile (docs/performance.md).
     coordinators = admin._manager.cluster._coordinators
     for group in groups:
         coordinators.pop((CoordinatorType.GROUP, group), None)

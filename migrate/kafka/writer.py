@@ -98,9 +98,9 @@ class KafkaOffsetWriter:
 
         Returns, per group, None or the error that stopped it.
 
-        Each commit is first sent once from kafka-python's own IO loop (measured 3-5x the
-        commits/s of blocking calls from a thread pool); a group whose first try fails for any
-        reason goes through commit(), with its retries and reasons.
+        Each commit is first sent once from kafka-python's own IO loop (several times the
+        commits/s of blocking calls from a thread pool, docs/performance.md); a group whose first
+        try fails for any reason goes through commit(), with its retries and reasons.
         """
         sent = time.time()
         first = self._pipelined(commits, metadata)

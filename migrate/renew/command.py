@@ -1,5 +1,6 @@
-"""The renew command: the writers' lock and the journal, the passes every --renew-every until
-SIGINT, SIGTERM or --stop-after, its endpoint, and what it prints. Reads Kafka and the journal,
+"""The renew command: the passes every --renew-every until SIGINT, SIGTERM or --stop-after, in
+the service shell it shares with `sync` (migrate/service_shell.py: its endpoint, the writers' lock
+and the journal), and what it prints. Reads Kafka and the journal,
 never ZooKeeper.
 
 A dry run (no --execute) takes no lock, journals nothing and makes one pass up to the commit.
@@ -13,7 +14,6 @@ a renewal that stopped or failed long before the offsets are gone.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from pathlib import Path
@@ -21,12 +21,11 @@ from typing import Any
 
 from kafka.errors import KafkaError
 
-from migrate import stores
-from migrate.endpoint import Endpoint, split_address
+from migrate.endpoint import split_address
 from migrate.errors import EXIT_ERROR, ConfigError, KafkaUnavailable, MigrateError
 from migrate.group_map import RECORD_KEY
 from migrate.journal.authorship import Authorship
-from migrate.journal.journal import DONE, INCOMPLETE, Journal
+from migrate.journal.journal import INCOMPLETE, Journal
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures
 from migrate.kafka.members import describe
@@ -36,6 +35,7 @@ from migrate.durations import exact_duration
 from migrate.renew.renewer import PassResult, renewal_pass
 from migrate.renew.service import RenewHealth, RenewMetrics
 from migrate.renew.written import written
+from migrate.service_shell import ServiceShell
 from migrate.settings import Settings
 from migrate.state import iso, new_run_id
 from migrate.zk.reader import Selection
@@ -77,18 +77,14 @@ def renew(settings: Settings) -> dict[str, Any]:
     path = _journal_path(settings)
     if not path.exists():   # nothing to renew, and nothing created
         raise NothingToRenew(str(path), selection.text)
-    endpoint = Endpoint(address, "renew") if address is not None else None
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    journal = admin = None
-    try:
-        # The writers' lock first: a second writer stops before it connects to anything.
-        journal = Journal.open(settings.state_dir,
-                               writer=f"renew --execute, run {run_id}" if execute else None)
+    with ServiceShell("renew", run_id, settings, address=address, journal=True,
+                      writer=f"renew --execute, run {run_id}" if execute else None) as shell:
+        journal = shell.journal
         wanted = written(journal, selection)
         if not wanted:
             raise NothingToRenew(str(journal.path), selection.text)
         admin = open_admin(settings.connection)
+        shell.closing(admin.close)
         writer, features = KafkaOffsetWriter(admin, RetryPolicy()), BrokerFeatures.of(admin)
 
         def live(groups: list[str]) -> set[str]:
@@ -102,20 +98,13 @@ def renew(settings: Settings) -> dict[str, Any]:
         if execute:
             renamed = {v.journal_group: g for g, keys in wanted.items() for v in keys.values()
                        if v.journal_group != g}
-            journal.create_run(run_id, "renew", "", {
-                **settings.recorded(), "stores": stores.reach(
-                    settings.connection, zookeeper=False).to_json(),
-                "no_zk_write": True, "renews": sorted(wanted),
-                RECORD_KEY: dict(sorted(renamed.items()))}, {})
+            shell.begin_run({"renews": sorted(wanted), RECORD_KEY: dict(sorted(renamed.items()))})
         metrics = health = None
-        if endpoint is not None:
+        if shell.endpoint is not None:
             metrics, health = RenewMetrics(every, len(wanted)), RenewHealth(
                 lambda: admin.describe_topics([]), every)
-            endpoint.serve(metrics.registry, health)
-        if settings.stop_after:
-            timer = threading.Timer(settings.stop_after, stop.set)
-            timer.daemon = True
-            timer.start()
+            shell.serve(metrics.registry, health)
+        shell.stop_after(settings.stop_after)
         offsets = sum(map(len, wanted.values()))
         if execute:
             log.info("renew %s: renewing the %d offset(s) of %d group(s) zk2kafka wrote, %s",
@@ -124,21 +113,13 @@ def renew(settings: Settings) -> dict[str, Any]:
                      else "once")
         begun = time.time()
         try:
-            done = _passes(run_id, one_pass, every, stop, execute, metrics, health)
+            done = _passes(run_id, one_pass, every, shell.stop, execute, metrics, health)
         except BaseException:
             if execute:   # what was renewed is journaled; the run did not end as asked
-                journal.set_run(run_id, INCOMPLETE)
+                shell.end_run(INCOMPLETE)
             raise
         if execute:
-            journal.set_run(run_id, DONE)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if endpoint is not None:
-            endpoint.close()
-        if admin is not None:
-            admin.close()
-        if journal is not None:
-            journal.close()
+            shell.end_run()
     return {"run": run_id, "kind": "renew", "dry_run": not execute,
             "every": exact_duration(every) if every else None,
             "groups": len(wanted), "offsets": offsets, **done,

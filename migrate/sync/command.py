@@ -1,5 +1,6 @@
-"""The sync command: the journal, signal handling, the stop timer and the metrics endpoint
-(migrate/endpoint.py, with sync/service.py's checks) around the followers: one Follower
+"""The sync command: the followers in the service shell it shares with `renew`
+(migrate/service_shell.py: the metrics endpoint with sync/service.py's checks, the writers' lock
+and the journal, SIGTERM and the stop timer): one Follower
 (sync/follower.py) in this process (sync/sessions.py), its status said while ZooKeeper is away
 (sync/outage.py), or `--writers N` follower processes (sync/follower_shards.py). Returns what the
 sync command prints."""
@@ -7,16 +8,12 @@ sync command prints."""
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
 from typing import Any
 
-from migrate import stores
-from migrate.endpoint import Endpoint
 from migrate.group_map import RECORD_KEY, renames_text
-from migrate.journal.journal import DONE, Journal
 from migrate.durations import exact_duration
+from migrate.service_shell import ServiceShell
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
 from migrate.sync.follower_shards import FollowerShards
@@ -39,25 +36,14 @@ def follow(settings: Settings) -> dict[str, Any]:
     run_id, state = new_run_id(), StateDir(settings.state_dir)
     report = state.reports(run_id)
     options = FollowOptions.of(settings)   # a --map-group-file read, its rules checked
-    # What needs no server first: the endpoint's address, bound (a typo or a port in use is said
-    # at once, not after a wait on ZooKeeper); then the writers' lock, so that a second writer
-    # stops before it connects to anything.
-    endpoint = (Endpoint(settings.metrics_address) if settings.metrics_address is not None
-                else None)
-    try:
-        journal = (Journal.open(settings.state_dir, writer=f"sync --execute, run {run_id}")
-                   if settings.execute else None)
-    except BaseException:
-        if endpoint is not None:
-            endpoint.close()
-        raise
     # As migrate: an explicit --metadata, even "", is what is written; the journal records it
     # for later runs.
     metadata = settings.metadata if settings.metadata is not None else run_metadata("sync", run_id)
-    stop = threading.Event()
-    followers = away = None
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+    # What needs no server first (the shell): the endpoint's address, bound, then the writers'
+    # lock, so that a second writer stops before it connects to anything.
+    with ServiceShell("sync", run_id, settings, address=settings.metrics_address,
+                      journal=settings.execute,
+                      writer=f"sync --execute, run {run_id}") as shell:
         # The mapping over the groups listed now, refused (exit 2) before Kafka is reached; the
         # groups later re-scans find are admitted by the followers (sync/renames.py).
         renamed = resolved_at_start(options.mapping, options)
@@ -66,22 +52,17 @@ def follow(settings: Settings) -> dict[str, Any]:
                      " the old group's)", run_id, renames_text(renamed))
         if options.writers > 1:
             followers = FollowerShards(options, run_id, metadata, report / "sync-status.json")
+            shell.closing(followers.close)
         else:
-            followers = OneFollower(options, journal, run_id, metadata,
+            followers = OneFollower(options, shell.journal, run_id, metadata,
                                     report / "sync-status.json")
+            shell.closing(followers.close)
             away = AwayStatus(followers.follower).start()   # its status while ZooKeeper is away
-        if endpoint is not None:
-            endpoint.serve(followers.registry, followers.health())
-        if journal is not None:
-            # Sync only reads ZooKeeper.
-            reached = stores.reach(settings.connection, zookeeper=False)
-            record = {**settings.recorded(), "stores": reached.to_json(), "no_zk_write": True,
-                      RECORD_KEY: renamed}
-            journal.create_run(run_id, "sync", "", record, {}, report=str(report))
-        if settings.stop_after:
-            timer = threading.Timer(settings.stop_after, stop.set)
-            timer.daemon = True   # never what keeps the process alive
-            timer.start()
+            shell.closing(away.stop)
+        shell.serve(followers.registry, followers.health())
+        if settings.execute:
+            shell.begin_run({RECORD_KEY: renamed}, report=str(report))
+        shell.stop_after(settings.stop_after)
         log.info("sync %s: following %s%s into %s%s, re-scanning every %s, %s%s; stop with"
                  " Ctrl-C or SIGTERM", run_id, settings.zookeeper, settings.zk_root,
                  settings.bootstrap_server,
@@ -91,19 +72,8 @@ def follow(settings: Settings) -> dict[str, Any]:
                  if settings.renew_every else "renewing nothing (no --renew-every)",
                  "" if settings.execute else " (dry run: nothing is written)")
         begun = time.time()
-        status = followers.run(stop)
-        if journal is not None:
-            journal.set_run(run_id, DONE)
-    finally:
-        stop.set()
-        if away is not None:
-            away.stop()
-        signal.signal(signal.SIGTERM, previous)
-        if endpoint is not None:
-            endpoint.close()
-        if followers is not None:
-            followers.close()
-        if journal is not None:
-            journal.close()
+        status = followers.run(shell.stop)
+        if settings.execute:
+            shell.end_run()
     return {"run": run_id, "kind": "sync", "dry_run": not settings.execute, "report": str(report),
             **status, "seconds": round(time.time() - begun, 3)}   # how long it followed

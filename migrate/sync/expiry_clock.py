@@ -104,8 +104,8 @@ class ExpiryClock(Collector):
     ZooKeeper names; `kafka_name` and `named`: a group's Kafka group and its label; `followed`:
     the follower's reader of __consumer_offsets (one of its own when None). `version`:
     () -> a value that changes whenever a group comes, goes or changes state; without it the
-    groups' states are compared, which at 10,000 groups cost 3 % of sync's CPU, asked every
-    second."""
+    groups' states are compared, every second, at a cost in sync's CPU that grows with the groups
+    (docs/performance.md)."""
 
     def __init__(self, admin: KafkaAdminClient, groups: Callable[[], Mapping[str, Any]],
                  kafka_name: Callable[[str], str], named: Callable[[str], str], per_group: bool,

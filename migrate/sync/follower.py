@@ -62,8 +62,7 @@ RETRY_OUTAGE_AFTER = 5.0   # seconds: a store away longer than the retries is tr
 SPREAD = 0.5   # a re-scan after the first reads its groups over this share of --rescan-every
 # Seconds from one pass's start to the next's at the least: the watches that fire meanwhile share
 # a pass. A pass costs much the same CPU for one change as for dozens (a metadata lookup, an
-# OffsetFetch, a journal transaction): one pass per change took 2-3 ms of CPU each at 100
-# changes/s.
+# OffsetFetch, a journal transaction; docs/performance.md).
 GATHER = 0.1
 LEFT_ALONE = "; left alone: its members' partitions are theirs, its other offsets not covered"
 
@@ -364,7 +363,7 @@ class Follower:
         group.last_mirrored = now
         self.metrics.offsets_mirrored.inc(len(offsets))
         self.status.last_change_at = now
-        if log.isEnabledFor(logging.DEBUG):   # -v's: a line a commit cost 17 µs (performance.md)
+        if log.isEnabledFor(logging.DEBUG):   # -v's: a line a commit has a cost (performance.md)
             log.debug("sync: group %s: committed %s", self.renames.named(name),
                       show_offsets(offsets))
         return rows

@@ -27,7 +27,8 @@ STATES = ("mirroring", "ready", "stopped")
 # Why a group stopped being synced: a fixed set, so the label stays bounded.
 STOP_REASONS = ("kafka_members", "taken_over", "differs", "other_run", "offsets_refused",
                 "commit_refused", "map_refused")
-# Re-arming a batch of groups' watches takes a round trip; a re-scan of 10,000 groups ~20 s.
+# Re-arming a batch of groups' watches takes a round trip; a re-scan of 10,000 groups tens of
+# seconds (docs/performance.md).
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 

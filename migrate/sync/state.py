@@ -41,7 +41,7 @@ class GroupState:
     last_mirrored: float = 0.0   # when Kafka last accepted a change of its offsets (not a renewal)
     offsets_mirrored: int = 0
     # metrics.lag as of sync's last pass of the group: worked out once a pass, not for every
-    # group at every scrape (6 % of a core in a shard of 5,000 groups, collected every second).
+    # group at every scrape (docs/performance.md).
     lag: tuple[int, int] = (0, 0)
 
     def wanted(self) -> dict[Key, int]:

@@ -59,9 +59,9 @@ class PollingHandler(SequentialThreadingHandler):
 
     kazoo 2.11 creates, fills and closes an epoll selector for each wait of that loop: five system
     calls, each giving up the interpreter lock, for every request sent and every answer or watch
-    event read. Under sync's stream of changes that was a fifth of the process's time (py-spy);
-    kazoo's function over a poll selector still took 7 % of the interpreter's time (the selectors
-    module's bookkeeping), so this one asks poll(2) itself, answering as kazoo's does.
+    event read, a large share of sync's time under its stream of changes; kazoo's function over a
+    poll selector still spent much in the selectors module's bookkeeping (docs/performance.md), so
+    this one asks poll(2) itself, answering as kazoo's does.
     """
 
     def select(self, rlist, wlist, xlist, timeout=None):

@@ -44,7 +44,7 @@ class PartitionLog:
         mark, by_bytes = self.watch_from, self.by_bytes
         for log_offset, key, value in batch.records:
             kind = key[1] if key[0] == 0 else -1
-            group = by_bytes[key[4:4 + ((key[2] << 8) | key[3])]]
+            group = by_bytes[key[4:4 + ((key[2] << 8) | key[3])]]   # schema.group_of, inline
             if kind in OFFSET_KEYS:
                 during = mark is not None and log_offset >= mark
                 if batch.transactional:

@@ -30,6 +30,7 @@ from typing import NamedTuple
 from kafka import codec
 
 from migrate.errors import MigrateError
+from migrate.kafka.offsets_log.schema import group_of
 
 try:                                  # the C CRC-32C kafka-python's crc32c extra brings
     from crc32c import crc32c as _crc32c
@@ -179,6 +180,7 @@ def _records(data, p: int, stop: int, base: int, count: int,
                     continue
             else:
                 n >>= 1
+                # the key's group id, sliced as schema.group_of slices it (inline: the hot loop)
                 if groups is not None and data[q + 4:q + 4 + (
                         (data[q + 2] << 8) | data[q + 3])] not in groups:
                     p = following
@@ -222,8 +224,7 @@ def _messages(data, pos: int, stop: int, groups: frozenset[bytes] | None,
     key, at = _sized(data, at, offset)
     value, at = _sized(data, at, offset)
     if not attributes & CODEC_MASK:
-        kept = groups is None or (key is not None and len(key) >= 4
-                                  and key[4:4 + ((key[2] << 8) | key[3])] in groups)
+        kept = groups is None or (key is not None and len(key) >= 4 and group_of(key) in groups)
         yield Batch(offset, offset, timestamp, -1, False, False,
                     [(offset, key, value)] if kept else [])
         return

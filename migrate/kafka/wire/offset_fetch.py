@@ -137,7 +137,7 @@ def _topics(src: Reader, epochs: bool) -> tuple[dict[Key, Committed], tuple[Key,
 def _partitions(src: Reader, topic: str, n: int, epochs: bool, offsets: dict[Key, Committed],
                 failed: tuple[Key, int] | None) -> tuple[Key, int] | None:
     """`n` partitions of `topic` into `offsets`, read in one loop over the bytes rather than a
-    call per field (sync decodes one an offset it mirrors: a third less time); an unusual field
+    call per field (sync decodes one an offset it mirrors; docs/performance.md); an unusual field
     (a long varint, a tagged field) goes through `src`."""
     data, at, compact = src.data, src.at, src.compact
     head = _iqi if epochs else _iq
