@@ -5,7 +5,9 @@
   plan, its checks (`guards`), the journal, the write phase (`phase`), the run's data and exit
   code (`results`); `resume`: a run goes on; `rollback`; `status`; `applied`: what a run wrote,
   read back (`verify --run`, a plan applied again); `review`: what a reviewed plan saw, checked
-  again; `scratch`: the throwaway journals of dry runs.
+  again; `scratch`: the throwaway journals of dry runs; `snapshot_plan`: what a run of a plan
+  read from a snapshot writes, and checks ZooKeeper against; `renamed`: the Kafka side of a run
+  through a group mapping.
 - `dual_commit`: a batch of groups written to Kafka, then ZooKeeper, each checked and read back;
   `kafka_half` and `zk_half`: each store's checks, writes, read-backs and put-backs; `put_back`:
   a failed group put back in both stores; `batches`: the batches in flight and a clean stop on

@@ -245,6 +245,21 @@ def test_every_exception_zk2kafka_defines_is_a_migrate_error():
     assert not outside, f"exceptions outside MigrateError: {outside}"
 
 
+def test_each_package_names_its_modules_at_its_front_door():
+    # A new engineer opens a package's __init__.py first: it names every module and wing in it.
+    unnamed = {}
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        if init.parent == PACKAGE:
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text("utf-8"))) or ""
+        inside = [p.stem for p in init.parent.glob("*.py") if p.name != "__init__.py"]
+        inside += [p.name for p in init.parent.iterdir() if (p / "__init__.py").is_file()]
+        missing = sorted(name for name in inside if f"`{name}`" not in doc and f"`{name}/`" not in doc)
+        if missing:
+            unnamed[str(init.parent.relative_to(ROOT))] = missing
+    assert not unnamed, f"modules a package's __init__.py does not name (as `name`): {unnamed}"
+
+
 def _within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
