@@ -257,7 +257,7 @@ def fetch_group_offsets(admin: KafkaAdminClient, features: BrokerFeatures,
                                            {g: (g, OffsetFetchRequest([g])) for g in groups})
         answers = list(by_group.values())
     for answer in answers:
-        fetched.update(answer)
+        fetched.update(answer.value)
     found: dict = {}
     for group in groups:
         if group in refused:

@@ -108,7 +108,7 @@ def consumer_describe(admin: KafkaAdminClient, features: BrokerFeatures, groups:
     def ask() -> dict[str, Members | None]:
         try:
             answers = lib.send_to_coordinators(admin, groups, consumer_groups.DescribeRequest)
-            return {g.group_id: _described(g) for answer in answers for g in answer}
+            return {g.group_id: _described(g) for answer in answers for g in answer.value}
         except KafkaError as exc:
             if getattr(exc, "retriable", False):
                 lib.forget_coordinators(admin, groups)

@@ -106,7 +106,7 @@ class KafkaOffsetWriter:
         first = self._pipelined(commits, metadata)
         out: dict[str, Exception | None] = {
             g: None for g, answer in first.items()
-            if not isinstance(answer, BaseException) and _all_accepted(commits[g], answer)}
+            if not isinstance(answer, BaseException) and _all_accepted(commits[g], answer.value)}
         answered = time.time()
         self.accepted.update(dict.fromkeys(out, (sent, answered)))
         # Most often the first try failed because the coordinator moved or died: look it up afresh
@@ -139,7 +139,7 @@ class KafkaOffsetWriter:
             sent = time.time()
             answer = self.features.call("OffsetCommit", lambda: lib.run(
                 self.admin, send_one, group, OffsetCommitRequest(group, offsets, metadata)))
-            errors = {key: Errors.for_code(code) for key, code in answer.items()}
+            errors = {key: Errors.for_code(code) for key, code in answer.value.items()}
             # A partition asked and not answered was not written either.
             errors.update({key: Errors.UnknownServerError for key in offsets if key not in errors})
             failed = {key: err for key, err in errors.items() if err is not NoError}

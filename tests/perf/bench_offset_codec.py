@@ -107,10 +107,10 @@ def main(argv: list[str] | None = None) -> dict:
         return by_key(KafkaAdminClient._parse_group_offsets(answer))
 
     def codec_commit(parser):
-        return roundtrip(parser, OffsetCommitRequest(group, offsets, metadata), args.version, commit_bytes)
+        return roundtrip(parser, OffsetCommitRequest(group, offsets, metadata), args.version, commit_bytes).value
 
     def codec_fetch(parser):
-        return roundtrip(parser, OurFetchRequest([group]), args.version, fetch_bytes)[group].offsets
+        return roundtrip(parser, OurFetchRequest([group]), args.version, fetch_bytes).value[group].offsets
 
     # The same answers either way, before anything is timed.
     parser = KafkaProtocol(client_id="zk2kafka")

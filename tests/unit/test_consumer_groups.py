@@ -11,6 +11,7 @@ import pytest
 
 from migrate.kafka.wire import consumer_groups as cg
 from migrate.kafka.members import _assignment
+from migrate.kafka.wire.request import Answer
 
 
 def compact(text: str | None) -> bytes:
@@ -91,7 +92,7 @@ def test_a_response_header_v1_is_read_before_the_body():
     request.with_header(9)
     answer = request.header.get_response_class()
     assert answer.parse_header(buffer).correlation_id == 9
-    (g,) = answer.decode(buffer)
+    (g,) = answer.decode(buffer).value
     assert (g.state, g.members[0].assigned) == ("Assigning", [("t", 3)])
 
 
@@ -129,7 +130,7 @@ def test_each_group_is_described_by_the_protocol_that_knows_it(monkeypatch):
     def consumer_answer(admin, groups, request_of):
         asked.append(sorted(groups))
         body = struct.pack(">i", 0) + array([group(g, "Reconciling", [member("m", {"b": [0]}, {})]) for g in groups])
-        return [cg.decode_response(body + NO_TAGS)]
+        return [Answer(cg.decode_response(body + NO_TAGS))]
 
     monkeypatch.setattr(members, "describe_groups", lambda admin, features, groups, call: {
         g: classic[g] for g in groups})
@@ -142,7 +143,8 @@ def test_each_group_is_described_by_the_protocol_that_knows_it(monkeypatch):
     assert found["untyped"].live and asked == [["new", "untyped"]]
     # a ZooKeeper-mode 3.9 broker lists the API and answers each group UNSUPPORTED_VERSION: not a consumer group
     monkeypatch.setattr(members.lib, "send_to_coordinators", lambda admin, groups, request_of: [
-        cg.decode_response(struct.pack(">i", 0) + array([group(g, "", [], error=35) for g in groups]) + NO_TAGS)])
+        Answer(cg.decode_response(struct.pack(">i", 0) + array([group(g, "", [], error=35) for g in groups])
+                                  + NO_TAGS))])
     assert members.describe(None, kafka4, ["untyped"])["untyped"] == members.Members("Dead", 0)
     # a broker without ConsumerGroupDescribe is never sent one
     found = members.describe(None, BrokerFeatures((3, 9), {}), ["untyped"])

@@ -121,7 +121,8 @@ def test_offset_commit_answers_read_back(version):
         T(name="orders", partitions=[P(partition_index=0, error_code=0), P(partition_index=3, error_code=25)]),
         T(name=LONG, partitions=[P(partition_index=7, error_code=0)])], version=version)
     answer = exchange(OffsetCommitRequest("g", OFFSETS, ""), response, version)
-    assert answer == {("orders", 0): 0, ("orders", 3): 25, (LONG, 7): 0}
+    assert answer.value == {("orders", 0): 0, ("orders", 3): 25, (LONG, 7): 0}
+    assert answer.throttle_time_ms == (250 if version >= 3 else 0)
 
 
 def fetch_topics(cls, epochs: bool):
@@ -144,14 +145,14 @@ def test_offset_fetch_answers_of_one_group_read_back(version):
     topics = fetch_topics(OffsetFetchResponse.OffsetFetchResponseTopic, version >= 5)
     answer = exchange(OurFetchRequest(["g"]),
                       OffsetFetchResponse(throttle_time_ms=9, topics=topics, error_code=0, version=version), version)
-    assert answer == {"g": (0, None, EXPECTED)}
-    assert all(isinstance(held, Committed) for held in answer["g"].offsets.values())
+    assert answer.value == {"g": (0, None, EXPECTED)}
+    assert all(isinstance(held, Committed) for held in answer.value["g"].offsets.values())
     # The group's error, or else its first refused partition's, with the partition named.
     refused = OffsetFetchResponse(throttle_time_ms=0, topics=[], error_code=16, version=version)
-    assert exchange(OurFetchRequest(["g"]), refused, version) == {"g": (16, None, {})}
+    assert exchange(OurFetchRequest(["g"]), refused, version).value == {"g": (16, None, {})}
     topics[1].partitions[0].error_code = 29
     partly = OffsetFetchResponse(throttle_time_ms=0, topics=topics, error_code=0, version=version)
-    assert exchange(OurFetchRequest(["g"]), partly, version)["g"][:2] == (29, ("päyments", 1))
+    assert exchange(OurFetchRequest(["g"]), partly, version).value["g"][:2] == (29, ("päyments", 1))
 
 
 def test_offset_fetch_answers_of_many_groups_read_back():
@@ -163,8 +164,9 @@ def test_offset_fetch_answers_of_many_groups_read_back():
         G(group_id="a", topics=topics, error_code=0), G(group_id=LONG, topics=[], error_code=15),
         G(group_id="c", topics=refused, error_code=0), G(group_id="empty", topics=[], error_code=0)], version=8)
     answer = exchange(OurFetchRequest(["a", LONG, "c", "empty"]), response, 8)
-    assert answer == {"a": (0, None, EXPECTED), LONG: (15, None, {}),
+    assert answer.value == {"a": (0, None, EXPECTED), LONG: (15, None, {}),
                             "c": (86, ("orders", 3), EXPECTED), "empty": (0, None, {})}
+    assert answer.throttle_time_ms == 3
 
 
 def test_a_short_answer_is_kafka_pythons_protocol_error():

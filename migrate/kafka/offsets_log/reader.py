@@ -237,7 +237,7 @@ class OffsetsLog:
                 wait = deadline - time.monotonic()
                 if wait <= 0:
                     return self._unfinished(left)
-                _, partitions = answer.result(min(wait, ANSWER_WAIT))
+                _, partitions = answer.result(min(wait, ANSWER_WAIT)).value
                 read_at = time.time()
                 by_partition = {c.partition: c for c in cursors_of}
                 for part in partitions:

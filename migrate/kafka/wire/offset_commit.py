@@ -70,6 +70,9 @@ class OffsetCommitRequest(Request):
     def decode(self, version: int, body: bytes) -> dict[Key, int]:
         return decode_commit(version, body)
 
+    def throttle_ms(self, version: int, body: bytes) -> int:
+        return INT32.unpack_from(body)[0] if version >= 3 and len(body) >= 4 else 0
+
     def described(self) -> str:
         return f"group_id={self.group!r}, {len(self.offsets)} offsets"
 

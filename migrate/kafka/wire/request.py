@@ -7,7 +7,8 @@ them. The connection asks the request for little: `API_VERSION` (left None, it p
 version both ends know within `min_version`-`max_version`, as for its own requests), a header
 (`with_header`), the framed bytes (`encode`), and, to read the answer, the class the header's
 `get_response_class()` gives: its `parse_header` and `decode` over the receive buffer. The
-connection's future then holds the request's own decoded value.
+connection's future then holds an `Answer`: the request's own decoded value, and the throttle time
+the broker asked for, which kafka-python's connection honours.
 
 Headers: request header v1 (api key, version, correlation id, client id as an int16-length
 string even in a flexible request), v2 when the version is flexible (an empty tagged-field
@@ -73,6 +74,10 @@ class Request:
         """The answer's body (after its header) as zk2kafka's own values."""
         raise NotImplementedError
 
+    def throttle_ms(self, version: int, body: bytes) -> int:
+        """The throttle time the answer asks the connection to hold back for (0: none told)."""
+        return 0
+
     def __str__(self) -> str:
         return f"{self.name}Request_v{self.API_VERSION}({self.described()})"
 
@@ -107,6 +112,14 @@ class _ResponseHeader(NamedTuple):
     correlation_id: int
 
 
+class Answer(NamedTuple):
+    """A decoded answer, as the connection's future gives it: `value` is the request's decode;
+    kafka-python's connection reads `throttle_time_ms` to hold back as the broker asks."""
+
+    value: Any
+    throttle_time_ms: int = 0
+
+
 class _Response:
     """Reads one answer off kafka-python's receive buffer: the header, then the body, decoded by
     the request."""
@@ -123,5 +136,7 @@ class _Response:
             buffer.seek(buffer.tell() - (len(rest) - src.at))
         return header
 
-    def decode(self, buffer) -> Any:
-        return self.request.decode(self.version, buffer.read())
+    def decode(self, buffer) -> Answer:
+        body = buffer.read()
+        return Answer(self.request.decode(self.version, body),
+                      self.request.throttle_ms(self.version, body))
