@@ -58,7 +58,7 @@ class Reading:
     I/O and the watch idle), then finished on the caller's for what the watch added."""
 
     def __init__(self, offsets_log: OffsetsLog, budget: float = READ_BUDGET):
-        self.log, self.budget = offsets_log, budget
+        self.reader, self.budget = offsets_log, budget
         self.started = time.monotonic()
         self.why: str | None = None
         self.thread = threading.Thread(target=self._read, name="zk2kafka-offsets-log",
@@ -66,17 +66,17 @@ class Reading:
         self.thread.start()
 
     def _read(self) -> None:
-        self.why = self.log.read(self.budget)
+        self.why = self.reader.read(self.budget)
 
     def finish(self, groups: Iterable[str]) -> str | None:
         """Why the read could not be finished (or None), once `groups` are followed too."""
         self.thread.join()
         try:
-            self.log.follow(groups)
+            self.reader.follow(groups)
         except Unreadable as exc:
             return str(exc)
         left = self.budget - (time.monotonic() - self.started)
-        return self.log.read(max(left, 1.0))
+        return self.reader.read(max(left, 1.0))
 
 
 def with_log(kafka: dict[str, KafkaGroup], offsets_log: OffsetsLog, why: str | None) -> None:

@@ -58,7 +58,7 @@ class Takeover(NamedTuple):
     clock_margin: float = takeover.MARGIN
     lead: Callable[[], Lead] = lambda: UNMEASURED
     zookeeper_read: Callable[[float, float], None] = lambda mtime, at: None
-    log: FollowedLog | None = None
+    followed: FollowedLog | None = None
 
     def watching(self, kafka_name: Callable[[str], str],
                  committed: AskAgain | None = None) -> Judging:

@@ -121,7 +121,8 @@ def with_clock(follower: Follower, admin: KafkaAdminClient, options: FollowOptio
     registry = follower.metrics.registry
     registry.register(ExpiryClock(admin, lambda: follower.groups, follower.renames.kafka_name,
                                   follower.renames.named, options.per_group_metrics,
-                                  version=follower.states_version, followed=follower.takeover.log))
+                                  version=follower.states_version,
+                                  followed=follower.takeover.followed))
     registry.register(DryRun(options.dry_run))
     return follower
 

@@ -50,9 +50,9 @@ class FollowedLog:
                  writer: KafkaOffsetWriter | None = None, metadata: str = "",
                  registered: Iterable[Registration] = (), connection: Connection | None = None):
         # `connection`: its first read, of every followed partition, split over processes
-        self.log = OffsetsLog(admin, features, connection=connection)
+        self.reader = OffsetsLog(admin, features, connection=connection)
         for r in registered:   # the brokers' registrations in ZooKeeper (migrate/zk/brokers.py)
-            self.log.clocks.broker_registered(r.broker, r.timestamp_ms, r.ctime_ms)
+            self.reader.clocks.broker_registered(r.broker, r.timestamp_ms, r.ctime_ms)
         self.writer, self.metadata = writer, metadata
         self.lock = threading.Lock()
         self.marked = False
@@ -64,7 +64,7 @@ class FollowedLog:
 
     def _mark(self) -> None:
         try:
-            self.log.mark_watch()
+            self.reader.mark_watch()
             self.marked = True
         except (Unreadable, KafkaError) as exc:   # marked at the first read that can
             log.debug("sync: could not mark __consumer_offsets' end yet: %s", exc)
@@ -81,37 +81,37 @@ class FollowedLog:
                 if not self.marked:
                     self._mark()
                 asked = set(groups)
-                self.log.follow(asked)
+                self.reader.follow(asked)
             except Unreadable as exc:
                 return {}, str(exc)
             started = time.time()
-            why = self.log.read(budget)
+            why = self.reader.read(budget)
             if why is not None:
                 return {}, why
             self._own_commits(started)
-            return {g: self.log.groups[g] for g in asked}, None
+            return {g: self.reader.groups[g] for g in asked}, None
         finally:
             self.lock.release()
 
     def lead(self) -> Lead:
         with self.lock:
-            return self.log.clocks.lead()
+            return self.reader.clocks.lead()
 
     def zookeeper_read(self, mtime_s: float, read_done: float) -> None:
         """A znode stamped `mtime_s` by ZooKeeper, read by `read_done`. Without the lock: a pass
         does not wait for a read under way for it (one bound replaced by another, whole)."""
-        self.log.clocks.zk_seen(int(mtime_s * 1000), read_done)
+        self.reader.clocks.zk_seen(int(mtime_s * 1000), read_done)
 
     def _own_commits(self, read_started: float) -> None:
         """Each followed group's newest record this sync wrote, against when its latest commit was
         sent: that commit answered before the read began, the record is that commit's own."""
         for group, (sent, answered) in list(self.writer.accepted.items() if self.writer else ()):
-            found = self.log.groups.get(group)
-            leader = self.log.leader_of(group)
+            found = self.reader.groups.get(group)
+            leader = self.reader.leader_of(group)
             if found is None or leader is None or answered >= read_started:
                 continue
             newest = max((c for c in map(found.committed, found.keys)
                           if c is not None and c.metadata == self.metadata),
                          key=lambda c: c.log_offset, default=None)
             if newest is not None:
-                self.log.clocks.kafka_sent(leader, sent, newest.commit_ms)
+                self.reader.clocks.kafka_sent(leader, sent, newest.commit_ms)

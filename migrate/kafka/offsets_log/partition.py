@@ -32,7 +32,7 @@ class PartitionLog:
 
     def apply(self, batch: Batch) -> None:
         """A batch of the partition, the next in log order, its records kept for the followed
-        groups (record_batches.batches)."""
+        groups (records.batches)."""
         self.records += len(batch.records)
         if batch.control:
             for _, key, _ in batch.records:

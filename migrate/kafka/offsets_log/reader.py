@@ -83,12 +83,13 @@ class Unreadable(MigrateError):
 
 class _Cursor:
     """Where a read of one partition stands: its position, where it stops, the groups it keeps
-    and the log it applies them to. A partition's own cursor stops at the high watermark of its
-    first answer in each read; a catch-up's (`fixed`) where the partition's own stood."""
+    and the partition's state it applies them to (`applied`). A partition's own cursor stops at
+    the high watermark of its first answer in each read; a catch-up's (`fixed`) where the
+    partition's own stood."""
 
-    def __init__(self, partition: int, wanted: set[bytes], log: PartitionLog, position: int = 0,
-                 stop: int | None = None):
-        self.partition, self.wanted, self.log = partition, wanted, log
+    def __init__(self, partition: int, wanted: set[bytes], applied: PartitionLog,
+                 position: int = 0, stop: int | None = None):
+        self.partition, self.wanted, self.applied = partition, wanted, applied
         self.position, self.stop, self.fixed = position, stop, stop is not None
 
 
@@ -136,7 +137,7 @@ class OffsetsLog:
             if cursor is None:
                 cursor = self._cursors[p] = _Cursor(p, set(), PartitionLog({}, self._marks.get(p)))
             cursor.wanted.add(name.encode("utf-8"))
-            cursor.log.add(group)
+            cursor.applied.add(group)
             if cursor.position > 0:
                 late.setdefault(p, {})[name] = group
         for p, found in late.items():
@@ -145,7 +146,7 @@ class OffsetsLog:
             if waiting is not None:             # one catch-up not begun takes them too
                 waiting.wanted.update(name.encode("utf-8") for name in found)
                 for group in found.values():
-                    waiting.log.add(group)
+                    waiting.applied.add(group)
                 continue
             self._catch_up.append(_Cursor(
                 p, {name.encode("utf-8") for name in found},
@@ -162,17 +163,18 @@ class OffsetsLog:
                                  f"{bounds}")
             self._marks[tp.partition] = bounds[1]
         for cursor in (*self._cursors.values(), *self._catch_up):
-            cursor.log.watch_from = self._marks.get(cursor.partition)
+            cursor.applied.watch_from = self._marks.get(cursor.partition)
 
     def marks(self, marks: dict[int, int]) -> None:
         """The watch's marks as another reader took them (a worker's, shares.py)."""
         self._marks.update(marks)
         for cursor in self._cursors.values():
-            cursor.log.watch_from = self._marks.get(cursor.partition)
+            cursor.applied.watch_from = self._marks.get(cursor.partition)
 
     def states(self) -> dict[int, tuple[int, dict, dict[str, GroupLog]]]:
         """Each partition's position, open transactions and groups: what a worker sends back."""
-        return {p: (c.position, c.log.pending, c.log.groups) for p, c in self._cursors.items()}
+        return {p: (c.position, c.applied.pending, c.applied.groups)
+                for p, c in self._cursors.items()}
 
     def group(self, name: str) -> GroupLog:
         return self.groups[name]
@@ -201,8 +203,8 @@ class OffsetsLog:
                 if why is not None:
                     return why
                 for cursor in (c for c in wave if c in self._catch_up):   # not restarted since
-                    held = self._cursors[cursor.partition].log.pending
-                    for producer, commits in cursor.log.pending.items():
+                    held = self._cursors[cursor.partition].applied.pending
+                    for producer, commits in cursor.applied.pending.items():
                         held[producer] = commits + held.get(producer, [])
                 self._catch_up = [c for c in self._catch_up if c not in wave]
             why = self._shared(deadline)
@@ -269,7 +271,7 @@ class OffsetsLog:
         for cursor in sorted(fresh, key=lambda c: -sizes.get(c.partition, 0)):
             k = loads.index(min(loads))             # the largest partitions first, to the least
             loads[k] += sizes.get(cursor.partition, 0)
-            shares[k].append((cursor.partition, list(cursor.log.groups),
+            shares[k].append((cursor.partition, list(cursor.applied.groups),
                               self._marks.get(cursor.partition)))
         log.info("reading %s records of %d partitions of %s over %d processes",
                  f"{sum(sizes.values()):,}", len(fresh), OFFSETS_TOPIC, len(shares))
@@ -285,8 +287,8 @@ class OffsetsLog:
             self.records += answer.records
             for p, (position, pending, groups) in answer.partitions.items():
                 cursor = self._cursors[p]
-                cursor.position, cursor.log = position, PartitionLog(groups, self._marks.get(p))
-                cursor.log.pending = pending
+                cursor.position, cursor.applied = position, PartitionLog(groups, self._marks.get(p))
+                cursor.applied.pending = pending
                 self.groups.update(groups)
         return None
 
@@ -310,7 +312,7 @@ class OffsetsLog:
                              f"{part.error_code}")
         if cursor.stop is None:
             cursor.stop = part.high_watermark
-        position, stamped, applied = cursor.position, -1, cursor.log
+        position, stamped, applied = cursor.position, -1, cursor.applied
         try:
             for batch in batches(part.records, frozenset(cursor.wanted)):
                 if batch.last_offset < position:
@@ -332,7 +334,7 @@ class OffsetsLog:
         """Partition `p` to be read afresh from `start`: its groups' state is dropped, to be built
         again from its records (their late catch-ups with it). Its new cursor."""
         cursor = self._cursors.get(p)
-        names = list(cursor.log.groups) if cursor is not None else []
+        names = list(cursor.applied.groups) if cursor is not None else []
         fresh = {name: GroupLog(name) for name in names}
         self.groups.update(fresh)
         self._cursors[p] = _Cursor(p, {name.encode("utf-8") for name in names},
