@@ -78,10 +78,9 @@ def group_of(key: bytes) -> bytes:
 def offset_key(key: bytes) -> tuple[str, str, int]:
     """(group, topic, partition) of an offset commit's key (type 0 or 1), read straight from its
     bytes (a million of them a read)."""
-    group = group_of(key)
-    at = 4 + len(group)
+    at = 4 + ((key[2] << 8) | key[3])                   # group_of, inline: a million calls a read
     m = (key[at] << 8) | key[at + 1]
-    return (group.decode("utf-8"), key[at + 2:at + 2 + m].decode("utf-8"),
+    return (key[4:at].decode("utf-8"), key[at + 2:at + 2 + m].decode("utf-8"),
             INT32.unpack_from(key, at + 2 + m)[0])
 
 
