@@ -38,6 +38,7 @@ class OffsetCommitRequest(Request):
     API_KEY = API_KEY
     name = "OffsetCommit"
     min_version, max_version, flexible_from = LOWEST, HIGHEST, FLEXIBLE
+    throttle_from = 3
 
     def __init__(self, group: str, offsets: Mapping[Key, int], metadata: str):
         super().__init__()
@@ -69,9 +70,6 @@ class OffsetCommitRequest(Request):
 
     def decode(self, version: int, body: bytes) -> dict[Key, int]:
         return decode_commit(version, body)
-
-    def throttle_ms(self, version: int, body: bytes) -> int:
-        return INT32.unpack_from(body)[0] if version >= 3 and len(body) >= 4 else 0
 
     def described(self) -> str:
         return f"group_id={self.group!r}, {len(self.offsets)} offsets"

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from migrate.kafka.values import Committed, Key
-from migrate.kafka.wire.primitives import INT16, INT32, Reader, count, string
+from migrate.kafka.wire.primitives import INT16, Reader, count, string
 from migrate.kafka.wire.request import Request
 
 API_KEY = 9
@@ -51,6 +51,7 @@ class OffsetFetchRequest(Request):
     API_KEY = API_KEY
     name = "OffsetFetch"
     min_version, max_version, flexible_from = LOWEST, HIGHEST, FLEXIBLE
+    throttle_from = 3
 
     def __init__(self, groups: Iterable[str]):
         super().__init__()
@@ -77,9 +78,6 @@ class OffsetFetchRequest(Request):
 
     def decode(self, version: int, body: bytes) -> dict[str, FetchedGroup]:
         return decode_fetch(version, body, self.groups[0] if len(self.groups) == 1 else None)
-
-    def throttle_ms(self, version: int, body: bytes) -> int:
-        return INT32.unpack_from(body)[0] if version >= 3 and len(body) >= 4 else 0
 
     def described(self) -> str:
         return f"groups={self.groups}"

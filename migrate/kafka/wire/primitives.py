@@ -150,9 +150,3 @@ def string(value: str | None, compact: bool) -> bytes:
 def count(n: int, compact: bool) -> bytes:
     """An array's length as `compact` (flexible) or classic encoding writes it."""
     return uvarint(n + 1) if compact else INT32.pack(n)
-
-
-def framed(parts: list[bytes]) -> bytes:
-    """A message with its int32 size before it, as it goes on the wire."""
-    body = b"".join(parts)
-    return INT32.pack(len(body)) + body

@@ -17,9 +17,12 @@ section after it); the answer's header: the correlation id, then tagged fields w
 
 from __future__ import annotations
 
+import struct
 from typing import Any, NamedTuple
 
-from migrate.kafka.wire.primitives import INT16, INT32, NO_TAGS, Reader, framed, string
+from migrate.kafka.wire.primitives import INT32, NO_TAGS, Reader, string
+
+_HEADER = struct.Struct(">hhi")   # api key, version, correlation id
 
 
 class Request:
@@ -31,6 +34,9 @@ class Request:
     min_version = 0
     max_version = 0
     flexible_from: int | None = None
+    # The first version whose answer starts with the throttle time the connection is told of (None:
+    # none is told; a Fetch's is left to the broker, as zk2kafka's reader always left it).
+    throttle_from: int | None = None
     # kafka-python reads a request's own version bounds here (None: the class's)
     _min_version = None
     _max_version = None
@@ -60,11 +66,11 @@ class Request:
     def encoded(self, version: int, correlation_id: int, client_id: str) -> bytes:
         """The framed request of `version`: its header, then its body."""
         self.check_version(version)
-        head = [INT16.pack(self.API_KEY), INT16.pack(version), INT32.pack(correlation_id),
-                string(client_id, compact=False)]
+        message = _HEADER.pack(self.API_KEY, version, correlation_id) + string(client_id, False)
         if self.flexible(version):
-            head.append(NO_TAGS)
-        return framed(head + self.body(version))
+            message += NO_TAGS
+        message += b"".join(self.body(version))
+        return INT32.pack(len(message)) + message
 
     def body(self, version: int) -> list[bytes]:
         """The request's fields after the header, in parts."""
@@ -74,9 +80,6 @@ class Request:
         """The answer's body (after its header) as zk2kafka's own values."""
         raise NotImplementedError
 
-    def throttle_ms(self, version: int, body: bytes) -> int:
-        """The throttle time the answer asks the connection to hold back for (0: none told)."""
-        return 0
 
     def __str__(self) -> str:
         return f"{self.name}Request_v{self.API_VERSION}({self.described()})"
@@ -126,10 +129,12 @@ class _Response:
 
     def __init__(self, request: Request, version: int):
         self.request, self.version = request, version
+        self.compact = request.flexible(version)
+        self.throttled = request.throttle_from is not None and version >= request.throttle_from
 
     def parse_header(self, buffer) -> _ResponseHeader:
         header = _ResponseHeader(INT32.unpack(buffer.read(4))[0])
-        if self.request.flexible(self.version):
+        if self.compact:
             rest = buffer.read()
             src = Reader(rest, True)
             src.tags()
@@ -138,5 +143,5 @@ class _Response:
 
     def decode(self, buffer) -> Answer:
         body = buffer.read()
-        return Answer(self.request.decode(self.version, body),
-                      self.request.throttle_ms(self.version, body))
+        throttle = INT32.unpack_from(body)[0] if self.throttled and len(body) >= 4 else 0
+        return Answer(self.request.decode(self.version, body), throttle)
