@@ -19,14 +19,13 @@ from migrate import __version__, commands
 from migrate.advice import repeat_where
 from migrate.errors import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
                             MigrateError, UnknownOption)
-from migrate.log import configure_logging, redact, set_secrets
-from migrate.durations import exact_duration
-from migrate.options import OPTIONS, Option
-from migrate.jvm.server import heap_size
+from migrate.durations import exact_duration, parse_duration
 from migrate.jvm.releases import DEFAULT_KAFKA_VERSION, RELEASES
+from migrate.jvm.server import heap_size
+from migrate.log import configure_logging, redact, set_secrets
+from migrate.options import OPTIONS, Option
 from migrate.sandbox import V0_EVERY_FLOOR, V0_EVERY_FLOOR_WHY
 from migrate.sandbox.modes import PHASES
-from migrate.durations import parse_duration
 from migrate.settings import Settings, load_settings
 
 log = logging.getLogger("migrate")

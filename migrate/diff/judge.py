@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 
 from migrate.diff import schema as s
 from migrate.kafka import takeover
-from migrate.kafka.values import NAMES_A_RUN
 from migrate.kafka.snapshot import IDLE_STATES
+from migrate.kafka.values import NAMES_A_RUN
 
 
 @dataclass(frozen=True)

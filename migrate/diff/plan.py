@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from migrate.durations import duration_text
 from migrate.errors import EXIT_BLOCKERS, EXIT_OK
 from migrate.group_map import flags_text, renames_text
-from migrate.durations import duration_text
 from migrate.options import flag, shown
 from migrate.state import ISO_FORMAT
 

@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from migrate.durations import duration_text, left_text, minutes_text
 from migrate.kafka.compat import RETENTION_DEFAULT_BEFORE_2_0, RETENTION_DEFAULT_SINCE_2_0
 from migrate.kafka.snapshot import IDLE_STATES
-from migrate.durations import duration_text, left_text, minutes_text
 from migrate.options import OPTIONS_BY_NAME
 from migrate.state import iso
 from migrate.zk.reader import Selection

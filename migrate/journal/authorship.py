@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from migrate.journal import journal as j
 from migrate.kafka.takeover import Finding
-from migrate.kafka.values import NAMES_A_RUN, named_run, run_metadata
-from migrate.kafka.values import Key, label
+from migrate.kafka.values import NAMES_A_RUN, Key, label, named_run, run_metadata
 
 __all__ = ["Authorship", "differs", "named_run", "other_run", "taken_over"]
 

@@ -138,17 +138,6 @@ class Lead(NamedTuple):
                 "margin": margin, "effective_margin": round(self.widened(margin), 3),
                 "assumed": self.assumed}
 
-    def words(self, margin: float) -> str:
-        """One line for the verdicts: the margin in force and what it rests on."""
-        used = self.widened(margin)
-        measured = ("Kafka's clock ahead of ZooKeeper's by "
-                    + (f"{self.lo:+.1f}s" if self.lo is not None else "?")
-                    + (f" to {self.hi:+.1f}s" if self.hi is not None else " at least")
-                    if self.lo is not None or self.hi is not None else "no clock measured")
-        tail = ("; the margin is assumed above it: nothing bounded Kafka's lead from above"
-                if self.assumed else "")
-        return f"clock margin {used:g}s ({margin:g}s + the measured lead; {measured}{tail})"
-
 
 UNMEASURED = Lead(None, None)
 
@@ -168,6 +157,3 @@ class Margin(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return self.lead.to_json(self.configured)
-
-    def words(self) -> str:
-        return self.lead.words(self.configured)

@@ -21,9 +21,9 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from migrate.kafka import _compat as lib
-from migrate.kafka.wire import consumer_groups
 from migrate.kafka.compat import BrokerFeatures, Call, _direct, describe_groups
 from migrate.kafka.values import Key
+from migrate.kafka.wire import consumer_groups
 
 log = logging.getLogger(__name__)
 CONSUMER_TYPE = "consumer"   # ListGroups v5's group_type of a KIP-848 group

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.kafka.values import Committed, Key
+from migrate.kafka.writer import KafkaOffsetWriter
 
 
 class RenamedKafkaWriter:

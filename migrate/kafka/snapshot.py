@@ -42,11 +42,11 @@ from migrate.batches import chunks
 from migrate.connection import Connection
 from migrate.errors import KafkaUnavailable
 from migrate.kafka import compat, members
+from migrate.kafka.client import fetch_committed
 from migrate.kafka.clocks import UNMEASURED, Lead
+from migrate.kafka.log_bounds import log_bounds
 from migrate.kafka.offsets_log.snapshot_rows import COMMIT as COMMIT   # kinds
 from migrate.kafka.offsets_log.snapshot_rows import COMMIT_COLUMNS, commit_rows, read_log
-from migrate.kafka.client import fetch_committed
-from migrate.kafka.log_bounds import log_bounds
 from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.values import named_run
 

@@ -40,9 +40,9 @@ from migrate.options import flag
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
 from migrate.ready.evidence import (READ_BUDGET, Reading, agreed, follow, groups_found, lead, mark,
                                    with_log)
+from migrate import group_map
 from migrate.ready.expiry import HeldGroup, expiring
 from migrate.ready.own import own_differences
-from migrate import group_map
 from migrate.ready.rules import Evidence, KafkaGroup, judge
 from migrate.ready.watch import COMMIT_INTERVAL, WriteWatch, short_watch
 from migrate.settings import Settings

@@ -17,10 +17,10 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from migrate.kafka.values import Key
 from migrate.options import exactly
 from migrate.ready.rules import KafkaGroup, judge
 from migrate.zk.ensemble import Search, Tree
-from migrate.kafka.values import Key
 
 MOST_NAMED = 10   # groups named in a printed command; past that, the whole tree
 

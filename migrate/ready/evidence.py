@@ -13,9 +13,9 @@ from kafka.errors import KafkaError
 
 from migrate import group_map
 from migrate.errors import MigrateError
+from migrate.kafka import takeover
 from migrate.kafka.clocks import Clocks, Lead
 from migrate.kafka.offsets_log import OffsetsLog, Unreadable
-from migrate.kafka import takeover
 from migrate.kafka.takeover import NO_RECORD
 from migrate.ready.rules import KafkaGroup
 from migrate.zk.brokers import Registration

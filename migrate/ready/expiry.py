@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from migrate.diff.retention import COMMIT_CLOCK, offsets_expire, renewal_period
-from migrate.kafka.compat import RETENTION_DEFAULT_BEFORE_2_0, RETENTION_DEFAULT_SINCE_2_0
 from migrate.durations import duration_text
+from migrate.kafka.compat import RETENTION_DEFAULT_BEFORE_2_0, RETENTION_DEFAULT_SINCE_2_0
 from migrate.state import iso
 
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from migrate.kafka import takeover
 from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.values import Key
 from migrate.zk import layouts
 from migrate.zk.quiet import Moved, seconds, when
-from migrate.kafka.values import Key
 
 # The ways a group can fail the check, in the order the table shows them.
 PROBLEMS = ("not_in_kafka", "registered", "written", "differs", "unreadable")

@@ -21,6 +21,7 @@ from typing import Any
 
 from kafka.errors import KafkaError
 
+from migrate.durations import exact_duration
 from migrate.endpoint import split_address
 from migrate.errors import EXIT_ERROR, ConfigError, KafkaUnavailable, MigrateError
 from migrate.group_map import RECORD_KEY
@@ -30,8 +31,8 @@ from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures
 from migrate.kafka.members import describe
 from migrate.kafka.retry import RetryPolicy
+from migrate.kafka.values import run_metadata
 from migrate.kafka.writer import KafkaOffsetWriter
-from migrate.durations import exact_duration
 from migrate.renew.renewer import PassResult, renewal_pass
 from migrate.renew.service import RenewHealth, RenewMetrics
 from migrate.renew.written import written
@@ -39,7 +40,6 @@ from migrate.service_shell import ServiceShell
 from migrate.settings import Settings
 from migrate.state import iso, new_run_id
 from migrate.zk.reader import Selection
-from migrate.kafka.values import run_metadata
 
 log = logging.getLogger(__name__)
 # Seconds before a pass that failed on a store away is tried again (the floor of --renew-every).

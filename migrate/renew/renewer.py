@@ -20,8 +20,8 @@ from kafka.errors import KafkaError
 from migrate.diff.plan import Planned
 from migrate.journal.authorship import Authorship
 from migrate.journal.journal import Journal
-from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.kafka.values import Committed, Key, label
+from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
 from migrate.renew.written import Written
 
 log = logging.getLogger(__name__)

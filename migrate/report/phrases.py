@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from migrate.diff import schema as s
+from migrate.durations import hours_text
 from migrate.group_map import flags_text
 from migrate.options import flag
-from migrate.durations import hours_text
 
 MEANING = {
     s.MIGRATE: "Kafka has no committed offset; ZooKeeper's is valid: commit it",

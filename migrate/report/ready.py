@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from migrate.group_map import flags_text
 from migrate.durations import exact_duration
+from migrate.group_map import flags_text
 from migrate.ready.rules import HEADINGS, PROBLEMS
 from migrate.report import phrases as ph
 from migrate.report.ready_expiry import DETAILS, expiry, selection

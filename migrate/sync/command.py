@@ -11,8 +11,9 @@ import logging
 import time
 from typing import Any
 
-from migrate.group_map import RECORD_KEY, renames_text
 from migrate.durations import exact_duration
+from migrate.group_map import RECORD_KEY, renames_text
+from migrate.kafka.values import run_metadata
 from migrate.service_shell import ServiceShell
 from migrate.settings import Settings
 from migrate.state import StateDir, new_run_id
@@ -20,7 +21,6 @@ from migrate.sync.follower_shards import FollowerShards
 from migrate.sync.outage import AwayStatus
 from migrate.sync.renames import resolved_at_start
 from migrate.sync.sessions import FollowOptions, OneFollower
-from migrate.kafka.values import run_metadata
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,8 @@ def follow(settings: Settings) -> dict[str, Any]:
             followers = OneFollower(options, shell.journal, run_id, metadata,
                                     report / "sync-status.json")
             shell.closing(followers.close)
-            away = AwayStatus(followers.follower).start()   # its status while ZooKeeper is away
-            shell.closing(away.stop)
+            # its status while ZooKeeper is away; stopped before the follower closes
+            shell.closing(AwayStatus(followers.follower).start().stop)
         shell.serve(followers.registry, followers.health())
         if settings.execute:
             shell.begin_run({RECORD_KEY: renamed}, report=str(report))

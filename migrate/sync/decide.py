@@ -19,10 +19,10 @@ from typing import NamedTuple
 from migrate.journal.authorship import Authorship, Held, differs, other_run, taken_over
 from migrate.kafka import takeover
 from migrate.kafka.clocks import UNMEASURED, Lead, Margin
-from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.offsets_log.followed import BUSY, FollowedLog
-from migrate.kafka.writer import GroupRejected
+from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.values import Key
+from migrate.kafka.writer import GroupRejected
 from migrate.sync.state import GroupState
 
 # (Kafka groups) -> ({Kafka group: its records}, why they could not be read or None)

@@ -37,8 +37,8 @@ from prometheus_client.registry import Collector
 from migrate.diff.retention import offsets_expire
 from migrate.kafka import compat
 from migrate.kafka.members import IDLE_STATES
-from migrate.ready.expiry import release, window
 from migrate.kafka.offsets_log.followed import FollowedLog
+from migrate.ready.expiry import release, window
 from migrate.sync.metrics import state_of
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,9 @@ from typing import Any
 from kazoo.protocol.states import KazooState
 from prometheus_client import Counter
 
+from migrate.durations import took
 from migrate.state import iso
 from migrate.sync.state import GroupState, SyncStatus, status_line, write_status
-from migrate.durations import took
 
 log = logging.getLogger(__name__)
 

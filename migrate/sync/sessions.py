@@ -21,16 +21,16 @@ from migrate.journal.journal import Journal
 from migrate.kafka import takeover
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster, group_states
+from migrate.kafka.offsets_log.followed import FollowedLog
 from migrate.kafka.retry import RetryPolicy
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings
 from migrate.sync.decide import Takeover
+from migrate.sync.expiry_clock import ExpiryClock
 from migrate.sync.follower import Follower
+from migrate.sync.metrics import DryRun
 from migrate.sync.renames import SyncRenames
 from migrate.sync.service import Health
-from migrate.kafka.offsets_log.followed import FollowedLog
-from migrate.sync.expiry_clock import ExpiryClock
-from migrate.sync.metrics import DryRun
 from migrate.zk.brokers import registrations
 from migrate.zk.client import close, connect
 from migrate.zk.scan import ReaderOptions, make_reader

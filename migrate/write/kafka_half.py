@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 from migrate.journal import journal as j
 from migrate.kafka import members
-from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.kafka.values import Key
+from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.write.renamed import kafka_names
 
 Held = Mapping[Key, tuple[int, str]]   # what Kafka holds of a group: {key: (offset, metadata)}

@@ -24,8 +24,8 @@ from kafka import TopicPartition
 from migrate.diff.plan import COMMIT, GroupSeen, plan_batches
 from migrate.journal import journal as j
 from migrate.kafka.log_bounds import Bounds, log_bounds
-from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.kafka.values import Key
+from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.state import iso
 from migrate.write.kafka_half import GroupNow
 from migrate.zk.reader import TOPICS_PATH

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from migrate.connection import Connection
 from migrate.journal.journal import Journal
 from migrate.kafka.client import open_admin
+from migrate.kafka.values import run_metadata
 from migrate.kafka.writer import KafkaOffsetWriter
 from migrate.settings import Settings
 from migrate.write.dual_commit import DualCommit
@@ -21,7 +22,6 @@ from migrate.write.renamed import RenamedKafkaWriter
 from migrate.write.review import Review
 from migrate.zk.client import close, connect
 from migrate.zk.writer import ZkOffsetWriter
-from migrate.kafka.values import run_metadata
 
 
 @dataclass(frozen=True)

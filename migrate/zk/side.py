@@ -35,8 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from migrate.errors import ConfigError
 from migrate.durations import duration_text
+from migrate.errors import ConfigError
 from migrate.settings import Settings
 from migrate.state import ISO_FORMAT, StateDir, iso
 from migrate.zk.reader import SCHEMA, Selection

@@ -23,9 +23,7 @@ from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, KazooExcept
 from kazoo.handlers.threading import KazooTimeoutError
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_random_exponential
 
-from migrate.errors import MigrateError
-
-from migrate.errors import ZkUnavailable
+from migrate.errors import MigrateError, ZkUnavailable
 from migrate.zk.multiread import multi_read_async
 
 log = logging.getLogger(__name__)

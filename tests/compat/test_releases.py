@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from migrate.sandbox.cluster import LocalCluster
 from migrate.jvm.releases import KRAFT_VERSION, RELEASES
+from migrate.sandbox.cluster import LocalCluster
 
 import support_table
 from release_tools import ReleaseTools

@@ -7,6 +7,7 @@ from __future__ import annotations
 from kafka.errors import KafkaTimeoutError
 
 from migrate.journal.authorship import Authorship
+from migrate.kafka.clocks import Margin
 from migrate.kafka.offsets_log.group import NO_MEMBER, Commit, Watched
 from migrate.kafka.takeover import AGREE_TRIES
 from migrate.ready.evidence import agreed
@@ -14,7 +15,6 @@ from migrate.ready.rules import KafkaGroup
 from migrate.sync.decide import Judging, decide
 from migrate.sync.state import GroupState
 from migrate.sync.watch import ZkOffset
-from migrate.kafka.clocks import Margin
 
 KEY = ("orders", 0)
 ZK_WRITTEN = 1_000_000.0          # ZooKeeper's last write of the znode, seconds

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from migrate import cli, commands
-from migrate.errors import ConfigError, NothingFound
 from migrate.durations import exact_duration
+from migrate.errors import ConfigError, NothingFound
 from migrate.options import OPTIONS
 
 DESIGN_COMMANDS = {"scan", "diff", "migrate", "verify", "sync", "renew", "ready-for-kraft", "rollback", "status",

@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from migrate.kafka.wire import consumer_groups as cg
 from migrate.kafka.members import _assignment
+from migrate.kafka.wire import consumer_groups as cg
 from migrate.kafka.wire.request import Answer
 
 

@@ -12,13 +12,13 @@ import struct
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
-from migrate.kafka.wire import fetch as fetch_codec
 from migrate.kafka.clocks import Clocks
+from migrate.kafka.offsets_log import partition_for
 from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.offsets_log.partition import PartitionLog
-from migrate.kafka.offsets_log.schema import commit_clock, commit_value, group_metadata, member_key, offset_key
-from migrate.kafka.offsets_log import partition_for
 from migrate.kafka.offsets_log.records import CorruptRecords, batches
+from migrate.kafka.offsets_log.schema import commit_clock, commit_value, group_metadata, member_key, offset_key
+from migrate.kafka.wire import fetch as fetch_codec
 
 from support import records as r
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from migrate import cli
-from migrate.errors import ConfigError, UnknownOption
 from migrate.durations import exact_duration
+from migrate.errors import ConfigError, UnknownOption
 from migrate.options import OPTIONS, OPTIONS_BY_NAME
 from migrate.settings import Settings, load_settings
 

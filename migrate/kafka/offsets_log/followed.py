@@ -29,7 +29,6 @@ from migrate.kafka.writer import KafkaOffsetWriter
 log = logging.getLogger(__name__)
 
 
-
 class Registration(Protocol):
     """A broker's registration in ZooKeeper, as migrate/zk/brokers.py reads it."""
 

@@ -40,13 +40,13 @@ from migrate.kafka import _compat as lib
 from migrate.kafka.client import open_admin
 from migrate.kafka.clocks import Clocks
 from migrate.kafka.compat import BrokerFeatures
-from migrate.kafka.wire.fetch import FetchRequest, version_for
+from migrate.kafka.log_bounds import log_bounds
 from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.offsets_log.partition import PartitionLog
-from migrate.kafka.log_bounds import log_bounds
-from migrate.kafka.offsets_log.shares import ShareRead, read_shares
 from migrate.kafka.offsets_log.records import CorruptRecords, batches
+from migrate.kafka.offsets_log.shares import ShareRead, read_shares
 from migrate.kafka.retry import RetryPolicy
+from migrate.kafka.wire.fetch import FetchRequest, version_for
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from migrate.connection import Connection
 from migrate.kafka import takeover
 from migrate.kafka.clocks import UNMEASURED, Lead
 from migrate.kafka.compat import BrokerFeatures
-from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.members import IDLE_STATES
+from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.offsets_log.reader import OffsetsLog, Unreadable
 
 log = logging.getLogger(__name__)

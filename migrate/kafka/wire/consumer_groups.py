@@ -14,16 +14,14 @@ Flexible encoding throughout: compact strings and arrays (unsigned varint length
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 from migrate.kafka.values import Key
-from migrate.kafka.wire.primitives import Reader, Writer
+from migrate.kafka.wire.primitives import NO_TAGS, Reader, count, string
 from migrate.kafka.wire.request import Request
 
 API_KEY = 69
 VERSION = 0
-BOOL = struct.Struct(">?")
 
 
 @dataclass
@@ -57,10 +55,8 @@ class DescribeRequest(Request):
         self.group_ids = list(group_ids)
 
     def body(self, version: int) -> list[bytes]:
-        out = Writer().count(len(self.group_ids))
-        for group in self.group_ids:
-            out.string(group)
-        return [out.fixed(BOOL, False).tags().bytes()]   # IncludeAuthorizedOperations
+        return [count(len(self.group_ids), True), *(string(g, True) for g in self.group_ids),
+                b"\x00", NO_TAGS]                 # IncludeAuthorizedOperations: false
 
     def decode(self, version: int, body: bytes) -> list[DescribedGroup]:
         return decode_response(body)

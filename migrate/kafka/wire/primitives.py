@@ -1,10 +1,11 @@
-"""The bytes of Kafka's protocol, once: the compiled structs, one reader, one writer, the unsigned
-varint both ways. Every codec of `wire/` and the record schema of `offsets_log/` read with these.
+"""The bytes of Kafka's protocol, once: the compiled structs, one reader, the unsigned varint both
+ways, and a string and an array's length as each encoding writes them. Every codec of `wire/` and
+the record schema of `offsets_log/` read and write with these.
 
 Two encodings run through the protocol. Classic: an int16-length string and an int32-length
 array (-1: null). Flexible (KIP-482): a compact string or array, its length + 1 as an unsigned
 varint (0: null), and a tagged-field section (a count, then each tag and its bytes) after each
-struct and header. A reader or writer is told which of the two it speaks.
+struct and header. The reader and the writing functions are told which of the two they speak.
 """
 
 from __future__ import annotations
@@ -104,39 +105,6 @@ class Reader:
             for _ in range(self.uvarint()):
                 self.uvarint()
                 self.take(self.uvarint())
-
-
-class Writer:
-    """A message written field by field, classic or flexible (`compact`)."""
-
-    def __init__(self, compact: bool = True):
-        self.parts: list[bytes] = []
-        self.compact = compact
-
-    def fixed(self, form: struct.Struct, *values) -> Writer:
-        self.parts.append(form.pack(*values))
-        return self
-
-    def raw(self, data: bytes) -> Writer:
-        self.parts.append(data)
-        return self
-
-    def string(self, value: str | None) -> Writer:
-        self.parts.append(string(value, self.compact))
-        return self
-
-    def count(self, n: int) -> Writer:
-        self.parts.append(count(n, self.compact))
-        return self
-
-    def tags(self) -> Writer:
-        """An empty tagged-field section, where the encoding has one."""
-        if self.compact:
-            self.parts.append(NO_TAGS)
-        return self
-
-    def bytes(self) -> bytes:
-        return b"".join(self.parts)
 
 
 def string(value: str | None, compact: bool) -> bytes:

@@ -80,7 +80,6 @@ class Request:
         """The answer's body (after its header) as zk2kafka's own values."""
         raise NotImplementedError
 
-
     def __str__(self) -> str:
         return f"{self.name}Request_v{self.API_VERSION}({self.described()})"
 
