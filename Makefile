@@ -14,6 +14,9 @@ ZK2KAFKA := $(BIN)/zk2kafka
 DEMO_STATE ?= zk2kafka-state/demo
 PYTEST_ARGS ?=
 KAFKA_VERSION ?= 3.9.2
+# `make test`'s parallel workers, each with a session cluster of its own (docs/testing.md: the suite
+# mostly waits on servers, so three keep 2 cores busy); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 
 .PHONY: install demo test test-long support-table cli-doc wheel-check lock-jars clean image
 
@@ -69,7 +72,7 @@ demo: install
 # ruff first: a lint finding fails in seconds, before the suite's real services start.
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-long: install
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)

@@ -7,6 +7,7 @@ when a Docker engine answers, else local JVMs from the pinned Maven jars); see s
 from __future__ import annotations
 
 import os
+import random
 import uuid
 
 import pytest
@@ -14,13 +15,61 @@ import pytest
 from migrate.sandbox.cluster import Endpoints, LocalCluster
 from migrate.sandbox.security import SUPER_USER
 
+from support.faults import FAULT_LOG, SEED_ENV, FaultLog
 from support.servers import CACHE_DIR, backend
+
+
+# Where the parallel workers (`make test`: pytest-xdist, --dist loadgroup) split the suite: a module's
+# tests stay together (they share its fixtures), the fault suite's too (they share the fault cluster,
+# started once), and the runbook pages go one by one (each on a fresh sandbox of its own; together they
+# are a fifth of the suite), as do the releases of the compatibility suite (each on its own sandbox).
+APART = ("tests/integration/test_runbooks.py::test_runbook_runs_on_a_fresh_sandbox",
+         "tests/compat/test_releases.py::test_release_workload")
+TOGETHER = {"tests/faults/": "faults"}
+
+
+def worker_group(nodeid: str) -> str:
+    """The xdist_group a test runs in: its module, its suite's, or its own."""
+    if nodeid.startswith(APART):
+        return nodeid
+    module = nodeid.split("::", 1)[0]
+    return next((group for folder, group in TOGETHER.items() if module.startswith(folder)), module)
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if any(d in item.nodeid.replace(os.sep, "/") for d in ("tests/integration", "tests/compat/test_releases")):
+        nodeid = item.nodeid.replace(os.sep, "/")
+        if any(d in nodeid for d in ("tests/integration", "tests/compat/test_releases")):
             item.add_marker(pytest.mark.integration)
+        item.add_marker(pytest.mark.xdist_group(worker_group(nodeid)))
+
+
+def pytest_configure(config):
+    # One seed for the run's fault injection: set here, before the workers start, they inherit it.
+    if not os.environ.get(SEED_ENV):
+        os.environ[SEED_ENV] = str(random.SystemRandom().randrange(1, 10**6))
+    config.stash[FAULT_LOG] = FaultLog(int(os.environ[SEED_ENV]))
+
+
+def pytest_sessionfinish(session):
+    """A worker hands its fault log to the controller, which prints the run's summary line."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["fault_log"] = session.config.stash[FAULT_LOG].to_json()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    found = getattr(node, "workeroutput", {}).get("fault_log")
+    if found:
+        node.config.stash[FAULT_LOG].add(found)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    log = config.stash.get(FAULT_LOG, None)
+    if log is not None and (log.runs or log.injected):
+        terminalreporter.section("fault injection")
+        terminalreporter.write_line(log.line())
 
 
 @pytest.fixture(scope="session")

@@ -38,13 +38,14 @@ TOPIC, PARTITIONS, MESSAGES, OLD_READS = "orders", 3, 600, 250
 # No name inside another, so a selection that matched by substring (as --group did before it became a
 # full match) would show here as a group migrated that nobody selected.
 GROUP, COPY, KRAFT_GROUP = "legacy-app", "rollback-copy", "kraft-move"
-# The releases in `make test`; the rest are `slow` (make test-long).
+# The releases in `make test`; the rest are `slow` (make test-long) and `matrix` (CI adds them to its
+# `make test` run with `-m "not slow or matrix"`).
 FAST = {"1.1.1", "2.8.2"}
 ONE_OFFSET_LAYOUT = "2.4.1"  # the release whose znodes use Kafka 1.1.0's singular /offset/ layout
 
 
 def _params():
-    return [pytest.param(v, id=v, marks=() if v in FAST else pytest.mark.slow) for v in RELEASES]
+    return [pytest.param(v, id=v, marks=() if v in FAST else (pytest.mark.slow, pytest.mark.matrix)) for v in RELEASES]
 
 
 def ok(done: subprocess.CompletedProcess, what: str) -> subprocess.CompletedProcess:

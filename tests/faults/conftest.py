@@ -1,4 +1,5 @@
-"""The fault-injection suite's own cluster, its fault log and the summary line it prints at the end.
+"""The fault-injection suite's own cluster and its fault log (the summary line it makes is printed by
+tests/conftest.py, which gathers the parallel workers' logs).
 
 The cluster is a private one (ZooKeeper and two ZooKeeper-mode brokers, `__consumer_offsets`
 replicated to both): these tests kill, pause and restart its servers, which the users of the
@@ -7,35 +8,18 @@ shared `cluster` fixture must never see.
 
 from __future__ import annotations
 
-import os
-import random
-
 import pytest
 from kafka.admin import KafkaAdminClient
 
 from migrate.sandbox.cluster import LocalCluster
 
-from support.faults import SEED_ENV, FaultLog, Stores, brokers, ensure_up, kill9
+from support.faults import FAULT_LOG, FaultLog, Stores, brokers, ensure_up, kill9
 from support.seeding import make_topic
 from support.servers import CACHE_DIR
 
 TOPIC = "orders"
 PARTITIONS = 2
 MESSAGES = 1000   # per partition: every seeded offset lies inside the log
-
-FAULT_LOG = pytest.StashKey[FaultLog]()
-
-
-def pytest_configure(config):
-    seed = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(1, 10**6))
-    config.stash[FAULT_LOG] = FaultLog(seed)
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    log = config.stash.get(FAULT_LOG, None)
-    if log is not None and (log.runs or log.injected):
-        terminalreporter.section("fault injection")
-        terminalreporter.write_line(log.line())
 
 
 @pytest.fixture(scope="session")

@@ -474,7 +474,7 @@ def _summarise(row: dict) -> dict:
     row["ok"] = row["error"] is None and bool(done)
     if secs:
         median = statistics.median(secs)
-        row.update(min_s=round(secs[0], 2), median_s=round(median, 2), max_s=round(secs[-1], 2),
+        row.update(min_s=round(secs[0], 3), median_s=round(median, 3), max_s=round(secs[-1], 3),
                    records_per_s=round(row["records"] / median) if median and row["records"] else None,
                    peak_rss_mib=max(r.get("peak_rss_mib") or 0 for r in done))
         firsts = [r["from_first_line_s"] for r in done if r.get("from_first_line_s") is not None]

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
@@ -36,6 +37,7 @@ from support.seeding import kafka_offsets
 from support.wait import wait_for
 
 SEED_ENV = "ZK2KAFKA_FAULT_SEED"
+FAULT_LOG = pytest.StashKey["FaultLog"]()   # the run's log, in pytest's config
 
 
 @dataclass
@@ -55,6 +57,16 @@ class FaultLog:
         self.runs += 1
         self.converged += converged
         self.lost += lost
+
+    def to_json(self) -> dict:
+        return {"injected": dict(self.injected), "runs": self.runs, "converged": self.converged, "lost": self.lost}
+
+    def add(self, other: dict) -> None:
+        """Another worker's log (to_json), when the suite runs in parallel workers."""
+        self.injected.update(other["injected"])
+        self.runs += other["runs"]
+        self.converged += other["converged"]
+        self.lost += other["lost"]
 
     def line(self) -> str:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(self.injected.items()))
