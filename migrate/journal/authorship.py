@@ -57,6 +57,13 @@ class Authorship:
                 out[key] = metadata
         return out
 
+    def custom_metadata(self) -> frozenset[str]:
+        """The custom --metadata the journal's runs commit with: a commit during a watch that
+        carries one is zk2kafka's (takeover.seen's `own`), as is one naming a run."""
+        if self.journal is None:
+            return frozenset()
+        return frozenset(m for m in self._writing_runs().values() if named_run(m) is None)
+
     def _this_run(self, value: tuple[int, str], mirrored: int | None) -> bool:
         offset, metadata = value
         return metadata == self.metadata and mirrored == offset

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,12 +32,13 @@ IDLE_STATES = frozenset({"Empty", "Dead"})   # states without members; any other
 
 @dataclass(frozen=True)
 class Members:
-    """A group's live side: its state, member count, the partitions assigned to its members, and
-    which protocol told it ("classic": DescribeGroups, "consumer": ConsumerGroupDescribe)."""
+    """A group's live side: its state, member count, the partitions assigned to its members (each
+    with the member holding it), and which protocol told it ("classic": DescribeGroups,
+    "consumer": ConsumerGroupDescribe)."""
 
     state: str | None
     count: int
-    assigned: frozenset[Key] = field(default_factory=frozenset)
+    assigned: Mapping[Key, str] = field(default_factory=dict)
     protocol: str = "classic"
 
     @property
@@ -77,15 +78,16 @@ def _has_describe(features: BrokerFeatures) -> bool:
 
 def _classic(group: str, described: dict[str, Any]) -> Members:
     members = described.get("members") or []
-    assigned: set[Key] = set()
+    assigned: dict[Key, str] = {}
     if described.get("protocol_type") == "consumer":
         for member in members:
             try:
-                assigned.update(_assignment(member.get("member_assignment")))
+                for key in _assignment(member.get("member_assignment")):
+                    assigned.setdefault(key, member.get("member_id") or "")
             except (struct.error, UnicodeDecodeError, TypeError, ValueError) as exc:
                 log.warning("group %s: member %s: unreadable assignment: %s", group,
                             member.get("member_id"), exc)
-    return Members(described.get("group_state"), len(members), frozenset(assigned))
+    return Members(described.get("group_state"), len(members), assigned)
 
 
 def _assignment(value) -> list[Key]:
@@ -129,5 +131,8 @@ def _described(g: consumer_groups.DescribedGroup) -> Members | None:
     if g.error_code:
         raise Errors.for_code(g.error_code)(f"ConsumerGroupDescribe of group {g.group_id}: "
                                             f"{g.error_message}")
-    assigned = frozenset(k for m in g.members for k in m.assigned)
+    assigned: dict[Key, str] = {}
+    for m in g.members:
+        for key in m.assigned:
+            assigned.setdefault(key, m.member_id)
     return Members(g.state, len(g.members), assigned, CONSUMER_TYPE)

@@ -6,7 +6,7 @@ One Parquet file, five kinds of rows (column `kind`):
 - `group`: every selected group, with its Kafka state, protocol type and member
   count (state null when Kafka has no such group), for either rebalance protocol (members.py:
   a KIP-848 group's from ConsumerGroupDescribe);
-- `assigned`: each partition assigned to a member of a live group (topic, partition);
+- `assigned`: each partition assigned to a member of a live group (topic, partition, member);
 - `offset`: every committed offset of those groups (OffsetFetch, one request per
   coordinator for many groups);
 - `partition`: every partition of the topics involved, with its log-start and
@@ -64,6 +64,7 @@ KAFKA_SCHEMA = pa.schema([
     ("commit_ms", pa.int64()),   # `commit` rows: the commit timestamp __consumer_offsets keeps
     ("commit_by", pa.string()),  # `commit` rows: takeover.MEMBER, UNASSIGNED or OUTSIDE
     ("commit_who", pa.string()),  # `commit` rows: the rule's words for who made the commit
+    ("member", pa.string()),      # `assigned` rows: the member holding the partition
 ])
 # Groups in these states have no members; any other state means live consumers.
 IDLE_STATES = members.IDLE_STATES
@@ -207,8 +208,10 @@ class KafkaSnapshot:
                              "protocol_type": info.get("protocol_type") if info else None,
                              "members": found.count if info and found else 0,
                              "error": offset_errors.get(group)})
-                rows += [{"kind": ASSIGNED, "group": group, "topic": topic, "partition": p}
-                         for topic, p in sorted(found.assigned if info and found else ())]
+                rows += [{"kind": ASSIGNED, "group": group, "topic": topic, "partition": p,
+                          "member": member}
+                         for (topic, p), member in sorted(found.assigned.items()
+                                                          if info and found else ())]
             partitions, missing = self._partitions(sorted(all_topics))
             out.write_table(pa.Table.from_pylist(rows + partitions, schema=schema))
         info = SnapshotInfo(

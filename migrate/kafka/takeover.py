@@ -7,7 +7,6 @@ consumers go on committing to ZooKeeper, a seed plants values. A partition is ta
 when `__consumer_offsets` shows a consumer there (offsets_log/ reads it as the coordinator
 does: an aborted or open transaction's commit is no commit, and the value is dated by the record
 that wrote it):
-- it is assigned to a live member of the Kafka group (classic or KIP-848); or
 - the record that wrote Kafka's value is newer than ZooKeeper's last write of the znode (its
   mtime) by more than the margin, widened by the measured lead of Kafka's clock over
   ZooKeeper's (clocks.py), and it was made
@@ -16,7 +15,12 @@ that wrote it):
     from outside, whatever the group's protocol type; or
   - by a consumer that assigns itself partitions (as Flink and Spark do), seen consuming: the
     partition committed at least twice during zk2kafka's watch, the offset moving forward. One
-    commit, or commits that do not move, show no consumer.
+    commit, or commits that do not move, show no consumer; zk2kafka's own commits (its runs'
+    metadata) never count.
+
+Being assigned the partition by a live member of the Kafka group is no evidence by itself: a
+member whose process is gone holds it until its session times out (minutes, up to half an hour),
+a static member (KIP-345) sends no LeaveGroup. Its holder is named where the verdict differs.
 
 Anything else is DIFFERS, said with both values, both times and who wrote Kafka's. Pure: the
 callers read the stores.
@@ -91,9 +95,11 @@ def until_agreed(disagreeing: Callable[[], list[str]], ask_again: Callable[[list
     return None
 
 
-def seen(group: GroupLog | None, key: tuple[str, int], offset: int, why: str | None) -> Seen:
+def seen(group: GroupLog | None, key: tuple[str, int], offset: int, why: str | None,
+         own: frozenset[str] = frozenset()) -> Seen:
     """What `group`'s records show of Kafka's value `offset` of `key`; `why`: why the records
-    could not be read (then nothing is shown)."""
+    could not be read (then nothing is shown); `own`: the custom --metadata zk2kafka's runs
+    committed with (their commits during the watch, like those naming a run, are no consumer's)."""
     if why is not None:
         return Seen(None, None, why)
     commit = group.committed(key) if group is not None else None
@@ -102,7 +108,7 @@ def seen(group: GroupLog | None, key: tuple[str, int], offset: int, why: str | N
     if commit.offset != offset:
         return Seen(None, None, f"the newest commit record read holds {commit.offset}, not "
                                 f"Kafka's {offset}")
-    return Seen(commit, group.watched.get(key))
+    return Seen(commit, group.watched(key, own))
 
 
 class Finding(NamedTuple):
@@ -209,4 +215,17 @@ def verdict(zk_written: float | None, committed: float, writer: str, who: str,
     return Finding(True, writer, TAKEN.format(**words))
 
 
-ASSIGNED = Finding(True, MEMBER, "assigned to a live member")
+HOLDS = "assigned to live member {member}{since}, not shown consuming it"
+COMMITTED_NOTHING = "it has committed nothing of it"
+
+
+def holding(member: str, group: GroupLog | None, finding: Finding | None) -> str:
+    """The words for a partition a live member holds (its assignment) without showing that it
+    consumes it: no commit of it (`finding` None), or its value not shown to be a new consumer's
+    (`finding`'s words say why). A member whose process is gone holds its partitions until its
+    session times out, and a static member (group.instance.id) sends no LeaveGroup: holding is
+    no evidence by itself."""
+    stable = group.stable_since if group is not None else None
+    since = f" (the group's generation since {stamp(stable / 1000)})" if stable is not None else ""
+    held = HOLDS.format(member=member or "(no id)", since=since)
+    return f"{held}: {finding.words if finding is not None else COMMITTED_NOTHING}"

@@ -161,9 +161,10 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
                if (settings.state_dir / "journal.sqlite").exists() else None)
     try:
         wrote = _zk2kafka_wrote(journal)
-        verdicts = judge(final, judged, partitions, moved, liveness, wrote,
-                         Evidence(watching=True, margin=margin.seconds))
-        found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left)
+        evidence = Evidence(watching=True, margin=margin.seconds,
+                            own=Authorship(journal, metadata="").custom_metadata())
+        verdicts = judge(final, judged, partitions, moved, liveness, wrote, evidence)
+        found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left, evidence)
         own = own_differences(journal, verdicts, final, judged)
     finally:
         if journal is not None:
@@ -290,7 +291,7 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
     # A million offsets are picked and counted as Arrow columns, never all as Python rows.
     table = pq.read_table(path, columns=["kind", "group", "topic", "partition",
                                          "committed_offset", "metadata", "group_state",
-                                         "protocol_type", "members", "error"])
+                                         "protocol_type", "members", "error", "member"])
     kind = table["kind"]
     kafka: dict[str, KafkaGroup] = {}
     for row in table.filter(pc.equal(kind, GROUP)).to_pylist():
@@ -299,7 +300,8 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
         held.members, held.protocol_type = row["members"] or 0, row["protocol_type"]
     described = dict(kafka)   # the groups Kafka described
     for row in table.filter(pc.equal(kind, ASSIGNED)).to_pylist():
-        kafka.setdefault(row["group"], KafkaGroup()).assigned.add((row["topic"], row["partition"]))
+        kafka.setdefault(row["group"], KafkaGroup()).assigned[(row["topic"], row["partition"])] = \
+            row["member"] or ""
     partitions = {(r["topic"], r["partition"])
                   for r in table.filter(pc.equal(kind, PARTITION)).to_pylist()}
     offsets = table.filter(pc.equal(kind, OFFSET)).select(

@@ -91,13 +91,12 @@ def agreed(kafka: dict[str, KafkaGroup], offsets_log: OffsetsLog,
     """Where the newest commit record read of a value holds another value than Kafka answered
     (a consumer committed between the Kafka snapshot and the end of the read), Kafka's values of
     those groups asked again (`ask`) and the log read on (takeover.until_agreed): the
-    value is judged as it stands now, by the record that wrote it. A partition assigned to a
-    live member needs no record and is not asked about. Why the read could not go on, or None
+    value is judged as it stands now, by the record that wrote it (a partition assigned to a
+    live member too: only its commits show it consuming). Why the read could not go on, or None
     (Kafka not answering again leaves the snapshot's values, judged as they are)."""
     def disagreeing() -> list[str]:
         return [name for name, held in kafka.items()
-                if takeover.disagree(offsets_log.groups.get(name), held.offsets,
-                                     held.offsets.keys() - held.assigned)]
+                if takeover.disagree(offsets_log.groups.get(name), held.offsets, held.offsets)]
 
     def ask_again(moved: list[str]) -> bool:
         log.info("ready-for-kraft: %d group(s) committed while __consumer_offsets was read; "

@@ -4,9 +4,10 @@ behind. Pure: the stores were read before (check.py).
 KIP-866 copies topics, configs, ACLs and the like from ZooKeeper, and nothing under /consumers.
 A group is ready when each of its ZooKeeper offsets is in Kafka with the same value, or its
 partition was taken over by a new consumer in Kafka, on the evidence migrate/kafka/takeover.py
-asks for: assigned to a member of the live Kafka group, or committed by a consumer after
-ZooKeeper's last write of it. A live group takes over only those partitions, not every one the
-old group ever had: any other offset of it must be in Kafka. Any other value Kafka holds is
+asks for: committed by a consumer after ZooKeeper's last write of it (a live member holding a
+partition counts only when it shows it consumes: its commit, or its commits during the watch). A
+live group takes over only those partitions, not every one the old group ever had: any other
+offset of it must be in Kafka. Any other value Kafka holds is
 DIFFERS, with both values, both times and who wrote Kafka's. And when no old consumer is
 registered (ids/) or owns a partition (owners/); and when none of its offset znodes moved during
 the watch (the quiet rule, migrate/zk/quiet.py). An offset whose topic or partition Kafka no
@@ -34,7 +35,8 @@ HEADINGS = {"not_in_kafka": "NOT-IN-KAFKA", "registered": "OLD-CONSUMER", "writt
 @dataclass
 class KafkaGroup:
     """What Kafka holds for a group: its state (None: Kafka has no such group), its members, the
-    partitions assigned to them, its committed offsets with their metadata, and why it would not
+    partitions assigned to them (each with the member holding it), its committed offsets with
+    their metadata, and why it would not
     show them (None: it did); its protocol type, and what __consumer_offsets shows of it
     (kafka/offsets_log/: who committed each value, and when) or why that could not be read."""
 
@@ -42,7 +44,7 @@ class KafkaGroup:
     offsets: dict[Key, tuple[int, str | None]] = field(default_factory=dict)
     refused: str | None = None
     members: int = 0
-    assigned: set[Key] = field(default_factory=set)
+    assigned: dict[Key, str] = field(default_factory=dict)
     protocol_type: str | None = None
     log: GroupLog | None = None
     clocks_unknown: str | None = None
@@ -51,11 +53,13 @@ class KafkaGroup:
 @dataclass(frozen=True)
 class Evidence:
     """What a takeover is judged with besides the stores' values: whether zk2kafka watched the
-    groups (commits during the watch then count), and the clock margin in force (the configured
-    one widened by the measured lead of Kafka's clock over ZooKeeper's, migrate/kafka/clocks.py)."""
+    groups (commits during the watch then count, zk2kafka's own never: `own` are the custom
+    --metadata its runs commit with), and the clock margin in force (the configured one widened
+    by the measured lead of Kafka's clock over ZooKeeper's, migrate/kafka/clocks.py)."""
 
     watching: bool = False
     margin: float = takeover.MARGIN
+    own: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -70,9 +74,8 @@ class Verdict:
     owned: int = 0                # partitions owned under owners/
     kafka_state: str | None = None
     kafka_members: int = 0        # members of the Kafka group (either rebalance protocol)
-    # "topic-p: ZooKeeper N, Kafka M (assigned to a live member)" or "(committed by a new
-    # consumer ..., after ZooKeeper's last write ...)"; M is "none" for a partition assigned but
-    # not committed yet
+    # "topic-p: ZooKeeper N, Kafka M (committed by a new consumer ..., after ZooKeeper's last
+    # write ...)"
     taken_over_offsets: list[str] = field(default_factory=list)
     not_in_kafka: list[str] = field(default_factory=list)   # "topic-p (ZooKeeper N)"
     registered: list[str] = field(default_factory=list)     # "N in ids/", "N partitions owned"
@@ -143,10 +146,10 @@ def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: 
                                       f"{held.refused}")
         elif key in held.offsets and held.offsets[key][0] == zk:
             verdict.in_kafka += 1
-        elif key in held.assigned:   # a live member consumes it: its position is Kafka's now
-            kafka = held.offsets[key][0] if key in held.offsets else "none"
-            _taken_over(verdict, f"{name}: ZooKeeper {zk}, Kafka {kafka} "
-                                 f"({takeover.ASSIGNED.words})")
+        elif key not in held.offsets and key in held.assigned:
+            # A live member holds it and has committed nothing of it: not shown consuming.
+            verdict.differs.append(f"{name}: ZooKeeper {zk}, Kafka none ("
+                                   f"{takeover.holding(held.assigned[key], held.log, None)})")
         elif key not in held.offsets:
             if key in partitions:
                 verdict.not_in_kafka.append(f"{name} (ZooKeeper {zk})")
@@ -156,9 +159,12 @@ def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: 
             offset, metadata = held.offsets[key]
             finding = takeover.judge(
                 zk_written=seconds(row["mtime"]),
-                seen=takeover.seen(held.log, key, offset, held.clocks_unknown),
+                seen=takeover.seen(held.log, key, offset, held.clocks_unknown, evidence.own),
                 margin=evidence.margin, watching=evidence.watching,
                 zk2kafka=metadata if zk2kafka_wrote(verdict.group, key, offset, metadata) else None)
+            if key in held.assigned and not finding.taken_over:
+                finding = finding._replace(
+                    words=takeover.holding(held.assigned[key], held.log, finding))
             line = f"{name}: ZooKeeper {zk}, Kafka {offset} ({finding.words})"
             if finding.taken_over:
                 _taken_over(verdict, line)

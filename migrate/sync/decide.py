@@ -121,16 +121,19 @@ def decide(names: list[str], groups: Mapping[str, GroupState],
     if latest is not None:
         judging.zookeeper_read(latest, judging.read_done)
     if suspects:
-        _taken_over_or_differs(suspects, groups, committed, stop, judging)
+        _taken_over_or_differs(suspects, groups, committed, stop, judging,
+                               authorship.custom_metadata())
     return todo
 
 
 def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, GroupState],
                            committed: Mapping[str, Held | GroupRejected],
-                           stop: Callable[[str, str, str], None], judging: Judging) -> None:
+                           stop: Callable[[str, str, str], None], judging: Judging,
+                           own: frozenset[str]) -> None:
     """Stop each group holding values zk2kafka did not write: taken over where the rule finds a
     new consumer's commit of every one of them, else differs. A group whose records are still
-    being read is left as it is, to be judged again (it is not written meanwhile)."""
+    being read is left as it is, to be judged again (it is not written meanwhile). `own`: the
+    custom --metadata zk2kafka's runs commit with (their commits are no consumer's)."""
     logs, why, committed = _agreed(suspects, committed, judging)
     if why == BUSY:
         return
@@ -142,7 +145,7 @@ def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, 
             zk = group.offsets.get(key)
             findings[key] = takeover.judge(
                 zk_written=zk.mtime if zk is not None else None,
-                seen=takeover.seen(logs.get(name), key, held[key][0], why),
+                seen=takeover.seen(logs.get(name), key, held[key][0], why, own),
                 margin=margin, watching=True)
         wanted = group.wanted()
         if all(f.taken_over for f in findings.values()):

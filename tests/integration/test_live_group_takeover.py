@@ -1,10 +1,12 @@
-"""A live Kafka group takes over the partitions its members hold, not every offset the old group had;
+"""A live Kafka group holds the partitions its members are assigned, not every offset the old group had, and
+holding one is no takeover until its member shows it consumes (test_takeover_evidence.py);
 and a KIP-848 group (`group.protocol=consumer`) is seen live, with its members, wherever zk2kafka looks.
 
 On the session's KRaft 4.1.2 broker: ZooKeeper holds group G's offsets for `orders` (2 partitions) and
 `invoices`; Kafka 4.1.2's own console consumer joins G with the new protocol, subscribed to `orders`
-only, and commits nothing. ready-for-kraft sees G live with its member and assignment, names the
-`orders` offsets as taken over, and blocks on `invoices-0` (nothing in Kafka, no member assigned it);
+only, and commits nothing. ready-for-kraft sees G live with its member and assignment, and blocks on
+the `orders` offsets (held by that member, which has committed nothing of them: DIFFERS, naming it) and
+on `invoices-0` (nothing in Kafka, no member assigned it);
 the diff shows G live with its member; `migrate --execute` writes nothing to G and says why, and a plan
 reviewed before G's consumer joined is refused before any write (the group is not as the diff saw it); `sync`
 leaves G alone without calling it ready, saying its other partitions are not covered; a commit
@@ -55,11 +57,17 @@ def verdict(zk_chroot: str, bootstrap: str, state: Path, group: str) -> tuple[in
     return run.code, found
 
 
-def check_takeover_by_partition(code: int, v: dict, prefix: str, members: int) -> None:
+def check_held_by_partition(code: int, v: dict, prefix: str, members: int) -> None:
+    """The live member holds `orders` and has committed nothing of it: holding shows no consumer (its process may
+    be gone), so those differ, naming it; `invoices`, which no member holds, is not in Kafka."""
     assert code == 3, v
     assert v["kafka_state"] == "Stable" and v["kafka_members"] == members
-    assert v["taken_over_offsets"] == [f"{prefix}orders-0: ZooKeeper 3, Kafka none (assigned to a live member)",
-                                       f"{prefix}orders-1: ZooKeeper 4, Kafka none (assigned to a live member)"]
+    assert v["taken_over"] == 0 and not v["taken_over_offsets"], v
+    assert [line.split(" (")[0] for line in v["differs"]] == [f"{prefix}orders-0: ZooKeeper 3, Kafka none",
+                                                               f"{prefix}orders-1: ZooKeeper 4, Kafka none"]
+    for line in v["differs"]:
+        assert ", Kafka none (assigned to live member " in line and line.endswith(
+            ", not shown consuming it: it has committed nothing of it)"), line
     assert v["not_in_kafka"] == [f"{prefix}invoices-0 (ZooKeeper 5)"] and not v["ready"]
 
 
@@ -70,7 +78,7 @@ def kraft_admin(cluster):
     admin.close()
 
 
-def test_a_kip848_group_is_live_everywhere_and_takes_over_only_its_partitions(cluster, zk, zk_chroot, kraft_admin,
+def test_a_kip848_group_is_live_everywhere_and_holds_only_its_partitions(cluster, zk, zk_chroot, kraft_admin,
                                                                               prefix, tmp_path):
     bootstrap, group = cluster.kraft_bootstrap_server, f"{prefix}g"
     topics(kraft_admin, bootstrap, prefix)
@@ -89,7 +97,7 @@ def test_a_kip848_group_is_live_everywhere_and_takes_over_only_its_partitions(cl
         assert listed[group].get("group_type") == "consumer"   # what the test is about: the new protocol
 
         code, v = verdict(zk_chroot, bootstrap, tmp_path / "state", group)
-        check_takeover_by_partition(code, v, prefix, members=1)
+        check_held_by_partition(code, v, prefix, members=1)
 
         diffed = zk2kafka("diff", *args(zk_chroot, bootstrap, tmp_path / "state", group), "-q")
         assert diffed.code == 3, diffed.out + diffed.err
@@ -135,7 +143,7 @@ def test_a_kip848_group_is_live_everywhere_and_takes_over_only_its_partitions(cl
         consumer.wait(timeout=60)
 
 
-def test_a_classic_group_takes_over_only_the_partitions_assigned_to_it(cluster, zk, zk_chroot, kafka_admin,
+def test_a_classic_group_holds_only_the_partitions_assigned_to_it(cluster, zk, zk_chroot, kafka_admin,
                                                                        prefix, tmp_path):
     bootstrap, group = cluster.bootstrap_server, f"{prefix}g"
     topics(kafka_admin, bootstrap, prefix)
@@ -146,7 +154,7 @@ def test_a_classic_group_takes_over_only_the_partitions_assigned_to_it(cluster, 
         wait_for("the classic consumer's assignment", lambda: consumer.poll(timeout_ms=100) is not None
                  and len(consumer.assignment()) == 2, timeout=60)
         code, v = verdict(zk_chroot, bootstrap, tmp_path / "state", group)
-        check_takeover_by_partition(code, v, prefix, members=1)
+        check_held_by_partition(code, v, prefix, members=1)
     finally:
         consumer.close(autocommit=False)
 

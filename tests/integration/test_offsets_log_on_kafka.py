@@ -24,8 +24,8 @@ def topic(cluster, kafka_admin, prefix) -> str:
     return f"{prefix}t"
 
 
-def commit(kafka_admin, group: str, topic: str, offset: int) -> None:
-    errors = kafka_admin.alter_group_offsets(group, {TopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)})
+def commit(kafka_admin, group: str, topic: str, offset: int, metadata: str = "") -> None:
+    errors = kafka_admin.alter_group_offsets(group, {TopicPartition(topic, 0): OffsetAndMetadata(offset, metadata, -1)})
     assert all(e.__name__ == "NoError" for e in errors.values()), errors
 
 
@@ -68,10 +68,12 @@ def test_commits_after_the_watchs_mark_are_the_watchs(kafka_admin, prefix, topic
     reader = OffsetsLog(kafka_admin)
     reader.follow([group])
     reader.mark_watch()
+    commit(kafka_admin, group, topic, 5, "zk2kafka migrate 20261205-101010-ab12cd")   # a renewal: not a consumer's
     for offset in (6, 7):
         commit(kafka_admin, group, topic, offset)
+    commit(kafka_admin, group, topic, 5, "zk2kafka sync 20261205-101010-ab12cd")
     assert reader.read(60) is None
-    assert reader.group(group).watched[(topic, 0)] == (2, 6, 7)
+    assert reader.group(group).watched((topic, 0)) == (2, 6, 7)
 
 
 def test_a_transactions_commit_waits_for_its_marker_across_reads(cluster, kafka_admin, prefix, topic):
@@ -132,4 +134,4 @@ def test_a_first_read_split_over_processes_gives_what_one_process_reads(cluster,
     commit(kafka_admin, groups[0], topic, 7)                 # read on in this process, from where they stopped
     assert shared.read(60) is None
     assert shared.group(groups[0]).committed((topic, 0)).offset == 7
-    assert shared.group(groups[0]).watched[(topic, 0)] == (1, 7, 7)
+    assert shared.group(groups[0]).watched((topic, 0)) == (1, 7, 7)

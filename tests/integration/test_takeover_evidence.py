@@ -14,12 +14,17 @@ The cases, each a group of its own with ZooKeeper's offsets at 5 and 6:
   the canary's record (the aborted one is no commit): DIFFERS, blocking;
 - `once`: no consumer ever joined; during ready-for-kraft's watch an admin committed the log end, once:
   DIFFERS there ("one commit during the watch"), blocking;
+- `renewed`: zk2kafka moved ZooKeeper's values; during the watch it renewed them and, just after, an admin
+  committed the log end once: zk2kafka's own commit is no consumer's, so DIFFERS ("one commit"), blocking;
+- `static`, `crashed`: a canary committed before the old consumers' last write to ZooKeeper and is gone, a
+  static member (group.instance.id) stopped without a LeaveGroup, a member killed with SIGKILL: each still
+  holds the partitions of a Stable group for its five-minute session: DIFFERS, naming the member, blocking;
 - `switched`: the new consumers joined after the old ones' last commit, committed, and left: taken over;
 - `assigning`: a client of no group (as Flink and Spark assign partitions themselves) commits as it reads,
   moving forward, during ready-for-kraft's watch: taken over there; the diff, which watches nothing, and a
   sync that saw its values before it began to watch, keep it as a difference that says so (a sync that saw
   it committing took it over: the last test);
-- `live`: a member of the live group is assigned the partitions: taken over.
+- `live`: a member of the live group is assigned the partitions and commits them: taken over.
 Then the same through `--map-group OLD=NEW`, NEW holding the values.
 
 The clocks of ZooKeeper and Kafka are this host's: the tests give `--clock-margin 1s` and wait, on the
@@ -46,7 +51,7 @@ from kafka import KafkaProducer
 
 from migrate.ready.watch import WriteWatch
 from support.cli import ROOT, zk2kafka_json
-from support.consumers import joined
+from support.consumers import joined, settled_commit
 from support.seeding import kafka_offsets, make_topic, put
 from support.wait import wait_for
 
@@ -74,17 +79,73 @@ def past_the_margin(written: float, margin: float = 1.0) -> None:
     wait_for("the clock margin to pass", lambda: time.time() > written + margin + 0.2, 10)
 
 
-def admin_commit(kafka_admin, group: str, topic: str, offsets: dict[int, int]) -> None:
-    """A commit from outside: generation -1, no member, as kafka-consumer-groups --reset-offsets makes it."""
-    kafka_admin.alter_group_offsets(group, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+def admin_commit(kafka_admin, group: str, topic: str, offsets: dict[int, int], metadata: str = "") -> None:
+    """A commit from outside: generation -1, no member, as kafka-consumer-groups --reset-offsets makes it (or, with
+    zk2kafka's metadata, as a migrate, a sync or a renewal does)."""
+    kafka_admin.alter_group_offsets(group, {TopicPartition(topic, p): OffsetAndMetadata(o, metadata, -1)
                                             for p, o in offsets.items()})
+
+
+# A member whose process is gone holds its partitions until its session times out: five minutes here, past the
+# end of each test.
+SESSION_MS = 300_000
+RENEWAL = "zk2kafka migrate 20261205-000000-a1b2c3"   # a run's metadata, as a renewal re-commits it
+
+
+def static_member_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """A static member (group.instance.id, KIP-345) joins, commits and stops: it sends no LeaveGroup, so the group
+    stays Stable with it holding the partitions until its session times out."""
+    consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             group_instance_id=f"{group}-canary", session_timeout_ms=SESSION_MS)
+    wait_for("the static member's metadata", lambda: consumer.partitions_for_topic(topic), 60)
+    consumer.subscribe([topic])
+    wait_for("the static member's assignment", lambda: consumer.poll(timeout_ms=200) is not None
+             and consumer.assignment(), 60)
+    settled_commit(consumer, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
+    consumer.close()
+
+
+CRASHING = """
+import sys, time
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import CommitFailedError, RebalanceInProgressError
+from kafka.structs import OffsetAndMetadata
+bootstrap, group, topic, offset, session = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False,
+                         session_timeout_ms=session)
+while not consumer.partitions_for_topic(topic):
+    time.sleep(0.2)
+consumer.subscribe([topic])
+while not consumer.assignment():
+    consumer.poll(timeout_ms=200)
+while True:
+    try:
+        consumer.commit({tp: OffsetAndMetadata(offset, "", -1) for tp in consumer.assignment()})
+        break
+    except (CommitFailedError, RebalanceInProgressError):   # a rebalance under way: poll, rejoin, commit
+        consumer.poll(timeout_ms=200)
+print("committed", flush=True)
+sys.stdin.read()
+"""
+
+
+def crashed_member_commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    """A consumer joins, commits `offset` of each partition and is killed with SIGKILL: no LeaveGroup, and its
+    session (SESSION_MS) has not timed out, so it holds the partitions of a Stable group."""
+    process = subprocess.Popen([sys.executable, "-c", CRASHING, bootstrap, group, topic, str(offset), str(SESSION_MS)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "committed", "the crashing consumer never committed"
+    finally:
+        process.kill()
+        process.wait(30)
 
 
 def member_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
     """A consumer joins the group (protocol type `consumer`), commits and leaves: the group is Empty."""
     consumer = joined(bootstrap, group, topic)
     try:
-        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
+        settled_commit(consumer, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
     finally:
         consumer.close()
 
@@ -136,9 +197,12 @@ def seed(cluster, zk, kafka_admin, prefix: str, names: dict[str, str]) -> tuple[
     topic = f"{prefix}orders"
     make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 100)
     bootstrap = cluster.bootstrap_server
-    # The canaries commit first, then the old consumers write ZooKeeper after them, past the margin.
+    # The canaries commit first, then the old consumers write ZooKeeper after them, past the margin. Two of them
+    # still hold the partitions: a static member that stopped, a member killed with SIGKILL.
     for case in ("canary", "reset", "aborted"):
         member_commit(bootstrap, names[case], topic, {0: 100, 1: 100})
+    static_member_commit(bootstrap, names["static"], topic, {0: 100, 1: 100})
+    crashed_member_commit(bootstrap, names["crashed"], topic, 100)
     past_the_margin(time.time())
     written = max(write_zk(zk, f"{prefix}{case}", topic, ZK_OFFSETS) for case in names)
     past_the_margin(written)
@@ -147,27 +211,34 @@ def seed(cluster, zk, kafka_admin, prefix: str, names: dict[str, str]) -> tuple[
     admin_commit(kafka_admin, names["reset"], topic, {0: 100, 1: 100})
     aborted_commit(bootstrap, names["aborted"], topic, {0: 80, 1: 80})
     admin_commit(kafka_admin, names["once"], topic, {0: 5, 1: 6})   # as ZooKeeper: the watch's commit moves it
+    admin_commit(kafka_admin, names["renewed"], topic, ZK_OFFSETS, RENEWAL)   # zk2kafka moved it
     member_commit(bootstrap, names["switched"], topic, {0: 40, 1: 50})
     live = joined(bootstrap, names["live"], topic)
+    settled_commit(live, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in {0: 60, 1: 70}.items()})
     assigning = Assigning(bootstrap, names["assigning"], topic, {0: 30, 1: 31})
     return topic, assigning, live
 
 
-CASES = ("outside-low", "outside-high", "reset", "canary", "aborted", "once", "switched", "assigning", "live")
+CASES = ("outside-low", "outside-high", "reset", "canary", "aborted", "once", "renewed", "switched", "assigning",
+         "live", "static", "crashed")
 TAKEN_OVER = {"switched", "assigning", "live"}
 BLOCKED = sorted(set(CASES) - TAKEN_OVER)
+HOLDING = ("static", "crashed")   # a live group's members hold the partitions: the diff and sync see it live
 
 
 def during_the_watch(monkeypatch, kafka_admin, topic: str, names: dict[str, str], assigning: Assigning) -> None:
-    """What happens while the gate watches: the assigning client commits twice more (moving forward), and an
-    admin commits `once`'s group to the log end, once. Done by the watch as it begins waiting: past its mark in
-    __consumer_offsets, before its read of it."""
+    """What happens while the gate watches: the assigning client commits twice more (moving forward), an admin
+    commits `once`'s group to the log end, once, and `renewed`'s too, just after zk2kafka renewed its values there
+    (a renewal is no consumer's commit: one commit, not two moving forward). Done by the watch as it begins
+    waiting: past its mark in __consumer_offsets, before its read of it."""
     wait = WriteWatch.wait
 
     def watched(self, seconds):
         seen = assigning.commits
         wait_for("two commits of the assigning client", lambda: assigning.commits >= seen + 2, 30)
         admin_commit(kafka_admin, names["once"], topic, {0: 100, 1: 100})
+        admin_commit(kafka_admin, names["renewed"], topic, ZK_OFFSETS, RENEWAL)
+        admin_commit(kafka_admin, names["renewed"], topic, {0: 100, 1: 100})
         return wait(self, seconds)
     monkeypatch.setattr(WriteWatch, "wait", watched)
 
@@ -231,10 +302,17 @@ def check_gate(code: int, data: dict, prefix: str) -> None:
     assert "ZooKeeper 5, Kafka 100" in verdicts["aborted"]["differs"][0]
     assert "before ZooKeeper's last write" in verdicts["aborted"]["differs"][0]
     assert "one commit during the watch: not shown to be a consumer" in verdicts["once"]["differs"][0]
+    assert "one commit during the watch: not shown to be a consumer" in verdicts["renewed"]["differs"][0]
     assert "committed by a new consumer" in verdicts["switched"]["taken_over_offsets"][0]
     assert "by member " in verdicts["switched"]["taken_over_offsets"][0]
     assert "seen consuming" in verdicts["assigning"]["taken_over_offsets"][0]
-    assert "assigned to a live member" in verdicts["live"]["taken_over_offsets"][0]
+    assert "by member " in verdicts["live"]["taken_over_offsets"][0]
+    for case in HOLDING:   # holding the partitions, gone: what it committed before ZooKeeper's last write stands
+        assert verdicts[case]["kafka_state"] == "Stable" and verdicts[case]["kafka_members"] == 1, verdicts[case]
+        for line in verdicts[case]["differs"]:
+            assert "ZooKeeper 5, Kafka 100 (assigned to live member " in line or \
+                "ZooKeeper 6, Kafka 100 (assigned to live member " in line, line
+            assert "not shown consuming it: Kafka's commit " in line and "before ZooKeeper's last write" in line, line
     assert sorted(g[len(prefix):] for g in data["not_ready"]) == BLOCKED
     clocks = data["clocks"]
     assert clocks["assumed"] and clocks["margin"] == 1.0 and clocks["effective_margin"] >= 1.0, clocks
@@ -262,9 +340,10 @@ def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, ka
         per_group = json.loads(Path(diff["files"]["summary"]).read_text())["per_group"]
         statuses = {g["group"][len(prefix):]: g["counts"] for g in per_group}
         assert statuses["switched"] == {"TAKEN_OVER": 2}, statuses
-        for case in (*BLOCKED, "assigning"):
+        for case in (*sorted(set(BLOCKED) - set(HOLDING)), "assigning"):
             assert statuses[case] == {"CONFLICT": 2}, (case, statuses)
-        assert statuses["live"] == {"GROUP_ACTIVE_KAFKA": 2}, statuses
+        for case in ("live", *HOLDING):
+            assert statuses[case] == {"GROUP_ACTIVE_KAFKA": 2}, (case, statuses)
         first = {g["group"][len(prefix):]: g.get("first_blocker") or "" for g in per_group}
         assert "from outside: no consumer had joined the group then" in first["outside-low"], first
         assert "from outside: the group had no member then (protocol type consumer, Empty)" in first["reset"], first
@@ -277,8 +356,10 @@ def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, ka
         ended = stopped_then_ended(sync(cluster, zk_chroot, tmp_path / "sync"), tmp_path / "sync",
                                    set(names.values()))
         stopped = {g[len(prefix):]: why for g, why in ended["groups_stopped"].items()}
-        for case in (*BLOCKED, "assigning"):
+        for case in (*sorted(set(BLOCKED) - set(HOLDING)), "assigning"):
             assert stopped[case].startswith("differs: "), (case, stopped)
+        for case in ("live", *HOLDING):
+            assert "Kafka group" in stopped[case], (case, stopped)
         assert "from outside: no consumer had joined the group then" in stopped["outside-low"], stopped
         assert "from outside: the group had no member then" in stopped["reset"], stopped
         assert "before ZooKeeper's last write" in stopped["aborted"], stopped
@@ -290,7 +371,8 @@ def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, ka
     held = kafka_offsets(kafka_admin, list(names.values()))
     assert held[names["outside-low"]] == {(topic, 0): (1, ""), (topic, 1): (1, "")}, "sync moved another's offset"
     assert held[names["canary"]] == {(topic, 0): (100, ""), (topic, 1): (100, "")}, "sync moved another's offset"
-    assert held[names["aborted"]] == {(topic, 0): (100, ""), (topic, 1): (100, "")}, "sync moved another's offset"
+    for case in ("aborted", "renewed", *HOLDING):
+        assert held[names[case]] == {(topic, 0): (100, ""), (topic, 1): (100, "")}, f"sync moved {case}'s offset"
 
 
 def test_through_a_group_mapping_the_new_group_is_judged(cluster, zk, zk_chroot, kafka_admin, prefix, tmp_path,

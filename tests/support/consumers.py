@@ -25,6 +25,22 @@ def joined(bootstrap: str, group: str, topic: str, timeout: float = 60) -> Kafka
     return consumer
 
 
+def settled_commit(consumer: KafkaConsumer, offsets: dict) -> None:
+    """`consumer.commit(offsets)` once its group has settled: a commit during a rebalance (a static member's first
+    join may bring a second) is refused, and polling lets the consumer rejoin."""
+    from kafka.errors import CommitFailedError, RebalanceInProgressError
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            consumer.commit(offsets)
+            return
+        except (RebalanceInProgressError, CommitFailedError):
+            if time.monotonic() > deadline:
+                raise
+            consumer.poll(timeout_ms=200)
+
+
 class Member(threading.Thread):
     """A new consumer: a kafka-python group member polling until halted."""
 

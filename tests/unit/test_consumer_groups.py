@@ -137,8 +137,8 @@ def test_each_group_is_described_by_the_protocol_that_knows_it(monkeypatch):
     monkeypatch.setattr(members.lib, "send_to_coordinators", consumer_answer)
     kafka4 = BrokerFeatures((4, 1), {cg.API_KEY: (0, 1)})
     found = members.describe(None, kafka4, ["old", "new", "untyped"], {"new": "consumer", "old": "classic"})
-    assert found["old"] == members.Members("Stable", 1, frozenset({("a", 2)}))
-    assert found["new"] == members.Members("Reconciling", 1, frozenset({("b", 0)}), "consumer")
+    assert found["old"] == members.Members("Stable", 1, {("a", 2): "m"})
+    assert found["new"] == members.Members("Reconciling", 1, {("b", 0): "m"}, "consumer")
     # listed without a type (ListGroups before v5) and empty to DescribeGroups: asked again, and live
     assert found["untyped"].live and asked == [["new", "untyped"]]
     # a ZooKeeper-mode 3.9 broker lists the API and answers each group UNSUPPORTED_VERSION: not a consumer group

@@ -170,9 +170,27 @@ def test_commits_during_the_watch_are_counted_from_the_watchs_mark_in_the_log():
     apply(log, [commit("g", 1, 50)], 4)
     apply(log, [(r.offset_key("g", "t", 2), r.commit_value(5, T0)), (r.offset_key("g", "t", 2), None)], 5)
     watched = groups["g"].watched
-    assert watched[("t", 0)] == (2, 30, 35) and watched[("t", 0)].consuming
-    assert watched[("t", 1)] == (1, 50, 50) and not watched[("t", 1)].consuming
+    assert watched(("t", 0)) == (2, 30, 35) and watched(("t", 0)).consuming
+    assert watched(("t", 1)) == (1, 50, 50) and not watched(("t", 1)).consuming
     assert groups["g"].committed(("t", 2)) is None    # a tombstone: the offset deleted
+
+
+def test_zk2kafkas_own_commits_during_the_watch_are_never_a_consumers():
+    groups = {"g": GroupLog("g")}
+    log = PartitionLog(groups, watch_from=0)
+    ours = [(r.offset_key("g", "t", 0), r.commit_value(8, T0, "zk2kafka migrate 20261205-101010-ab12cd")),
+            (r.offset_key("g", "t", 0), r.commit_value(8, T0, "zk2kafka sync 20261205-101010-ab12cd")),
+            (r.offset_key("g", "t", 0), r.commit_value(8, T0, "moved by ops"))]
+    for i, record in enumerate([*ours[:2], commit("g", 0, 9), ours[2]]):
+        apply(log, [record], i)
+    g = groups["g"]
+    # One outside commit beside zk2kafka's renewals: one commit, not a consumer seen consuming.
+    assert g.watched(("t", 0), own=frozenset({"moved by ops"})) == (1, 9, 9)
+    # Without the journal's custom --metadata, that one is another committer's: still no consumer.
+    assert not g.watched(("t", 0)).consuming
+    apply(log, [commit("g", 0, 12)], 4)
+    assert g.watched(("t", 0), own=frozenset({"moved by ops"})) == (2, 9, 12)
+    assert g.watched(("t", 0), own=frozenset({"moved by ops"})).consuming
 
 
 def test_clocks_bound_each_server_and_widen_the_margin_by_the_measured_lead():
@@ -221,7 +239,7 @@ def test_records_that_cannot_be_read_date_nothing_and_show_no_member():
     g = groups["g"]
     assert g.metadata is None and g.committed(("t", 0)) is None
     assert g.committed(("t", 1)).by.members == 0 and g.commits == ((T0, None),)
-    assert ("t", 0) not in g.watched and g.watched[("t", 1)] == (1, 7, 7)
+    assert g.watched(("t", 0)) is None and g.watched(("t", 1)) == (1, 7, 7)
 
 
 def _membership_as_read(state, key):

@@ -62,7 +62,8 @@ def test_a_group_taken_over_by_new_consumers_is_ready_by_syncs_rules():
     # ZooKeeper's znode was last written at 1 s after the epoch (row's mtime); a consumer group
     # committed 10 minutes later.
     found = verdicts([row("live", 0), row("theirs", 0)],
-                     {"live": KafkaGroup("Stable", {}, assigned={(T, 0)}),
+                     {"live": KafkaGroup("Stable", {(T, 0): (5000, "")}, assigned={(T, 0): "m-1"},
+                                         protocol_type="consumer", log=held("live", {(T, 0): (5000, 601.0)})),
                       "theirs": KafkaGroup("Empty", {(T, 0): (5000, "")}, protocol_type="consumer",
                                            log=held("theirs", {(T, 0): (5000, 601.0)}))})
     assert found["live"].ready and found["live"].taken_over == 1
@@ -220,7 +221,8 @@ def test_offsets_elsewhere_block_for_this_clusters_topics_and_are_listed_for_ano
         _tree("/theirs/consumers", [row("theirs", 0)], brokers_of="another-cluster"),
         _tree("/same/consumers", [row("same", 0)], brokers_of="this-cluster")])
     kafka = {"moved": KafkaGroup("Empty", {(T, 1): (10, "")})}
-    found = {f["path"]: f for f in elsewhere(search, kafka, PARTITIONS, wrote, "this-cluster", LeftBehind(()))}
+    found = {f["path"]: f for f in elsewhere(search, kafka, PARTITIONS, wrote, "this-cluster", LeftBehind(()),
+                                             Evidence())}
     assert set(found) == {"/consumers/rootless", "/other-app/consumers/gone", "/theirs/consumers/theirs",
                           "/same/consumers/same"}, "a group whose offsets Kafka holds is clear"
     assert found["/consumers/rootless"]["blocking"] and found["/consumers/rootless"]["findings"] == {
@@ -304,7 +306,7 @@ def test_the_report_lists_what_the_selection_left_out_and_what_lies_elsewhere():
     data = _data(found, False, selection="--group g", bootstrap_server="k:9092",
                  evidence={"zookeeper": "z", "kafka": "k"},
                  not_checked=[{"group": "late", "offsets": 2, "left_behind": False}],
-                 ensemble=summary(search, elsewhere(search, {}, PARTITIONS, wrote, None, none), none))
+                 ensemble=summary(search, elsewhere(search, {}, PARTITIONS, wrote, None, none, Evidence()), none))
     data["watched"].update({"from": "a", "to": "b"})
     report = markdown(data)
     assert report.splitlines()[2].startswith("**NOT READY: 1 group(s) under the root with offsets were not checked "
@@ -313,21 +315,50 @@ def test_the_report_lists_what_the_selection_left_out_and_what_lies_elsewhere():
     assert "- `/consumers/rootless` (blocks): not in Kafka: orders-0 (ZooKeeper 20)" in report
 
 
-def test_a_live_group_takes_over_only_the_partitions_its_members_are_assigned():
-    # ZooKeeper holds orders and invoices; the new consumers in Kafka subscribe to orders only
+def test_a_live_group_takes_over_only_the_partitions_its_members_show_they_consume():
+    # ZooKeeper holds orders and invoices (last written 1 s after the epoch); the new consumers in Kafka
+    # subscribe to orders only. Member m-1 committed orders-0 ten minutes after ZooKeeper's write: taken over.
+    # m-2 holds orders-1 and has committed nothing of it: its process may be gone (a session not timed out
+    # yet, a static member), so holding it shows nothing.
     rows = [row("g", 0, 10), row("g", 1, 11), {**row("g", 0, 7), "topic": "invoices",
                                                "path": "/consumers/g/offsets/invoices/0"}]
-    kafka = {"g": KafkaGroup("Stable", {(T, 0): (15, "")}, members=2, assigned={(T, 0), (T, 1)})}
+    kafka = {"g": KafkaGroup("Stable", {(T, 0): (15, "")}, members=2, assigned={(T, 0): "m-1", (T, 1): "m-2"},
+                             log=held("g", {(T, 0): (15, 601.0)}))}
     v = judge(rows, kafka, PARTITIONS | {("invoices", 0)}, [], {}, wrote)[0]
     assert not v.ready and v.not_in_kafka == ["invoices-0 (ZooKeeper 7)"]
-    assert v.taken_over_offsets == ["orders-0: ZooKeeper 10, Kafka 15 (assigned to a live member)",
-                                    "orders-1: ZooKeeper 11, Kafka none (assigned to a live member)"]
-    assert (v.taken_over, v.kafka_state, v.kafka_members) == (2, "Stable", 2)
+    assert v.taken_over_offsets == [
+        "orders-0: ZooKeeper 10, Kafka 15 (committed by a new consumer 1970-01-01T00:10:01Z, by member m-1 of "
+        "generation 4, assigned it (protocol type consumer), after ZooKeeper's last write 1970-01-01T00:00:01Z "
+        "(clock margin 60s))"]
+    assert v.differs == ["orders-1: ZooKeeper 11, Kafka none (assigned to live member m-2, not shown consuming it: "
+                         "it has committed nothing of it)"]
+    assert (v.taken_over, v.foreign, v.kafka_state, v.kafka_members) == (1, 0, "Stable", 2)
+
+
+def test_a_member_that_holds_a_partition_but_committed_before_zookeepers_last_write_differs():
+    # A canary joined, committed 5 at 00:00:30 and was killed; its session has not timed out, so the group
+    # is still Stable with it holding the partition. The old consumers went on and wrote ZooKeeper at 00:05:00.
+    zk = {**row("g", 0, 90), "mtime": 300_000}
+    since = held("g", {(T, 0): (5, 30.0)})
+    since.metadata = since.metadata._replace(state_ms=20_000)
+    kafka = {"g": KafkaGroup("Stable", {(T, 0): (5, "")}, members=1, assigned={(T, 0): "canary-1"}, log=since)}
+    v = judge([zk], kafka, PARTITIONS, [], {}, wrote)[0]
+    assert not v.ready and v.taken_over == 0 and v.foreign == 1
+    assert v.differs == [
+        "orders-0: ZooKeeper 90, Kafka 5 (assigned to live member canary-1 (the group's generation since "
+        "1970-01-01T00:00:20Z), not shown consuming it: Kafka's commit 1970-01-01T00:00:30Z by member m-1 of "
+        "generation 4, assigned it (protocol type consumer), before ZooKeeper's last write 1970-01-01T00:05:00Z: "
+        "the old consumers committed after it (clock margin 60s))"]
+    # Committing it during the watch, after ZooKeeper's write, is consuming: taken over.
+    kafka["g"] = KafkaGroup("Stable", {(T, 0): (95, "")}, members=1, assigned={(T, 0): "canary-1"},
+                            log=held("g", {(T, 0): (95, 900.0)}, watched={(T, 0): [93]}))
+    v = judge([zk], kafka, PARTITIONS, [], {}, wrote, Evidence(watching=True))[0]
+    assert v.ready and v.taken_over == 1
 
 
 def test_a_live_groups_unassigned_partition_already_in_kafka_is_ready():
-    kafka = {"g": KafkaGroup("Stable", {(T, 1): (11, "zk2kafka migrate R")}, members=1,
-                             assigned={(T, 0)})}
+    kafka = {"g": KafkaGroup("Stable", {(T, 1): (11, "zk2kafka migrate R"), (T, 0): (5000, "")}, members=1,
+                             assigned={(T, 0): "m-1"}, log=held("g", {(T, 0): (5000, 601.0)}))}
     v = verdicts([row("g", 0), row("g", 1, 11)], kafka)["g"]
     assert v.ready and (v.in_kafka, v.taken_over) == (1, 1)
 

@@ -2,6 +2,9 @@
 member at each moment, the record that wrote each partition's value, and the commits made while
 zk2kafka watched. Pure; partition.py applies the records here in log order.
 
+Commits during the watch are kept by partition and by their metadata: zk2kafka's own (a run's
+metadata, or a custom --metadata the caller names) never count as a consumer's (`watched`).
+
 A commit is a member's only where the log shows the group with members at that moment: the
 group's metadata record before it names members (classic; or KIP-848 member records not yet
 deleted). The coordinator refuses a commit from outside the group while it has members, so a
@@ -18,7 +21,7 @@ from typing import NamedTuple
 from migrate.kafka.offsets_log.schema import (UNREADABLE, GroupMetadata, Member, commit_clock,
                                               commit_offset, commit_value, group_metadata,
                                               member_value, offset_key)
-from migrate.kafka.values import Key
+from migrate.kafka.values import Key, named_run
 
 
 class Membership(NamedTuple):
@@ -79,7 +82,8 @@ class GroupLog:
         self.fresh: list[bytes] = []                    # keys not parsed yet
         self._keys: dict[Key, bytes] = {}               # (topic, partition) -> its key's bytes
         self._decoded: dict[bytes, tuple[int, Commit | None]] = {}
-        self.watched: dict[Key, Watched] = {}
+        # the commits made during the watch, by partition and by the metadata they carried
+        self.during: dict[Key, dict[str, Watched]] = {}
 
     # -- applying records -------------------------------------------------------------------
 
@@ -108,9 +112,10 @@ class GroupLog:
         except UNREADABLE:
             return
         if found is not None:
-            seen = self.watched.get(at)
-            self.watched[at] = (Watched(1, found.offset, found.offset) if seen is None else
-                                Watched(seen.count + 1, seen.first, found.offset))
+            by_metadata = self.during.setdefault(at, {})
+            seen = by_metadata.get(found.metadata)
+            by_metadata[found.metadata] = (Watched(1, found.offset, found.offset) if seen is None
+                                           else Watched(seen.count + 1, seen.first, found.offset))
 
     def group_record(self, value: bytes | None) -> None:
         """A classic group metadata record (None: the group deleted; one that cannot be read
@@ -153,11 +158,32 @@ class GroupLog:
         return self.metadata.protocol_type if self.metadata is not None else None
 
     @property
+    def stable_since(self) -> int | None:
+        """When its current generation's members were settled (ms, 2.1+), where its latest record
+        shows members."""
+        if self.metadata is None or not self.metadata.members:
+            return None
+        return self.metadata.state_ms
+
+    @property
     def empty_since(self) -> int | None:
         """When it became Empty (ms, 2.1+), when its latest record shows no member."""
         if self.metadata is None or self.metadata.members or self.members848:
             return None
         return self.metadata.state_ms
+
+    def watched(self, key: Key, own: frozenset[str] = frozenset()) -> Watched | None:
+        """The partition's commits during the watch that were not zk2kafka's (None: none). A
+        commit whose metadata names a zk2kafka run, or is one of `own` (the custom --metadata
+        zk2kafka's runs committed with), is zk2kafka's (a migrate, a sync, a renewal of either)
+        and never counts. The others are told apart by their metadata, as a consumer sends the
+        same with every commit: the committer seen consuming with the most commits, else the
+        one with the most."""
+        theirs = [w for metadata, w in self.during.get(key, {}).items()
+                  if named_run(metadata) is None and metadata not in own]
+        if not theirs:
+            return None
+        return max(theirs, key=lambda w: (w.consuming, w.count))
 
     @property
     def keys(self) -> list[Key]:
