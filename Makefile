@@ -72,7 +72,7 @@ demo: install
 # ruff first: a lint finding fails in seconds, before the suite's real services start.
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 test-long: install
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)

@@ -19,7 +19,7 @@ from support.faults import FAULT_LOG, SEED_ENV, FaultLog
 from support.servers import CACHE_DIR, backend
 
 
-# Where the parallel workers (`make test`: pytest-xdist, --dist loadgroup) split the suite: a module's
+# Where the parallel workers (`make test`: pytest-xdist, --dist loadscope) split the suite: a module's
 # tests stay together (they share its fixtures), the fault suite's too (they share the fault cluster,
 # started once), and the runbook pages go one by one (each on a fresh sandbox of its own; together they
 # are a fifth of the suite), as do the releases of the compatibility suite (each on its own sandbox).
@@ -28,20 +28,32 @@ APART = ("tests/integration/test_runbooks.py::test_runbook_runs_on_a_fresh_sandb
 TOGETHER = {"tests/faults/": "faults"}
 
 
-def worker_group(nodeid: str) -> str:
-    """The xdist_group a test runs in: its module, its suite's, or its own."""
-    if nodeid.startswith(APART):
+def worker_scope(nodeid: str) -> str:
+    """The unit of work a test goes to a worker in: its module, its suite, or itself."""
+    module, _, rest = nodeid.partition("::")
+    if f"{module}::{rest.split('[', 1)[0]}" in APART:
         return nodeid
-    module = nodeid.split("::", 1)[0]
-    return next((group for folder, group in TOGETHER.items() if module.startswith(folder)), module)
+    return next((scope for folder, scope in TOGETHER.items() if module.startswith(folder)), module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadscope with the scopes above (xdist's loadgroup marks cannot rename pytest 9's node ids)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scoped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_scope(nodeid)
+
+    return Scoped(config, log)
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        nodeid = item.nodeid.replace(os.sep, "/")
-        if any(d in nodeid for d in ("tests/integration", "tests/compat/test_releases")):
+        if any(d in item.nodeid.replace(os.sep, "/") for d in ("tests/integration", "tests/compat/test_releases")):
             item.add_marker(pytest.mark.integration)
-        item.add_marker(pytest.mark.xdist_group(worker_group(nodeid)))
 
 
 def pytest_configure(config):
