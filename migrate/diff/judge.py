@@ -96,6 +96,7 @@ def _status(policy: Policy) -> Column:
         s.UNREADABLE: F.col("zk_status") == s.UNREADABLE,
         s.MALFORMED: F.col("zk_status") == s.MALFORMED,
         s.UNTRANSLATABLE: F.col("zk_status") == s.UNTRANSLATABLE,
+        s.TOPIC_NOT_AUTHORIZED: F.col("_topic_refused").isNotNull(),
         s.UNKNOWN_PARTITION: F.col("_in_kafka").isNull(),
         s.TOPIC_RECREATED: F.col("zk_mtime") < F.col("topic_ctime"),
         s.BELOW_LOG_START: zk_offset < F.col("log_start"),
@@ -201,6 +202,7 @@ def _status_reason(policy: Policy) -> Column:
                  .otherwise(F.lit("")))
     return (
         F.when(status.isin(s.UNREADABLE, s.MALFORMED, s.UNTRANSLATABLE), F.col("zk_reason"))
+        .when(status == s.TOPIC_NOT_AUTHORIZED, F.col("_topic_refused"))
         .when(status == s.UNKNOWN_PARTITION, F.when(
             F.col("partition").isNull(), F.lit("no partition number"))
             .otherwise(F.lit("no such topic or partition in Kafka")))

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from migrate.diff.judge import Policy, judged, plan_columns
-from migrate.kafka.snapshot import COMMIT, GROUP, OFFSET, PARTITION
+from migrate.kafka.snapshot import COMMIT, GROUP, OFFSET, PARTITION, REFUSED
 from migrate.zk import layouts
 
 __all__ = ["Policy", "dedupe_zk", "group_splits", "offset_diff"]
@@ -213,6 +213,10 @@ def offset_diff(zk: DataFrame, kafka: DataFrame, policy: Policy,
         F.lit(True).alias("_in_kafka"))
     # A row without a partition number (unlistable directory) matches nothing in Kafka.
     rows = zk_rows.join(F.broadcast(partitions), ["topic", "partition"], "left")
+    # The topics Kafka would not describe to zk2kafka (few), with the permission to grant.
+    refused = kafka.filter(F.col("kind") == REFUSED).select(
+        "topic", F.col("error").alias("_topic_refused"))
+    rows = rows.join(F.broadcast(refused), ["topic"], "left")
     # Who committed Kafka's values, and when, for the groups holding one that names no zk2kafka
     # run (few beside the offsets, and broadcast so the rows stay where they are): the takeover
     # rule.

@@ -12,6 +12,9 @@ CONFLICT = "CONFLICT"
 BELOW_LOG_START = "BELOW_LOG_START"
 ABOVE_LOG_END = "ABOVE_LOG_END"
 UNKNOWN_PARTITION = "UNKNOWN_PARTITION"
+# Kafka would not describe the topic to zk2kafka's principal: not gone, not shown (a blocker, naming
+# the permission to grant).
+TOPIC_NOT_AUTHORIZED = "TOPIC_NOT_AUTHORIZED"
 MALFORMED = "MALFORMED"
 UNREADABLE = "UNREADABLE"
 GROUP_ACTIVE_KAFKA = "GROUP_ACTIVE_KAFKA"
@@ -28,20 +31,22 @@ TAKEN_OVER = "TAKEN_OVER"
 TOPIC_RECREATED = "TOPIC_RECREATED"
 
 # One status per row: the first that applies, in this order. A value that cannot be
-# read or parsed says nothing else; a partition Kafka lacks cannot be committed; an offset of a
+# read or parsed says nothing else; a topic Kafka would not describe is neither there nor gone; a
+# partition Kafka lacks cannot be committed; an offset of a
 # topic deleted since means nothing in the topic of that name now; an offset outside the log is
 # out of range even where Kafka holds the same (a consumer starting there resets itself);
 # offsets that agree inside the log need nothing even in a live group; a live group blocks any
 # write; only then is the value judged against Kafka's own offset: a new consumer's, on evidence,
 # or another. An offset that could not be translated has no value on the target to judge, like a
 # malformed one.
-PRECEDENCE = (UNREADABLE, MALFORMED, UNTRANSLATABLE, UNKNOWN_PARTITION, TOPIC_RECREATED,
+PRECEDENCE = (UNREADABLE, MALFORMED, UNTRANSLATABLE, TOPIC_NOT_AUTHORIZED, UNKNOWN_PARTITION,
+              TOPIC_RECREATED,
               BELOW_LOG_START, ABOVE_LOG_END, IN_SYNC, GROUP_ACTIVE_KAFKA, GROUP_ACTIVE_ZK,
               TAKEN_OVER, CONFLICT, MIGRATE)
 STATUSES = PRECEDENCE + (KAFKA_ONLY,)
 
 BLOCKERS = frozenset({CONFLICT, BELOW_LOG_START, ABOVE_LOG_END, GROUP_ACTIVE_KAFKA, GROUP_ACTIVE_ZK,
-                      MALFORMED, UNREADABLE, UNTRANSLATABLE, TOPIC_RECREATED})
+                      MALFORMED, UNREADABLE, UNTRANSLATABLE, TOPIC_RECREATED, TOPIC_NOT_AUTHORIZED})
 
 # What a row does to ZooKeeper's offset (the plan's `zk_change`): it keeps its offset (rows the
 # run does not write there, and rows written with the offset ZooKeeper holds already), is set

@@ -2,7 +2,7 @@
 
 It reads only.
 
-One Parquet file, five kinds of rows (column `kind`):
+One Parquet file, six kinds of rows (column `kind`):
 - `group`: every selected group, with its Kafka state, protocol type and member
   count (state null when Kafka has no such group), for either rebalance protocol (members.py:
   a KIP-848 group's from ConsumerGroupDescribe);
@@ -11,6 +11,8 @@ One Parquet file, five kinds of rows (column `kind`):
   coordinator for many groups);
 - `partition`: every partition of the topics involved, with its log-start and
   log-end offsets (ListOffsets, one request per leader);
+- `refused`: each topic involved that zk2kafka may not Describe (TOPIC_AUTHORIZATION_FAILED), with
+  the permission to grant in `error`: not gone, only not shown;
 - `commit`: for each committed offset of a group holding a value that names no zk2kafka run, the
   record of `__consumer_offsets` that wrote the newest value read (offsets_log/): the offset it
   committed (`committed_offset`), when (`commit_ms`) and who made it (`commit_by`, `commit_who`:
@@ -54,6 +56,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 GROUP, OFFSET, PARTITION, ASSIGNED = "group", "offset", "partition", "assigned"
+REFUSED = "refused"
+# Metadata's answer for a topic the principal may not Describe (Kafka never says whether it exists).
+TOPIC_AUTHORIZATION_FAILED = 29
 KAFKA_SCHEMA = pa.schema([
     ("kind", pa.string()), ("group", pa.string()),
     ("topic", pa.string()), ("partition", pa.int32()),
@@ -70,6 +75,14 @@ KAFKA_SCHEMA = pa.schema([
 IDLE_STATES = members.IDLE_STATES
 GROUP_CHUNK = 1000      # groups per OffsetFetch / DescribeGroups round
 PARTITION_CHUNK = 20000  # partitions per ListOffsets round
+
+
+def not_authorized(topic: str) -> str:
+    """Why a topic Kafka would not describe is neither moved nor gone, and what to grant."""
+    return (f"zk2kafka may not describe topic {topic} (TOPIC_AUTHORIZATION_FAILED): whether it "
+            f"exists is not shown; grant its principal Describe and Read on the topic "
+            f"(kafka-acls.sh --add --allow-principal User:<principal> --operation Describe "
+            f"--operation Read --topic {topic})")
 
 
 @dataclass(frozen=True)
@@ -214,9 +227,14 @@ class KafkaSnapshot:
                                                           if info and found else ())]
             partitions, missing = self._partitions(sorted(all_topics))
             out.write_table(pa.Table.from_pylist(rows + partitions, schema=schema))
+        refused = sorted(r["topic"] for r in partitions if r["kind"] == REFUSED)
+        if refused:
+            log.warning("kafka snapshot: zk2kafka may not describe %d topic(s) (%s): their offsets "
+                        "are blocked, not taken for gone", len(refused), ", ".join(refused[:5]))
         info = SnapshotInfo(
             path=path, groups_in_kafka=len(listed), active_groups=active,
-            committed_offsets=committed, partitions=len(partitions), missing_topics=missing,
+            committed_offsets=committed, partitions=len(partitions) - len(refused),
+            missing_topics=missing,
             retention_minutes=retention.minutes, cluster_id=retention.cluster_id,
             seconds=time.monotonic() - started,
             broker_version=self.features.release if self.features.version else None,
@@ -285,7 +303,11 @@ class KafkaSnapshot:
         for chunk in chunks(topics, GROUP_CHUNK):
             for topic in self._call("describe topics", lambda c=chunk: self.features.call(
                     "Metadata", lambda: self.admin.describe_topics(c))):
-                # unknown, invalid or unauthorized: no partition to commit to
+                if topic["error_code"] == TOPIC_AUTHORIZATION_FAILED:
+                    rows.append({"kind": REFUSED, "topic": topic["name"],
+                                 "error": not_authorized(topic["name"])})
+                    continue
+                # unknown or invalid: no partition to commit to
                 if not topic["partitions"]:
                     missing += 1
                     continue
@@ -296,7 +318,7 @@ class KafkaSnapshot:
                     rows.append({"kind": PARTITION, "topic": topic["name"],
                                  "partition": p["partition_index"], "leader": leader,
                                  "error": error or no_leader})
-        readable = [r for r in rows if r["error"] is None]
+        readable = [r for r in rows if r["kind"] == PARTITION and r["error"] is None]
         for chunk in chunks(readable, PARTITION_CHUNK):
             self._log_bounds(chunk)
         return rows, missing

@@ -34,7 +34,8 @@ from migrate.kafka.clocks import Margin
 from migrate.kafka.client import fetch_committed, open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster
 from migrate.kafka.retry import RetryPolicy
-from migrate.kafka.snapshot import ASSIGNED, GROUP, IDLE_STATES, OFFSET, PARTITION, KafkaSnapshot
+from migrate.kafka.snapshot import (ASSIGNED, GROUP, IDLE_STATES, OFFSET, PARTITION, REFUSED,
+                                    KafkaSnapshot)
 from migrate.durations import exact_duration
 from migrate.options import flag
 from migrate.ready.coverage import LeftBehind, blocking, elsewhere, not_checked, summary
@@ -140,7 +141,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     found_rows = [r for tree in searched.trees for r in tree.rows]
     # Refused here, with ZooKeeper read and before Kafka is: two groups meeting in one.
     renamed = mapping.resolve(groups)
-    kafka, partitions, kafka_snapshot, idle = _kafka(
+    kafka, partitions, refused, kafka_snapshot, idle = _kafka(
         admin, state, run, sorted({renamed.get(g, g) for g in groups}
                                   | {r["group"] for r in found_rows}), final + found_rows,
         {(renamed.get(r["group"], r["group"]), r["topic"], r["partition"]) for r in final}
@@ -163,8 +164,9 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
         wrote = _zk2kafka_wrote(journal)
         evidence = Evidence(watching=True, margin=margin.seconds,
                             own=Authorship(journal, metadata="").custom_metadata())
-        verdicts = judge(final, judged, partitions, moved, liveness, wrote, evidence)
-        found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left, evidence)
+        verdicts = judge(final, judged, partitions, moved, liveness, wrote, evidence, refused)
+        found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left, evidence,
+                          refused)
         own = own_differences(journal, verdicts, final, judged)
     finally:
         if journal is not None:
@@ -304,6 +306,7 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
             row["member"] or ""
     partitions = {(r["topic"], r["partition"])
                   for r in table.filter(pc.equal(kind, PARTITION)).to_pylist()}
+    refused = {r["topic"]: r["error"] for r in table.filter(pc.equal(kind, REFUSED)).to_pylist()}
     offsets = table.filter(pc.equal(kind, OFFSET)).select(
         ["group", "topic", "partition", "committed_offset", "metadata"])
     asked = pa.table({name: pa.array(column, offsets.schema.field(name).type)
@@ -317,7 +320,7 @@ def _kafka(admin, state: StateDir, run: str, groups: list[str], rows: list[dict]
     idle = [HeldGroup(g, described[g].state, described[g].protocol_type, n)
             for g, n in sorted(zip(counted["group"], counted["partition_count"]))
             if g in described and described[g].state in IDLE_STATES]
-    return kafka, partitions, path, idle
+    return kafka, partitions, refused, path, idle
 
 
 def _expiry(kafka_snapshot, zk_snapshot, held: list[HeldGroup], clocks, why: str | None,

@@ -58,7 +58,8 @@ def not_checked(outside: Iterable[Mapping[str, Any]], root: str,
 
 def elsewhere(search: Search, kafka: Mapping[str, KafkaGroup], partitions: set[Key],
               zk2kafka_wrote: Callable[..., bool], cluster_id: str | None,
-              left: LeftBehind, evidence: Evidence) -> list[dict[str, Any]]:
+              left: LeftBehind, evidence: Evidence,
+              refused: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Per offsets tree found by the search and group in it: what Kafka lacks of it, and whether
     that blocks (this cluster's topics, not another cluster's chroot, not left behind). Judged
     with the checked root's `evidence` (its watch, its margin and measured lead)."""
@@ -67,7 +68,8 @@ def elsewhere(search: Search, kafka: Mapping[str, KafkaGroup], partitions: set[K
         other = _other_cluster(tree, cluster_id)
         liveness = {r["group"]: (r["zk_consumers"] or 0, r["zk_owned_partitions"] or 0)
                     for r in tree.rows if r.get("zk_consumers") or r.get("zk_owned_partitions")}
-        for v in judge(tree.rows, kafka, partitions, [], liveness, zk2kafka_wrote, evidence):
+        for v in judge(tree.rows, kafka, partitions, [], liveness, zk2kafka_wrote, evidence,
+                       refused):
             findings = {p: getattr(v, p) for p in ("not_in_kafka", "registered", "differs",
                                                    "unreadable") if getattr(v, p)}
             if not findings and not v.topic_gone:

@@ -11,7 +11,8 @@ offset of it must be in Kafka. Any other value Kafka holds is
 DIFFERS, with both values, both times and who wrote Kafka's. And when no old consumer is
 registered (ids/) or owns a partition (owners/); and when none of its offset znodes moved during
 the watch (the quiet rule, migrate/zk/quiet.py). An offset whose topic or partition Kafka no
-longer has is left behind, but names nothing to keep: it is listed, and blocks nothing.
+longer has is left behind, but names nothing to keep: it is listed, and blocks nothing; one whose
+topic Kafka would not describe to zk2kafka is not gone, only not shown: it blocks.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
           partitions: set[Key], moved: Iterable[Moved],
           liveness: Mapping[str, tuple[int, int]],
           zk2kafka_wrote: Callable[[str, Key, int, str | None], bool],
-          evidence: Evidence = Evidence()) -> list[Verdict]:
+          evidence: Evidence = Evidence(),
+          refused: Mapping[str, str] | None = None) -> list[Verdict]:
     """A Verdict per group, by name.
 
     `rows`: ZooKeeper's offset rows as the reader gives them (group, topic, partition, offset,
@@ -105,7 +107,8 @@ def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
     partition) Kafka has; `moved`: offset znodes written during the watch; `liveness`: per
     group, (old consumers in ids/, partitions owned under owners/); `zk2kafka_wrote(group, key,
     offset, metadata)`: whether zk2kafka wrote that value to Kafka; `evidence`: the watch and the
-    clock margin a takeover is judged with.
+    clock margin a takeover is judged with; `refused`: the topics Kafka would not describe to
+    zk2kafka, with the permission to grant (never taken for gone: they block).
     """
     by_partition: dict[str, dict[Key, list[Mapping[str, Any]]]] = {}
     paths: dict[str, str] = {}
@@ -116,7 +119,7 @@ def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
     verdicts = {name: Verdict(name) for name in set(by_partition) | set(liveness)}
     for name, found in by_partition.items():
         _offsets(verdicts[name], found, kafka.get(name, KafkaGroup()), partitions, zk2kafka_wrote,
-                 evidence)
+                 evidence, refused or {})
     for name, (consumers, owned) in liveness.items():
         verdicts[name].consumers, verdicts[name].owned = consumers, owned
         if consumers:
@@ -131,7 +134,7 @@ def judge(rows: Iterable[Mapping[str, Any]], kafka: Mapping[str, KafkaGroup],
 
 def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: KafkaGroup,
              partitions: set[Key], zk2kafka_wrote: Callable[..., bool],
-             evidence: Evidence) -> None:
+             evidence: Evidence, refused: Mapping[str, str]) -> None:
     verdict.kafka_state, verdict.kafka_members = held.state, held.members
     for key, rows in sorted(found.items(), key=lambda item: (str(item[0][0]), item[0][1] or -1)):
         row = layouts.pick(rows)   # the row that stands for the partition, as diff and sync pick
@@ -141,7 +144,9 @@ def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: 
             verdict.unreadable.append(f"{name}: {row['status']}: {row['reason']}")
             continue
         zk = row["offset"]
-        if held.refused is not None:
+        if key[0] in refused:
+            verdict.unreadable.append(f"{name}: TOPIC_NOT_AUTHORIZED: {refused[key[0]]}")
+        elif held.refused is not None:
             verdict.unreadable.append(f"{name}: Kafka would not show the group's offsets: "
                                       f"{held.refused}")
         elif key in held.offsets and held.offsets[key][0] == zk:

@@ -21,6 +21,8 @@ MEANING = {
     s.BELOW_LOG_START: "ZooKeeper offset below the log start (data deleted): per --out-of-range",
     s.ABOVE_LOG_END: "ZooKeeper offset above the log end: per --out-of-range",
     s.UNKNOWN_PARTITION: "topic or partition does not exist in Kafka: skipped",
+    s.TOPIC_NOT_AUTHORIZED: "Kafka would not describe the topic to zk2kafka (no Describe on it): "
+                            "not shown to be gone; grant the permission the reason names",
     s.MALFORMED: "znode value is not a non-negative 64-bit integer: skipped",
     s.UNREADABLE: "znode could not be read (NoAuth, vanished): skipped",
     s.GROUP_ACTIVE_KAFKA: "the Kafka group has live members: skipped (not covered by them unless "

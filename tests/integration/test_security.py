@@ -1,9 +1,11 @@
 """zk2kafka against a secured cluster, as an operator would point it there.
 
 Kafka over SASL_PLAINTEXT with SCRAM and over SSL with a client certificate whose key is
-encrypted (the sandbox's `security=True` listeners); ZooKeeper offsets behind digest ACLs,
-the credential coming from the environment or a TOML file. Wrong passwords are one clear
-line, and no secret reaches stdout, stderr or any file a run leaves behind.
+encrypted (the sandbox's `security=True` listeners), its ACLs enforced; ZooKeeper offsets behind
+digest ACLs, the credential coming from the environment or a TOML file. Wrong passwords are one
+clear line, and no secret reaches stdout, stderr or any file a run leaves behind. A topic the
+SCRAM principal may not Describe is never taken for gone: it blocks the diff, `migrate` and the
+gate, naming the permission to grant.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
-from kafka.admin import KafkaAdminClient
+from kafka.admin import (ACL, ACLOperation, ACLPermissionType, KafkaAdminClient, ResourcePattern,
+                         ResourceType)
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
+from migrate.kafka.snapshot import not_authorized
 from migrate.sandbox.cluster import LocalCluster
 from migrate.sandbox.security import SCRAM_USER, SUPER_USER
 from migrate.sandbox.tls import TLS_KEY_PASSWORD
@@ -26,6 +31,7 @@ from migrate.sandbox.tls import TLS_KEY_PASSWORD
 from support.cli import Run, zk2kafka
 from support.seeding import kafka_offsets, make_topic
 from support.servers import CACHE_DIR
+from support.wait import wait_for
 
 TOPIC, PARTITIONS = "orders", 3
 # Quotes and a backslash: the password must be hidden in every spelling (repr, JSON) too.
@@ -51,7 +57,11 @@ class Secured:
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory) -> Secured:
     """A sandbox with SCRAM and SSL listeners; legacy offsets readable only with ZK_USER's digest."""
-    cluster = LocalCluster(tmp_path_factory.mktemp("secured"), CACHE_DIR, security=True)
+    # ACLs enforced, as a secured cluster enforces them: a resource without any is open to all (so the flows
+    # below need none), the PLAINTEXT listener's principal (setup, the brokers themselves) is a super user.
+    cluster = LocalCluster(tmp_path_factory.mktemp("secured"), CACHE_DIR, security=True, broker_properties={
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS"})
     endpoints = cluster.start()
     try:
         admin = KafkaAdminClient(bootstrap_servers=endpoints.bootstrap_server)  # setup only: PLAINTEXT
@@ -275,3 +285,58 @@ def test_no_secret_in_any_output_or_file(flows, failures):
     leaks = [f"{what} in {where}" for what, secret in SECRETS.items() for where, content in searched.items()
              if any(form in content for form in spellings(secret))]
     assert not leaks, leaks
+
+
+HIDDEN, HIDDEN_GROUP = "payroll", "scram-hidden"
+
+
+def test_a_topic_zk2kafka_may_not_describe_blocks_and_is_never_taken_for_gone(secured):
+    endpoints, home = secured.cluster, secured.home
+    admin = KafkaAdminClient(bootstrap_servers=endpoints.bootstrap_server)   # PLAINTEXT: the super user
+    try:
+        make_topic(admin, endpoints.bootstrap_server, HIDDEN, 1, 20)
+        admin.create_acls([ACL(f"User:{SCRAM_USER.user}", "*", ACLOperation.DESCRIBE, ACLPermissionType.DENY,
+                               ResourcePattern(ResourceType.TOPIC, HIDDEN))])
+    finally:
+        admin.close()
+    owner = KazooClient(hosts=secured.zookeeper, auth_data=[("digest", ":".join(ZK_USER))],
+                        default_acl=[make_digest_acl(*ZK_USER, all=True)])
+    owner.start(timeout=15)
+    owner.create(f"/consumers/{HIDDEN_GROUP}/offsets/{HIDDEN}/0", b"7", makepath=True)
+    owner.stop()
+    owner.close()
+    scram = scram_properties(home, name="scram-hidden.properties")
+    ask = ["--zookeeper", secured.zookeeper, "--bootstrap-server", endpoints.sasl_bootstrap_server,
+           "--command-config", str(scram), "--group", HIDDEN_GROUP, "--json"]
+    env = {"ZK2KAFKA_ZK_AUTH": f"digest:{':'.join(ZK_USER)}"}
+    # The ACL is the brokers' once they have read it from ZooKeeper: the SCRAM user's metadata says so.
+    scram_admin = KafkaAdminClient(bootstrap_servers=endpoints.sasl_bootstrap_server,
+                                   security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                                   sasl_plain_username=SCRAM_USER.user, sasl_plain_password=SCRAM_USER.password)
+    try:
+        wait_for("the DENY to be in force", lambda: scram_admin.describe_topics([HIDDEN])[0]["error_code"] == 29, 30)
+    finally:
+        scram_admin.close()
+
+    diff = zk2kafka("diff", *ask, "--state-dir", str(home / "state-hidden"), env=env)
+    assert diff.code == 3 and diff.data["blockers"] == 1, diff.err[-2000:]
+    assert {k: n for k, n in diff.data["counts"].items() if n} == {"TOPIC_NOT_AUTHORIZED": 1}, diff.data["counts"]
+    rows = pq.read_table(Path(diff.data["files"]["plan"])).to_pylist()
+    assert [r["status"] for r in rows] == ["TOPIC_NOT_AUTHORIZED"]
+    assert f"zk2kafka may not describe topic {HIDDEN}" in rows[0]["reason"] and \
+        f"--operation Describe --operation Read --topic {HIDDEN}" in rows[0]["reason"], rows[0]["reason"]
+
+    migrated = zk2kafka("migrate", *ask, "--state-dir", str(home / "state-hidden"), "--execute", env=env)
+    assert migrated.code == 3, (migrated.code, migrated.err[-2000:])
+    admin = KafkaAdminClient(bootstrap_servers=endpoints.bootstrap_server)
+    try:
+        assert kafka_offsets(admin, [HIDDEN_GROUP]) == {HIDDEN_GROUP: {}}, "an offset not shown was written"
+    finally:
+        admin.close()
+
+    gate = zk2kafka("ready-for-kraft", *ask, "--state-dir", str(home / "state-hidden-gate"), "--quiet-for", "1s",
+                    env=env)
+    assert gate.code == 3 and not gate.data["ready"], gate.err[-2000:]
+    (verdict,) = [v for v in gate.data["verdicts"] if v["group"] == HIDDEN_GROUP]
+    assert not verdict["topic_gone"], verdict
+    assert verdict["unreadable"] == [f"{HIDDEN}-0: TOPIC_NOT_AUTHORIZED: " + not_authorized(HIDDEN)], verdict

@@ -32,19 +32,22 @@ QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 
 @pytest.fixture(autouse=True)
-def copies_left_behind(tmp_path, monkeypatch):
+def copies_left_behind(monkeypatch):
     """Where zk2kafka makes its copies in these tests; after each, no copy and no process of it
-    is left."""
-    folder = tmp_path / "tmpdir"
-    folder.mkdir()
+    is left. A folder of the system's temp root, not under tmp_path: multiprocessing's fork server
+    listens on a socket in it, and a parallel worker's tmp_path is too long for one (AF_UNIX)."""
+    folder = Path(tempfile.mkdtemp(prefix="zk2kafka-t-"))
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     yield folder
-    # (multiprocessing keeps a folder of its own there too, for --zk-readers' fork server)
-    copies = list(folder.glob("zk2kafka-zookeeper-data-*"))
-    assert copies == [], "the copy was not removed"
-    running = [pid for pid in os.listdir("/proc") if pid.isdigit()
-               and f"{folder}/zk2kafka-zookeeper-data-".encode() in _cmdline(pid)]
-    assert running == [], "the private ZooKeeper server was not stopped"
+    try:
+        # (multiprocessing keeps a folder of its own there too, for --zk-readers' fork server)
+        copies = list(folder.glob("zk2kafka-zookeeper-data-*"))
+        assert copies == [], "the copy was not removed"
+        running = [pid for pid in os.listdir("/proc") if pid.isdigit()
+                   and f"{folder}/zk2kafka-zookeeper-data-".encode() in _cmdline(pid)]
+        assert running == [], "the private ZooKeeper server was not stopped"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _cmdline(pid: str) -> bytes:

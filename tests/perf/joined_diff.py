@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from migrate.diff import judge
 from migrate.diff import offset_diff as od
-from migrate.kafka.snapshot import COMMIT, GROUP, OFFSET, PARTITION
+from migrate.kafka.snapshot import COMMIT, GROUP, OFFSET, PARTITION, REFUSED
 from migrate.zk import layouts
 
 
@@ -39,6 +39,7 @@ def joined_diff(zk: DataFrame, kafka: DataFrame, policy: od.Policy) -> DataFrame
     partitions = kafka.filter(F.col("kind") == PARTITION).select(
         "topic", "partition", "log_start", "log_end", F.col("error").alias("partition_error"),
         F.lit(True).alias("_in_kafka"))
+    refused = kafka.filter(F.col("kind") == REFUSED).select("topic", F.col("error").alias("_topic_refused"))
     groups = kafka.filter(F.col("kind") == GROUP).select(
         "group", "group_state", F.col("members").alias("kafka_members"), "protocol_type")
     commits = kafka.filter(F.col("kind") == COMMIT).select(
@@ -47,6 +48,7 @@ def joined_diff(zk: DataFrame, kafka: DataFrame, policy: od.Policy) -> DataFrame
         F.col("commit_who").alias("kafka_commit_who"))
     rows = (zk_rows.join(committed, ["group", "topic", "partition"], "full_outer")
             .join(partitions, ["topic", "partition"], "left")
+            .join(refused, "topic", "left")
             .join(groups, "group", "left")
             .join(commits, ["group", "topic", "partition"], "left"))
     rows = rows.withColumn("kafka_members", F.coalesce("kafka_members", F.lit(0)))

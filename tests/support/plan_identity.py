@@ -12,7 +12,7 @@ from joined_diff import joined_diff
 from migrate.diff import offset_diff as od
 from migrate.diff import schema as s
 from migrate.diff.run import _conform
-from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION, REFUSED
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
 from support.frames import commit_time
@@ -80,12 +80,13 @@ def edge_cases() -> tuple[pa.Table, pa.Table]:
         zk_row("f", "t", 0, 50, topic_ctime=later), zk_row("f", "t", 1, 50, topic_ctime=T0),  # topic recreated
         zk_row("f", "v", 0, 5), zk_row("f", "v", 1, 15),                  # equal in both, below the log start
         zk_row("g", "t", 0, 40), zk_row("g", "t", 1, 40),        # taken over; committed before ZooKeeper's write
+        zk_row("a", "p", 0, 5),                                  # a topic Kafka would not describe
     ]
     kafka = [{"kind": PARTITION, "topic": "t", "partition": p, "log_start": 0, "log_end": 100, "leader": 0}
              for p in range(6)]
     kafka += [{"kind": PARTITION, "topic": "v", "partition": p, "log_start": 10, "log_end": 20} for p in (0, 1)]
     kafka += [{"kind": PARTITION, "topic": "u", "partition": 0, "log_start": None, "log_end": None,
-               "error": "no leader"}]
+               "error": "no leader"}, {"kind": REFUSED, "topic": "p", "error": "may not describe topic p"}]
     kafka += [{"kind": OFFSET, "group": "a", "topic": "t", "partition": p, "committed_offset": o, "metadata": m}
               for p, o, m in ((0, 5, ""), (2, 44, "old"), (3, 1, None), (4, 9, "x"), (6, 3, ""))]
     kafka += [{"kind": OFFSET, "group": "a", "topic": "v", "partition": 1, "committed_offset": 30, "metadata": ""},

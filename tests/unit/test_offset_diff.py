@@ -8,6 +8,7 @@ import pytest
 
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
+from migrate.kafka.snapshot import REFUSED, not_authorized
 
 from support.frames import T0, commit_time, committed, group, partition, plan, zk_row
 
@@ -28,13 +29,15 @@ def test_every_status_from_one_plan(spark):
         zk_row("old", "t", 0, 50, consumers=2),                        # GROUP_ACTIVE_ZK
         zk_row("stale", "t", 0, 40, topic_ctime=T0 + dt.timedelta(days=1)),   # TOPIC_RECREATED
         zk_row("moved-on", "t", 0, 40),                                # TAKEN_OVER
+        zk_row("range", "payroll", 0, 5),                              # TOPIC_NOT_AUTHORIZED
     ]
     kafka = parts + [committed("plain", "t", 1, 60), committed("plain", "t", 2, 80),
                      committed("plain", "t", 3, 90),                   # KAFKA_ONLY
                      committed("stranger", "t", 0, 1),                 # not a ZooKeeper group: not reported
                      group("plain", "Empty", 0, ""), group("live", "Stable", 3, "consumer"),
                      committed("moved-on", "t", 0, 45), group("moved-on", "Empty", 0, "consumer"),
-                     commit_time("moved-on", "t", 0, T0 + dt.timedelta(minutes=5))]
+                     commit_time("moved-on", "t", 0, T0 + dt.timedelta(minutes=5)),
+                     {"kind": REFUSED, "topic": "payroll", "error": not_authorized("payroll")}]
     rows = plan(spark, zk, kafka)
     got = {key: r["status"] for key, r in rows.items()}
     assert got == {
@@ -43,9 +46,11 @@ def test_every_status_from_one_plan(spark):
         ("range", "gone", 0): s.UNKNOWN_PARTITION, ("range", "t", 9): s.UNKNOWN_PARTITION,
         ("bad", "t", 0): s.MALFORMED, ("bad", "t", 1): s.UNREADABLE, ("live", "t", 0): s.GROUP_ACTIVE_KAFKA,
         ("old", "t", 0): s.GROUP_ACTIVE_ZK, ("stale", "t", 0): s.TOPIC_RECREATED,
-        ("moved-on", "t", 0): s.TAKEN_OVER,
+        ("moved-on", "t", 0): s.TAKEN_OVER, ("range", "payroll", 0): s.TOPIC_NOT_AUTHORIZED,
     }
     assert set(got.values()) == set(s.STATUSES) - {s.UNTRANSLATABLE}   # --translate-via-mm2 only
+    refused = rows[("range", "payroll", 0)]
+    assert refused["reason"] == not_authorized("payroll") and refused["action"] == s.SKIP
     migrate = rows[("plain", "t", 0)]
     assert (migrate["planned_offset"], migrate["action"], migrate["lag"]) == (50, s.COMMIT, 50)
     conflict = rows[("plain", "t", 2)]
