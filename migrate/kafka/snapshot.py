@@ -67,7 +67,7 @@ KAFKA_SCHEMA = pa.schema([
     ("log_start", pa.int64()), ("log_end", pa.int64()), ("leader", pa.int32()),
     ("error", pa.string()),  # why a group or partition could not be read fully
     ("commit_ms", pa.int64()),   # `commit` rows: the commit timestamp __consumer_offsets keeps
-    ("commit_by", pa.string()),  # `commit` rows: takeover.MEMBER, UNASSIGNED or OUTSIDE
+    ("commit_by", pa.string()),  # `commit` rows: takeover.MEMBER, OUTSIDE, ... (its writers)
     ("commit_who", pa.string()),  # `commit` rows: the rule's words for who made the commit
     ("member", pa.string()),      # `assigned` rows: the member holding the partition
 ])

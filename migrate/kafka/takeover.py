@@ -42,6 +42,7 @@ ZK2KAFKA = "zk2kafka"
 MEMBER = "member"          # a member of the group at the moment of the commit
 WATCHED = "watched"        # a client of no group, seen consuming during the watch
 UNASSIGNED = "unassigned"  # while the group had members, none of them assigned the partition
+TRANSACTIONAL = "transactional"  # a transaction's commit while the group had members
 OUTSIDE = "outside"        # while the group had no member
 UNKNOWN = "unknown"        # the record of Kafka's value could not be read
 CONSUMERS = (MEMBER, WATCHED)
@@ -115,7 +116,7 @@ class Finding(NamedTuple):
     """The verdict on one partition where Kafka holds another value than ZooKeeper."""
 
     taken_over: bool
-    writer: str            # ZK2KAFKA, MEMBER, WATCHED, UNASSIGNED, OUTSIDE or UNKNOWN
+    writer: str            # ZK2KAFKA, MEMBER, WATCHED, UNASSIGNED, TRANSACTIONAL, OUTSIDE, UNKNOWN
     words: str             # what the evidence shows, in parentheses after the two values
 
 
@@ -146,8 +147,17 @@ def committer(commit: Commit, watched: Watched | None, watching: bool) -> tuple[
     """Who made `commit`, as the records show it: (writer, the words after "Kafka's commit
     <time>"). `watched`: the partition's commits during the watch; `watching`: whether there was
     a watch at all (the diff watches nothing)."""
-    if watched is None or not watching or commit.by.members:
-        return _member_or_outside(commit.by)     # the same words for many partitions: cached
+    by = commit.by
+    if by.transactional and by.members:
+        # A transaction's commit does not show the generation it carried: the watch may show
+        # its producer consuming, the record alone shows no member.
+        if watched is not None and watching and watched.consuming:
+            return _watched(watched)
+        return TRANSACTIONAL, (f"in a transaction while the group had {by.members} member(s): "
+                               f"the record does not show the member's generation, so not "
+                               f"shown to be a member's")
+    if watched is None or not watching or by.members:
+        return _member_or_outside(by)     # the same words for many partitions: cached
     return _watched(watched)
 
 

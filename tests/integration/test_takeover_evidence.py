@@ -16,6 +16,9 @@ The cases, each a group of its own with ZooKeeper's offsets at 5 and 6:
   DIFFERS there ("one commit during the watch"), blocking;
 - `renewed`: zk2kafka moved ZooKeeper's values; during the watch it renewed them and, just after, an admin
   committed the log end once: zk2kafka's own commit is no consumer's, so DIFFERS ("one commit"), blocking;
+- `txn`: while a member of the group held the partitions, a producer committed the log's 90 inside a
+  transaction, after ZooKeeper's last write, without the group's generation (the coordinator takes it): the
+  record does not show whose it is: DIFFERS, blocking;
 - `static`, `crashed`: a canary committed before the old consumers' last write to ZooKeeper and is gone, a
   static member (group.instance.id) stopped without a LeaveGroup, a member killed with SIGKILL: each still
   holds the partitions of a Stable group for its five-minute session: DIFFERS, naming the member, blocking;
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -51,7 +55,7 @@ from kafka import KafkaProducer
 
 from migrate.ready.watch import WriteWatch
 from support.cli import ROOT, zk2kafka_json
-from support.consumers import joined, settled_commit
+from support.consumers import REBALANCE_MS, joined, settled_commit
 from support.seeding import kafka_offsets, make_topic, put
 from support.wait import wait_for
 
@@ -96,7 +100,8 @@ def static_member_commit(bootstrap: str, group: str, topic: str, offsets: dict[i
     """A static member (group.instance.id, KIP-345) joins, commits and stops: it sends no LeaveGroup, so the group
     stays Stable with it holding the partitions until its session times out."""
     consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_instance_id=f"{group}-canary", session_timeout_ms=SESSION_MS)
+                             group_instance_id=f"{group}-canary", session_timeout_ms=SESSION_MS,
+                             max_poll_interval_ms=REBALANCE_MS)
     wait_for("the static member's metadata", lambda: consumer.partitions_for_topic(topic), 60)
     consumer.subscribe([topic])
     wait_for("the static member's assignment", lambda: consumer.poll(timeout_ms=200) is not None
@@ -112,18 +117,18 @@ from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 bootstrap, group, topic, offset, session = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False,
-                         session_timeout_ms=session)
+                         session_timeout_ms=session, max_poll_interval_ms=15000)
 while not consumer.partitions_for_topic(topic):
     time.sleep(0.2)
 consumer.subscribe([topic])
 while not consumer.assignment():
-    consumer.poll(timeout_ms=200)
+    consumer.poll(timeout_ms=3000)
 while True:
     try:
         consumer.commit({tp: OffsetAndMetadata(offset, "", -1) for tp in consumer.assignment()})
         break
     except (CommitFailedError, RebalanceInProgressError):   # a rebalance under way: poll, rejoin, commit
-        consumer.poll(timeout_ms=200)
+        consumer.poll(timeout_ms=3000)
 print("committed", flush=True)
 sys.stdin.read()
 """
@@ -135,7 +140,9 @@ def crashed_member_commit(bootstrap: str, group: str, topic: str, offset: int) -
     process = subprocess.Popen([sys.executable, "-c", CRASHING, bootstrap, group, topic, str(offset), str(SESSION_MS)],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert process.stdout.readline().strip() == "committed", "the crashing consumer never committed"
+        ready, _, _ = select.select([process.stdout], [], [], 180)
+        assert ready and process.stdout.readline().strip() == "committed", \
+            "timed out after 180s waiting for the crashing consumer to join its group and commit"
     finally:
         process.kill()
         process.wait(30)
@@ -143,11 +150,25 @@ def crashed_member_commit(bootstrap: str, group: str, topic: str, offset: int) -
 
 def member_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
     """A consumer joins the group (protocol type `consumer`), commits and leaves: the group is Empty."""
-    consumer = joined(bootstrap, group, topic)
+    consumer = joined(bootstrap, group, topic, rebalance_ms=REBALANCE_MS)
     try:
         settled_commit(consumer, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
     finally:
         consumer.close()
+
+
+def transaction_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """A producer sends `offsets` for `group` inside a transaction without the group's generation (as before
+    KIP-447) and commits it: the coordinator takes it even while the group has members."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{group}-txn")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+                                              for p, o in offsets.items()}, group)
+        producer.commit_transaction()
+    finally:
+        producer.close()
 
 
 def aborted_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
@@ -213,14 +234,17 @@ def seed(cluster, zk, kafka_admin, prefix: str, names: dict[str, str]) -> tuple[
     admin_commit(kafka_admin, names["once"], topic, {0: 5, 1: 6})   # as ZooKeeper: the watch's commit moves it
     admin_commit(kafka_admin, names["renewed"], topic, ZK_OFFSETS, RENEWAL)   # zk2kafka moved it
     member_commit(bootstrap, names["switched"], topic, {0: 40, 1: 50})
+    held = joined(bootstrap, names["txn"], topic)   # holds the partitions, commits nothing itself
+    transaction_commit(bootstrap, names["txn"], topic, {0: 90, 1: 90})
+    held.close(autocommit=False)
     live = joined(bootstrap, names["live"], topic)
     settled_commit(live, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in {0: 60, 1: 70}.items()})
     assigning = Assigning(bootstrap, names["assigning"], topic, {0: 30, 1: 31})
     return topic, assigning, live
 
 
-CASES = ("outside-low", "outside-high", "reset", "canary", "aborted", "once", "renewed", "switched", "assigning",
-         "live", "static", "crashed")
+CASES = ("outside-low", "outside-high", "reset", "canary", "aborted", "once", "renewed", "txn", "switched",
+         "assigning", "live", "static", "crashed")
 TAKEN_OVER = {"switched", "assigning", "live"}
 BLOCKED = sorted(set(CASES) - TAKEN_OVER)
 HOLDING = ("static", "crashed")   # a live group's members hold the partitions: the diff and sync see it live
@@ -307,6 +331,8 @@ def check_gate(code: int, data: dict, prefix: str) -> None:
     assert "by member " in verdicts["switched"]["taken_over_offsets"][0]
     assert "seen consuming" in verdicts["assigning"]["taken_over_offsets"][0]
     assert "by member " in verdicts["live"]["taken_over_offsets"][0]
+    for line in verdicts["txn"]["differs"]:   # a transaction's commit while the group had a member
+        assert "Kafka 90 (" in line and "in a transaction while the group had 1 member(s)" in line, line
     for case in HOLDING:   # holding the partitions, gone: what it committed before ZooKeeper's last write stands
         assert verdicts[case]["kafka_state"] == "Stable" and verdicts[case]["kafka_members"] == 1, verdicts[case]
         for line in verdicts[case]["differs"]:
@@ -371,6 +397,7 @@ def test_the_gate_the_diff_and_sync_agree_on_evidence(cluster, zk, zk_chroot, ka
     held = kafka_offsets(kafka_admin, list(names.values()))
     assert held[names["outside-low"]] == {(topic, 0): (1, ""), (topic, 1): (1, "")}, "sync moved another's offset"
     assert held[names["canary"]] == {(topic, 0): (100, ""), (topic, 1): (100, "")}, "sync moved another's offset"
+    assert held[names["txn"]] == {(topic, 0): (90, ""), (topic, 1): (90, "")}, "sync moved txn's offset"
     for case in ("aborted", "renewed", *HOLDING):
         assert held[names[case]] == {(topic, 0): (100, ""), (topic, 1): (100, "")}, f"sync moved {case}'s offset"
 

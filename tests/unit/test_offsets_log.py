@@ -13,6 +13,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from migrate.kafka.clocks import Clocks
+from migrate.kafka import takeover
 from migrate.kafka.offsets_log import partition_for
 from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.offsets_log.partition import PartitionLog
@@ -160,6 +161,29 @@ def test_transactions_are_resolved_by_their_markers_as_the_coordinator_resolves_
     assert groups["g"].committed(("t", 3)) is None
     # the quick look at the newest record's value (the gate's and sync's check against Kafka's) agrees
     assert [groups["g"].newest_offset(("t", p)) for p in range(4)] == [100, 30, 77, None]
+
+
+def test_a_transactions_commit_while_the_group_has_members_is_no_members_by_itself():
+    # m-1 is assigned t-0; a producer commits t-0 in a transaction: the record does not say whether it carried
+    # m-1's generation, so only the watch can show a consumer there.
+    groups = {"g": GroupLog("g")}
+    log = PartitionLog(groups, watch_from=3)
+    apply(log, [(r.group_key("g"), r.group_value(4, [("m-1", {"t": [0]})], state_ms=T0))], 0)
+    apply(log, [commit("g", 0, 90)], 1, producer_id=8, transactional=True)
+    apply(log, [r.marker(commit=True)], 2, producer_id=8, transactional=True, control=True)
+    by = groups["g"].committed(("t", 0)).by
+    assert by.transactional and by.members == 1 and by.member.member_id == "m-1"
+    writer, words = takeover.committer(groups["g"].committed(("t", 0)), None, watching=True)
+    assert writer == takeover.TRANSACTIONAL and "the record does not show the member's generation" in words
+    # Committing on in transactions during the watch, moving forward: seen consuming.
+    for i, offset in enumerate((91, 95)):
+        apply(log, [commit("g", 0, offset)], 3 + 2 * i, producer_id=8, transactional=True)
+        apply(log, [r.marker(commit=True)], 4 + 2 * i, producer_id=8, transactional=True, control=True)
+    commit_ = groups["g"].committed(("t", 0))
+    assert takeover.committer(commit_, groups["g"].watched(("t", 0)), watching=True)[0] == takeover.WATCHED
+    # A plain commit by the member is the member's.
+    apply(log, [commit("g", 0, 99)], 7)
+    assert takeover.committer(groups["g"].committed(("t", 0)), None, watching=False)[0] == takeover.MEMBER
 
 
 def test_commits_during_the_watch_are_counted_from_the_watchs_mark_in_the_log():

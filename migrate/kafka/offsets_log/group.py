@@ -5,6 +5,10 @@ zk2kafka watched. Pure; partition.py applies the records here in log order.
 Commits during the watch are kept by partition and by their metadata: zk2kafka's own (a run's
 metadata, or a custom --metadata the caller names) never count as a consumer's (`watched`).
 
+A transaction's offset commit is a member's by no record: whether it carried the group's
+generation is not written, and a producer may send offsets for a group with members without it
+(Membership.transactional; takeover.py then asks the watch).
+
 A commit is a member's only where the log shows the group with members at that moment: the
 group's metadata record before it names members (classic; or KIP-848 member records not yet
 deleted). The coordinator refuses a commit from outside the group while it has members, so a
@@ -35,10 +39,19 @@ class Membership(NamedTuple):
     protocol_type: str
     member: Member | None
     covered: bool | None
+    transactional: bool = False   # applied by its transaction's COMMIT marker
 
 
 NO_MEMBER = Membership(0, None, "", None, None)
 NOW = object()   # a commit applied as it is read: the group as it stands
+
+
+class InTransaction(NamedTuple):
+    """The group as it stood at a transaction's offset commit: kept so, as the record does not
+    say whether the commit carried the group's generation (a producer sends offsets for a group
+    with or without its consumer's, KIP-447)."""
+
+    state: object
 
 
 class Commit(NamedTuple):
@@ -101,7 +114,7 @@ class GroupLog:
             self.fresh.append(key)
         elif state is not NOW and held[0] > log_offset:
             return
-        self.raw[key] = (log_offset, value, self.now if state is NOW else state)
+        self.raw[key] = (log_offset, value, self.now if state is NOW else InTransaction(state))
         if during_watch:
             self.watch(key, value)
 
@@ -246,6 +259,8 @@ class GroupLog:
 
 def membership(state: object, key: Key) -> Membership:
     """The group as `state` (GroupLog.state's answer) shows it, for a commit of `key`."""
+    if isinstance(state, InTransaction):
+        return membership(state.state, key)._replace(transactional=True)
     if state is None:
         return NO_MEMBER
     if isinstance(state, GroupMetadata):
