@@ -16,7 +16,7 @@ import pytest
 from migrate.diff import schema as s
 from migrate.diff.offset_diff import Policy
 from migrate.diff.run import run_diff
-from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.kafka.snapshot import GROUP, KAFKA_SCHEMA, OFFSET, PARTITION, REFUSED, not_authorized
 from migrate.jvm.server import wait_until
 from migrate.testing.spark import StandaloneSpark
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
@@ -93,8 +93,11 @@ def snapshots(tmp_path):
         if g % 6 == 0:                                                     # UNKNOWN_PARTITION: topic, partition
             zk.append(zk_row(group, "deleted-topic", 0, 5))
             zk.append(zk_row(group, "orders", 99, 5))
+        if g % 7 == 3:                                                     # TOPIC_NOT_AUTHORIZED
+            zk.append(zk_row(group, "secret-topic", 0, 5))
         if g % 30 == 11:                                                   # an unlistable directory
             zk.append(zk_row(group, None, None, None, status="UNREADABLE", raw=""))
+    kafka.append({"kind": REFUSED, "topic": "secret-topic", "error": not_authorized("secret-topic")})
     kafka.append({"kind": OFFSET, "group": "kafka-only-group", "topic": "orders", "partition": 0,
                   "committed_offset": 1, "metadata": ""})                  # not ours: must not appear
     zk_path, kafka_path = tmp_path / "zk.parquet", tmp_path / "kafka.parquet"

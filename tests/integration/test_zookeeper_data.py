@@ -11,6 +11,7 @@ plan executed), and a new consumer of each group starts exactly where the old on
 from __future__ import annotations
 
 import json
+import multiprocessing.util
 import os
 import shutil
 import tempfile
@@ -34,13 +35,14 @@ QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 @pytest.fixture(autouse=True)
 def copies_left_behind(monkeypatch):
     """Where zk2kafka makes its copies in these tests; after each, no copy and no process of it
-    is left. A folder of the system's temp root, not under tmp_path: multiprocessing's fork server
-    listens on a socket in it, and a parallel worker's tmp_path is too long for one (AF_UNIX)."""
+    is left. multiprocessing's own folder (its fork server's socket, for --zk-readers) is made
+    first, in the system's temp root: under the patched one it would go with it, and a parallel
+    worker's tmp_path is too long for a socket's path (AF_UNIX)."""
+    multiprocessing.util.get_temp_dir()
     folder = Path(tempfile.mkdtemp(prefix="zk2kafka-t-"))
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     yield folder
     try:
-        # (multiprocessing keeps a folder of its own there too, for --zk-readers' fork server)
         copies = list(folder.glob("zk2kafka-zookeeper-data-*"))
         assert copies == [], "the copy was not removed"
         running = [pid for pid in os.listdir("/proc") if pid.isdigit()

@@ -53,12 +53,13 @@ from migrate.diff.offset_diff import Policy
 from migrate.diff.schema import PLAN_ORDER
 from migrate.diff.run import run_diff
 from migrate.kafka import takeover
-from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION
+from migrate.kafka.snapshot import COMMIT, GROUP, KAFKA_SCHEMA, OFFSET, PARTITION, REFUSED, not_authorized
 from migrate.zk.reader import SCHEMA as ZK_SCHEMA
 
 
 LOG_START, LOG_END = 1_000, 50_000_000
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+SECRET_TOPIC = "secret-topic"
 
 
 def _mod(a, n: int):
@@ -90,6 +91,8 @@ def synthesize(groups: int, partitions: int, topics: int, topic_partitions: int)
     topic = _named("topic-", _mod(pc.add(g, slot), topics), 3)
     # One group in 97 reads a topic that has since been deleted: UNKNOWN_PARTITION.
     topic = pc.if_else(pc.and_(_is(g, 97, 5), pc.equal(slot, 0)), pa.scalar("deleted-topic"), topic)
+    # One group in 89 reads a topic zk2kafka may not describe: TOPIC_NOT_AUTHORIZED.
+    topic = pc.if_else(pc.and_(_is(g, 89, 7), pc.equal(slot, 0)), pa.scalar(SECRET_TOPIC), topic)
     group = _named("group-", g, 6)
 
     offset = pc.add(LOG_START, _mod(pc.multiply(i, 7919), LOG_END - LOG_START))
@@ -130,6 +133,7 @@ def _kafka(zk: pa.Table, g, i, groups: int, partitions: int, topics: int, topic_
            slots: int) -> pa.Table:
     rows = [{"kind": PARTITION, "topic": f"topic-{t:03d}", "partition": p, "log_start": LOG_START,
              "log_end": LOG_END, "leader": 0} for t in range(topics) for p in range(topic_partitions)]
+    rows.append({"kind": REFUSED, "topic": SECRET_TOPIC, "error": not_authorized(SECRET_TOPIC)})
     for n in range(groups):
         known = n % 10 == 0  # every 10th group already commits to Kafka; one in 100 of those is live
         live = n % 100 == 10
