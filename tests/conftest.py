@@ -50,10 +50,15 @@ def pytest_xdist_make_scheduler(config, log):
     return Scoped(config, log)
 
 
+# The longest units first, so that no worker is left with one at the end while the others idle.
+FIRST = ("tests/integration/test_runbooks.py", "tests/compat/test_releases.py", "tests/faults/")
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if any(d in item.nodeid.replace(os.sep, "/") for d in ("tests/integration", "tests/compat/test_releases")):
             item.add_marker(pytest.mark.integration)
+    items.sort(key=lambda item: not item.nodeid.replace(os.sep, "/").startswith(FIRST))   # stable: modules whole
 
 
 def pytest_configure(config):

@@ -99,27 +99,18 @@ def takeover_evidence(bootstrap: str, group: str, partitions) -> None:
     every partition, whose commits read as a member's, assigned each partition."""
     import time
 
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
     from kafka.admin import KafkaAdminClient
-    from kafka.errors import RebalanceInProgressError
     from kafka.structs import OffsetAndMetadata
 
+    from support.consumers import REBALANCE_MS, joined, settled_commit
     from support.records import read_groups
 
     member_group = f"{group}-member"
-    consumer = KafkaConsumer(TOPIC, group_id=member_group, bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = joined(bootstrap, member_group, TOPIC, rebalance_ms=REBALANCE_MS)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            consumer.poll(timeout_ms=200)
-            if len(consumer.assignment()) == len(partitions):
-                try:
-                    consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(1, "", -1) for p in partitions})
-                    break
-                except RebalanceInProgressError:   # a rebalance still settling: poll on
-                    continue
-        else:
-            raise AssertionError(f"{member_group}: no member commit within 60s")
+        assert len(consumer.assignment()) == len(partitions), consumer.assignment()   # the one member: all of them
+        settled_commit(consumer, {TopicPartition(TOPIC, p): OffsetAndMetadata(1, "", -1) for p in partitions})
     finally:
         consumer.close()
 

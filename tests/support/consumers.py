@@ -9,10 +9,18 @@ import time
 from kafka import KafkaConsumer
 
 
-def joined(bootstrap: str, group: str, topic: str, timeout: float = 60) -> KafkaConsumer:
+# A short rebalance timeout (max.poll.interval.ms) for a consumer that commits and leaves at once: a JoinGroup a
+# loaded host sent twice leaves a member the group waits for this long before it settles without it (300 s by
+# default). Not for one that stays a member without polling: past it, the client leaves its group.
+REBALANCE_MS = 15_000
+
+
+def joined(bootstrap: str, group: str, topic: str, timeout: float = 60,
+           rebalance_ms: int | None = None) -> KafkaConsumer:
     """A consumer of `group` subscribed to `topic` and assigned partitions of it; it commits nothing itself."""
+    short = {"max_poll_interval_ms": rebalance_ms} if rebalance_ms is not None else {}
     consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="earliest")
+                             auto_offset_reset="earliest", **short)
     deadline = time.monotonic() + timeout
     # Subscribe once the consumer's metadata has the topic: else the assignor hands out nothing until the next
     # metadata refresh.
@@ -20,17 +28,17 @@ def joined(bootstrap: str, group: str, topic: str, timeout: float = 60) -> Kafka
         time.sleep(0.2)
     consumer.subscribe([topic])
     while not consumer.assignment() and time.monotonic() < deadline:
-        consumer.poll(timeout_ms=300)
+        consumer.poll(timeout_ms=1000)   # a whole join on a loaded host: a poll ending mid-join starts it over
     assert consumer.assignment(), f"{group}: the consumer never joined its group"
     return consumer
 
 
 def settled_commit(consumer: KafkaConsumer, offsets: dict) -> None:
-    """`consumer.commit(offsets)` once its group has settled: a commit during a rebalance (a static member's first
-    join may bring a second) is refused, and polling lets the consumer rejoin."""
+    """`consumer.commit(offsets)` once its group has settled: the client refuses a commit while it rebalances (a
+    first join may bring a second), and polling lets it finish."""
     from kafka.errors import CommitFailedError, RebalanceInProgressError
 
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 4 * REBALANCE_MS / 1000
     while True:
         try:
             consumer.commit(offsets)
@@ -38,7 +46,9 @@ def settled_commit(consumer: KafkaConsumer, offsets: dict) -> None:
         except (RebalanceInProgressError, CommitFailedError):
             if time.monotonic() > deadline:
                 raise
-            consumer.poll(timeout_ms=200)
+            # Long enough for a whole JoinGroup and SyncGroup on a loaded host: a poll that ends in the middle
+            # leaves the client rebalancing still.
+            consumer.poll(timeout_ms=3000)
 
 
 class Member(threading.Thread):
