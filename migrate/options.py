@@ -313,6 +313,13 @@ OPTIONS: tuple[Option, ...] = (
            "Kafka's clock over ZooKeeper's the run measures: the two clocks are two servers', "
            "and a pair closer than it shows nothing (e.g. 1m; migrate/kafka/clocks.py)",
            commands=PLAN_COMMANDS + ("ready-for-kraft",), metavar="DURATION", recorded=True),
+    # The clock probe (migrate/zk/clock.py): the one znode the gate writes.
+    Option("no_clock_probe", "bool", False,
+           "ready-for-kraft, sync --execute: do not create and delete the ephemeral znode "
+           "/zk2kafka/clock-N that measures ZooKeeper's clock from both sides (the gate's one "
+           "write to ZooKeeper, never under /consumers); ZooKeeper's clock is then bounded from "
+           "below only, and the evidence says so",
+           commands=("ready-for-kraft", "sync")),
     # ready-for-kraft's search of the whole ensemble (migrate/zk/ensemble.py) and what the
     # operator leaves in ZooKeeper on purpose.
     Option("leave_behind", "regexes", (),

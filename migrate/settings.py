@@ -86,6 +86,7 @@ class Settings:
     stop_after: float | None = None
     quiet_for: float = 120.0   # sync's ready and ready-for-kraft's watch (migrate/zk/quiet.py)
     clock_margin: float = 60.0   # the takeover rule's margin between two servers' clocks
+    no_clock_probe: bool = False   # the gate's and sync's one write outside a run: forbidden
     translate_via_mm2: str | None = None
     mm2_target_alias: str | None = None
     offset_syncs_bootstrap_server: str | None = None

@@ -11,6 +11,9 @@ look newer than it is: an old commit could pass for a takeover. What bounds each
   most the difference (sync's commits);
 - a znode written before the moment zk2kafka saw the write shows ZooKeeper ahead by at least
   mtime minus that moment (a write seen during a watch; every change sync mirrors);
+- the clock probe, an ephemeral znode the gate and `sync --execute` create and delete
+  (migrate/zk/clock.py), stamped between the create's send and its answer, bounds the current
+  ZooKeeper leader's clock both ways;
 - a broker's registration in ZooKeeper (`/brokers/ids/N`: the broker's clock in `timestamp`,
   ZooKeeper's in the znode's ctime, taken a round trip apart) shows that broker's clock ahead of
   ZooKeeper's by at least `timestamp - ctime`.
@@ -18,14 +21,24 @@ look newer than it is: an old commit could pass for a takeover. What bounds each
 From them, Kafka's lead over ZooKeeper (`Lead`): at most the highest broker bound less ZooKeeper's
 lowest, where both are measured; where one is not, the margin is assumed there, on top of the
 largest lead measured (a broker found 5 minutes ahead widens the margin by 5 minutes even when
-nothing bounds it from above). Pure: the readers feed it.
+nothing bounds it from above; so does a ZooKeeper leader shown 5 minutes behind, unless a broker
+is shown behind too). Pure: the readers feed it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
+
+
+class ClockProbe(Protocol):
+    """A znode zk2kafka created to measure ZooKeeper's clock, as migrate/zk/clock.py made it."""
+
+    sent: float
+    answered: float
+    ctime_ms: int
+    how: str
 
 
 class Bound(NamedTuple):
@@ -52,6 +65,7 @@ class Clocks:
     zk_lo: Bound | None = None
     zk_hi: Bound | None = None
     registered: dict[int, Bound] = field(default_factory=dict)   # broker's lead over ZooKeeper
+    zk_unmeasured: str | None = None   # why the clock probe did not bound ZooKeeper's from above
 
     def kafka_read(self, broker: int, stamped_ms: int, read_at: float) -> None:
         """A record broker `broker` stamped, in an answer that came back at `read_at`."""
@@ -63,13 +77,23 @@ class Clocks:
         self.brokers_hi[broker] = _upper(self.brokers_hi.get(broker), stamped_ms / 1000 - sent_at,
                                          "a commit zk2kafka made")
 
-    def zk_seen(self, mtime_ms: int, seen_at: float) -> None:
+    def zk_seen(self, mtime_ms: int, seen_at: float, how: str = "a znode write seen") -> None:
         """A znode ZooKeeper stamped `mtime_ms`, seen written by `seen_at`."""
-        self.zk_lo = _lower(self.zk_lo, mtime_ms / 1000 - seen_at, "a znode write seen")
+        self.zk_lo = _lower(self.zk_lo, mtime_ms / 1000 - seen_at, how)
 
-    def zk_written(self, sent_at: float, mtime_ms: int) -> None:
+    def zk_written(self, sent_at: float, mtime_ms: int,
+                   how: str = "a znode zk2kafka wrote") -> None:
         """A znode zk2kafka wrote at `sent_at`, stamped `mtime_ms` by ZooKeeper."""
-        self.zk_hi = _upper(self.zk_hi, mtime_ms / 1000 - sent_at, "a znode zk2kafka wrote")
+        self.zk_hi = _upper(self.zk_hi, mtime_ms / 1000 - sent_at, how)
+
+    def zk_probed(self, probed: ClockProbe | str) -> None:
+        """The clock probe's znode (migrate/zk/clock.py): stamped after the create was sent and
+        before its answer came back; or why there was none."""
+        if isinstance(probed, str):
+            self.zk_unmeasured = probed
+            return
+        self.zk_written(probed.sent, probed.ctime_ms, probed.how)
+        self.zk_seen(probed.ctime_ms, probed.answered, probed.how)
 
     def broker_registered(self, broker: int, timestamp_ms: int, ctime_ms: int) -> None:
         """A broker's registration: its own clock's `timestamp_ms`, ZooKeeper's ctime."""
@@ -99,7 +123,11 @@ class Clocks:
         lows = [bound.seconds - zk_hi for bound in self.brokers_lo.values()]
         lows += [bound.seconds for bound in self.registered.values()]
         lo = max(lows) if lows else None
-        return Lead(lo, hi, self)
+        # ZooKeeper shown behind zk2kafka's clock (the clock probe): Kafka's lead is at least as
+        # much where no broker is shown behind too, whatever bounds their clocks from below.
+        shown_behind = any(b.seconds < 0 for b in self.brokers_hi.values())
+        behind = -zk_hi if zk_hi < 0 and not shown_behind else None
+        return Lead(lo, hi, self, behind)
 
 
 class Lead(NamedTuple):
@@ -109,12 +137,13 @@ class Lead(NamedTuple):
     lo: float | None
     hi: float | None
     clocks: Clocks | None = None
+    zk_behind: float | None = None   # ZooKeeper's clock behind zk2kafka's by at least (s)
 
     def widened(self, margin: float) -> float:
         """The margin a commit must be newer than ZooKeeper's write by: `margin` on top of the
         measured lead (the larger of its bounds: a registration's lower bound may be older than
-        a commit's upper one), never below `margin`."""
-        lead = max((x for x in (self.hi, self.lo) if x is not None), default=None)
+        a commit's upper one; ZooKeeper shown behind, the brokers not), never below `margin`."""
+        lead = max((x for x in (self.hi, self.lo, self.zk_behind) if x is not None), default=None)
         return float(math.ceil(margin + lead)) if lead is not None and lead > 0 else margin
 
     @property
@@ -132,7 +161,8 @@ class Lead(NamedTuple):
                                    "ahead_of_zookeeper_at_least": bound(c.registered.get(b))}
                           for b in sorted(set(c.brokers_lo) | set(c.brokers_hi)
                                           | set(c.registered))},
-                "zookeeper": {"ahead_at_least": bound(c.zk_lo), "ahead_at_most": bound(c.zk_hi)},
+                "zookeeper": {"ahead_at_least": bound(c.zk_lo), "ahead_at_most": bound(c.zk_hi),
+                              "not_measured_from_above": c.zk_unmeasured},
                 "lead_at_least": None if self.lo is None else round(self.lo, 3),
                 "lead_at_most": None if self.hi is None else round(self.hi, 3),
                 "margin": margin, "effective_margin": round(self.widened(margin), 3),

@@ -49,6 +49,7 @@ from migrate.ready.watch import COMMIT_INTERVAL, WriteWatch, short_watch
 from migrate.settings import Settings
 from migrate.state import StateDir, iso, new_run_id
 from migrate.zk.brokers import registrations
+from migrate.zk.clock import NOT_PROBED, probe
 from migrate.zk.client import close, connect
 from migrate.zk.ensemble import bare, search
 from migrate.zk.quiet import Stamp, moved_within, seconds
@@ -130,6 +131,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
         read_done = time.time()
         liveness = _liveness(client, reader, groups)
         registered = registrations(client, _cluster_id(admin))
+        probed = NOT_PROBED if settings.no_clock_probe else probe(client)
     finally:
         close(client)
     moved = _moved(first, final, watch.seen, since=min(started, ended - settings.quiet_for))
@@ -156,7 +158,7 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
         clocks_unknown = agreed(kafka, offsets_log, lambda moved: fetch_committed(
             admin, RetryPolicy(), moved).found)
     with_log(kafka, offsets_log, clocks_unknown)
-    clocks = lead(offsets_log.clocks, registered, final, read_done)
+    clocks = lead(offsets_log.clocks, registered, final, read_done, probed)
     margin = Margin(settings.clock_margin, clocks)
     journal = (Journal.open(settings.state_dir)
                if (settings.state_dir / "journal.sqlite").exists() else None)

@@ -19,6 +19,7 @@ from migrate.kafka.offsets_log import OffsetsLog, Unreadable
 from migrate.kafka.takeover import NO_RECORD
 from migrate.ready.rules import KafkaGroup
 from migrate.zk.brokers import Registration
+from migrate.zk.clock import Probe
 
 log = logging.getLogger(__name__)
 READ_BUDGET = 300.0   # seconds reading __consumer_offsets may take in all (docs/performance.md)
@@ -119,13 +120,16 @@ def agreed(kafka: dict[str, KafkaGroup], offsets_log: OffsetsLog,
 
 
 def lead(clocks: Clocks, registered: list[Registration], final: list[dict],
-         read_done: float) -> Lead:
+         read_done: float, probed: Probe | str) -> Lead:
     """Kafka's lead over ZooKeeper, from what this run read: the records of __consumer_offsets,
-    the brokers' registrations, and the znodes of the final read (each written before that read
-    came back: the latest, written during the watch, bounds ZooKeeper's clock best)."""
+    the brokers' registrations, the clock probe (or why there was none), and the znodes of the
+    final read (each written before that read came back: the latest, written during the watch,
+    bounds ZooKeeper's clock from below)."""
     for r in registered:
         clocks.broker_registered(r.broker, r.timestamp_ms, r.ctime_ms)
+    clocks.zk_probed(probed)
     latest = max((row["mtime_s"] for row in final if row["mtime_s"] is not None), default=None)
     if latest is not None:
         clocks.zk_seen(int(latest * 1000), read_done)
     return clocks.lead()
+

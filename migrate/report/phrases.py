@@ -280,6 +280,9 @@ def clocks(found: dict | None) -> list[str]:
                                                                   "at most")
     if of_host:
         said.append("ZooKeeper ahead by " + " and ".join(of_host))
+    if zk.get("not_measured_from_above"):
+        said.append(f"ZooKeeper's clock not bounded from above: {zk['not_measured_from_above']}, "
+                    f"so a ZooKeeper behind is not seen")
     tail = ("; nothing bounded Kafka's lead from above: the margin is assumed on that side"
             if found["assumed"] else "")
     return [f"clocks: the takeover's margin {found['effective_margin']:g}s (--clock-margin "

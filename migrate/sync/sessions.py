@@ -33,6 +33,7 @@ from migrate.sync.renames import SyncRenames
 from migrate.sync.service import Health
 from migrate.zk.brokers import registrations
 from migrate.zk.client import close, connect
+from migrate.zk.clock import DRY_RUN, NOT_PROBED, probe
 from migrate.zk.scan import ReaderOptions, make_reader
 
 
@@ -62,13 +63,15 @@ class FollowOptions:
     writers: int
     mapping: GroupMap = GroupMap()
     clock_margin: float = takeover.MARGIN
+    no_clock_probe: bool = False
 
     @classmethod
     def of(cls, settings: Settings) -> FollowOptions:
         return cls(settings.connection, ReaderOptions.of(settings), settings.state_dir,
                    not settings.execute, settings.parallelism, settings.rescan_every,
                    settings.renew_every, settings.quiet_for, not settings.no_group_metrics,
-                   settings.writers, group_map.chosen(settings), settings.clock_margin)
+                   settings.writers, group_map.chosen(settings), settings.clock_margin,
+                   settings.no_clock_probe)
 
 
 def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdminClient,
@@ -92,6 +95,8 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
     followed = FollowedLog(admin, features, writer, metadata,
                            registrations(client, _cluster_id(admin, features)), options.connection)
     followed.start_watch()
+    followed.reader.clocks.zk_probed(DRY_RUN if options.dry_run   # writes nothing, not even it
+                                     else NOT_PROBED if options.no_clock_probe else probe(client))
 
     def commit_evidence(groups: list[str]):
         # Once a pass, for the groups holding values zk2kafka did not write: read on from where

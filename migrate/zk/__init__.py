@@ -7,5 +7,6 @@
   wrote; `ensemble`: the search of the whole ensemble for other offsets trees;
 - `quiet`: whether a group's offsets are still, the rule `sync` and `ready-for-kraft` share;
   `brokers`: the brokers' registrations, a measure of their clocks against ZooKeeper's;
+  `clock`: the clock probe, an ephemeral znode measuring ZooKeeper's leader's clock both ways;
 - `writer`: the conditional znode writer; `_compat`: kazoo's private names.
 """

@@ -237,6 +237,29 @@ def test_clocks_bound_each_server_and_widen_the_margin_by_the_measured_lead():
     assert behind.lead().widened(60) == 60   # never narrower than the margin given
 
 
+def test_a_zookeeper_clock_probed_behind_widens_the_margin_unless_a_broker_is_shown_behind_too():
+    class Probed:
+        sent, answered, ctime_ms, how = 1_000_000.0, 1_000_000.2, 999_700_100, "the clock probe /zk2kafka/clock-1"
+
+    clocks = Clocks()
+    clocks.broker_registered(0, timestamp_ms=5_000_000, ctime_ms=5_000_000)   # registered when the clocks agreed
+    clocks.kafka_read(0, stamped_ms=999_000_000, read_at=1_000_000.3)           # an old record: a weak bound
+    assert clocks.lead().widened(1) == 1
+    clocks.zk_probed(Probed())                                                  # ZooKeeper 299.9 s behind at most
+    lead = clocks.lead()
+    assert round(lead.zk_behind, 1) == 299.9 and lead.widened(1) == 301
+    assert lead.to_json(1)["zookeeper"]["ahead_at_most"] == {"seconds": -299.9, "by": Probed.how}
+    assert lead.to_json(1)["zookeeper"]["not_measured_from_above"] is None
+    clocks.kafka_sent(0, sent_at=1_000_000.0, stamped_ms=999_800_000)          # the broker 200 s behind at most
+    assert clocks.lead().zk_behind is None and clocks.lead().widened(1) == 102  # its lead: 100.1 at most
+
+    unprobed = Clocks()
+    unprobed.zk_probed("the clock probe is forbidden (--no-clock-probe)")
+    assert unprobed.lead().widened(1) == 1
+    assert unprobed.lead().to_json(1)["zookeeper"]["not_measured_from_above"] == (
+        "the clock probe is forbidden (--no-clock-probe)")
+
+
 def test_a_fetch_request_and_answer_of_each_version():
     for version in (3, 4, 5, 7, 9, 11):
         request = fetch_codec.FetchRequest(version, "__consumer_offsets", {3: 40, 1: 7}, 1 << 20, 1 << 25).encoded(
