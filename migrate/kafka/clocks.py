@@ -92,7 +92,8 @@ class Clocks:
         if isinstance(probed, str):
             self.zk_unmeasured = probed
             return
-        self.zk_written(probed.sent, probed.ctime_ms, probed.how)
+        # ctime is whole milliseconds: the stamp may lie up to one later than it says
+        self.zk_written(probed.sent, probed.ctime_ms + 1, probed.how)
         self.zk_seen(probed.ctime_ms, probed.answered, probed.how)
 
     def broker_registered(self, broker: int, timestamp_ms: int, ctime_ms: int) -> None:

@@ -276,8 +276,11 @@ def clocks(found: dict | None) -> list[str]:
         said.append(f"broker {broker} ahead by " + " and ".join(of_host or ["?"])
                     + (f", and of ZooKeeper's clock by {of_zk[0]}" if of_zk else ""))
     zk = found["zookeeper"]
-    of_host = ahead(zk.get("ahead_at_least"), "at least") + ahead(zk.get("ahead_at_most"),
-                                                                  "at most")
+    lo, hi = zk.get("ahead_at_least"), zk.get("ahead_at_most")
+    of_host = ahead(lo, "at least") + ahead(hi, "at most")
+    if lo and hi and lo["by"] == hi["by"]:   # both by the clock probe: said once
+        of_host = [f"at least {round(lo['seconds'], 1) + 0.0:+.1f}s and at most "
+                   f"{round(hi['seconds'], 1) + 0.0:+.1f}s ({lo['by']})"]
     if of_host:
         said.append("ZooKeeper ahead by " + " and ".join(of_host))
     if zk.get("not_measured_from_above"):

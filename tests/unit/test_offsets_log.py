@@ -248,7 +248,7 @@ def test_a_zookeeper_clock_probed_behind_widens_the_margin_unless_a_broker_is_sh
     clocks.zk_probed(Probed())                                                  # ZooKeeper 299.9 s behind at most
     lead = clocks.lead()
     assert round(lead.zk_behind, 1) == 299.9 and lead.widened(1) == 301
-    assert lead.to_json(1)["zookeeper"]["ahead_at_most"] == {"seconds": -299.9, "by": Probed.how}
+    assert lead.to_json(1)["zookeeper"]["ahead_at_most"] == {"seconds": -299.899, "by": Probed.how}
     assert lead.to_json(1)["zookeeper"]["not_measured_from_above"] is None
     clocks.kafka_sent(0, sent_at=1_000_000.0, stamped_ms=999_800_000)          # the broker 200 s behind at most
     assert clocks.lead().zk_behind is None and clocks.lead().widened(1) == 102  # its lead: 100.1 at most
