@@ -132,4 +132,3 @@ def lead(clocks: Clocks, registered: list[Registration], final: list[dict],
     if latest is not None:
         clocks.zk_seen(int(latest * 1000), read_done)
     return clocks.lead()
-
