@@ -29,17 +29,21 @@ JSTAT = shutil.which("jstat")   # the JDK's; a JRE has none, and the GC counters
 
 
 def jvms() -> dict[str, int]:
-    found = {}
+    """Each store's JVM by its main class; of several (parallel test workers each start stores, and
+    stop their short-lived sandboxes), the longest running."""
+    found: dict[str, tuple[int, int]] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+            started = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        except (OSError, IndexError, ValueError):
+            continue   # gone meanwhile
         words = [w.decode(errors="replace") for w in argv]
         for name, main in MAINS.items():
-            if words and words[0].endswith("java") and any(w.startswith(main) for w in words):
-                found[name] = int(pid)
-    return found
+            if (words and words[0].endswith("java") and any(w.startswith(main) for w in words)
+                    and (name not in found or started < found[name][0])):
+                found[name] = (started, int(pid))
+    return {name: pid for name, (_, pid) in found.items()}
 
 
 def threads(pid: int) -> Counter:
@@ -91,7 +95,10 @@ def main(argv: list[str] | None = None) -> None:
     pids = jvms()
     if not pids:
         sys.exit("no broker or ZooKeeper JVM is running")
-    last = {name: (threads(pid), gc(pid)) for name, pid in pids.items()}
+    try:
+        last = {name: (threads(pid), gc(pid)) for name, pid in pids.items()}
+    except (OSError, IndexError):
+        sys.exit("a broker or ZooKeeper JVM stopped as it was first sampled")
     last_cores = cores()
     # Counted samples, not a deadline: jstat's own start-up may take longer than --for on a busy host.
     start = last_at = time.monotonic()
