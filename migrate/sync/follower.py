@@ -108,7 +108,7 @@ class Follower:
         self._dirty: set[str] = set()
         # Counts the changes the status file shows at once (a group ready, stopped, or with rows
         # it cannot mirror); the rest it shows every status interval.
-        self.changes = self._written = self.stops = 0   # stops: groups stopped, or stopped anew
+        self.changes = self._written = self.stops = 0   # stops: groups stopped
         self.readiness = Readiness(quiet_for, self._changed,
                                    functools.partial(journaled_zk_writes, journal))
         self._lock = threading.Lock()
@@ -194,7 +194,6 @@ class Follower:
         sweep = self.sweep
         due = sweep.due(time.monotonic())
         self.sync([n for n in due if self.groups[n].stopped is None], whole=True)
-        self.judge_stopped(due)
         sweep.done += len(due)
         if sweep.done < len(sweep.names):
             return
@@ -242,35 +241,6 @@ class Follower:
             self.groups[name].lag = lag(self.groups[name])
             self.readiness.judge(name, self.groups[name],
                                  unconfirmed=name in todo.changes and name not in done)
-
-    def judge_stopped(self, names: list[str]) -> None:
-        """Judge again the groups of `names` stopped as differing, on ZooKeeper and Kafka as they
-        stand and the evidence read since: one whose values a consumer is now shown to hold
-        (a member's commit, commits seen during sync's watch) is said to be taken over. Nothing
-        is committed for them: a stopped group stays stopped."""
-        names = [n for n in names if self.groups[n].stop_reason == "differs"]
-        if not names:
-            return
-        fetched = self._kafka_reads.submit(self.kafka.committed_many, names)
-        for name, read in self.watches.read(names, True).items():
-            self.groups[name].offsets = read.offsets
-        committed = fetched.result()
-        verdicts: dict[str, tuple[str, str]] = {}
-        decide(names, self.groups, committed, frozenset(), self.authorship,
-               lambda name, why, reason: verdicts.__setitem__(name, (why, reason)),
-               self.takeover.watching(self.renames.kafka_name, self.kafka.committed_many))
-        for name, (why, reason) in verdicts.items():
-            if reason == "taken_over":
-                self._taken_over_since(name, why)
-
-    def _taken_over_since(self, name: str, why: str) -> None:
-        group = self.groups[name]
-        group.stopped, group.stop_reason = why, "taken_over"
-        self.changes, self.stops = self.changes + 1, self.stops + 1
-        log.warning("sync: group %s, left alone as differing, was taken over since: %s",
-                    self.renames.named(name), why)
-        if not self.dry_run:
-            self.journal.set_group(self.run_id, name, j.SKIPPED, why)
 
     def _topics(self, names: list[str]) -> set[str]:
         return {topic for n in names for topic, _ in self.groups[n].offsets}
@@ -405,8 +375,7 @@ class Follower:
             return
         group.stopped, group.stop_reason = why, reason
         self.changes, self.stops = self.changes + 1, self.stops + 1
-        log.warning("sync: group %s is no longer synced: %s%s", self.renames.named(name), why,
-                    "; judged again at each re-scan" if reason == "differs" else "")
+        log.warning("sync: group %s is no longer synced: %s", self.renames.named(name), why)
         if not self.dry_run:
             self.journal.set_group(self.run_id, name, j.SKIPPED, why)
 
