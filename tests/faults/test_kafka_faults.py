@@ -18,7 +18,7 @@ from migrate import cli
 from migrate.kafka.writer import KafkaOffsetWriter
 
 from support.cli import zk2kafka_json
-from support.faults import brokers, coordinator_partition, kill9, restart_broker
+from support.faults import brokers, coordinator_partition, ensure_up, kill9, restart_broker
 from support.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -30,15 +30,21 @@ def leaders(admin) -> dict[int, int]:
     return {p["partition_index"]: p["leader_id"] for p in topic["partitions"]}
 
 
-def migrate_and_verify(case, capsys) -> None:
-    code, done, _ = zk2kafka_json("migrate", *case.args(), "--execute")
-    assert code == 0 and done["state"] == "done", (done.get("state"), done.get("failed"))
-    code, verified, _ = zk2kafka_json("verify", *case.args())
-    assert code == 0 and verified["verified"], verified.get("mismatched")
-    case.check(done["run"])
+def migrated(case) -> str:
+    """`migrate --execute` of the case's groups, done: its run id."""
+    code, done, err = zk2kafka_json("migrate", *case.args(), "--execute")
+    assert code == 0 and done["state"] == "done", (done.get("state"), done.get("failed"), err[-2000:])
+    return done["run"]
 
 
-def test_a_broker_killed_and_restarted_mid_run_is_survived(stores, fault_log, monkeypatch, capsys):
+def verified(case, run: str) -> None:
+    """A fresh diff finds every offset in sync, and the run's every value holds."""
+    code, data, err = zk2kafka_json("verify", *case.args())
+    assert code == 0 and data["verified"], (data.get("mismatched"), err[-2000:])
+    case.check(run)
+
+
+def test_a_broker_killed_and_restarted_mid_run_is_survived(stores, fault_log, monkeypatch):
     case = stores.case("broker-kill")
     case.seed(600, random.Random(f"{fault_log.seed}-broker-kill"))   # three write batches, two in flight
     victim = brokers(stores.cluster)[0]
@@ -56,15 +62,19 @@ def test_a_broker_killed_and_restarted_mid_run_is_survived(stores, fault_log, mo
     monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_many)
     old_pid = victim.pid
     with ThreadPoolExecutor(1) as pool:
-        run = pool.submit(migrate_and_verify, case, capsys)
+        run = pool.submit(migrated, case)
         assert killed.wait(180) or run.result(), "the run never committed"
         fault_log.fault("kafka broker kill -9 + restart")
         try:
             restart_broker(stores.cluster, stores.zk, 0)   # from the main thread: attached to the test session
         finally:
             back.set()
-        run.result(timeout=300)
+        run_id = run.result(timeout=300)
     assert victim.alive() and victim.pid != old_pid
+    # Checked once the restarted broker is whole again (answering, every replica in sync): a check made
+    # while it still loads its partitions tests the check's retries, not what the run left.
+    ensure_up(stores.cluster)
+    verified(case, run_id)
 
 
 def test_the_coordinator_stopping_mid_run_is_found_again(stores, fault_log, monkeypatch, capsys):
@@ -96,9 +106,7 @@ def test_the_coordinator_stopping_mid_run_is_found_again(stores, fault_log, monk
     assert stopped.locked() and not victim.alive()
     # Each group whose commit met the dead coordinator looks the new one up at once, not after a backoff.
     assert err.count("retrying (attempt") < len(names) // 10, err[-2000:]
-    code, verified, _ = zk2kafka_json("verify", *case.args())
-    assert code == 0 and verified["verified"], verified.get("mismatched")
-    case.check(done["run"])
+    verified(case, done["run"])
     after = wait_for("metadata without the stopped broker", lambda: leaders(stores.admin))
     moved = {after[coordinator_partition(g, partitions)] for g in names}
     assert victim_id not in moved, f"the groups are still coordinated by broker {victim_id}"

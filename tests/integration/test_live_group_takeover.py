@@ -151,7 +151,7 @@ def test_a_classic_group_holds_only_the_partitions_assigned_to_it(cluster, zk, z
     consumer = KafkaConsumer(f"{prefix}orders", group_id=group, bootstrap_servers=bootstrap,
                              enable_auto_commit=False, auto_offset_reset="earliest")
     try:
-        wait_for("the classic consumer's assignment", lambda: consumer.poll(timeout_ms=100) is not None
+        wait_for("the classic consumer's assignment", lambda: consumer.poll(timeout_ms=1000) is not None
                  and len(consumer.assignment()) == 2, timeout=60)
         code, v = verdict(zk_chroot, bootstrap, tmp_path / "state", group)
         check_held_by_partition(code, v, prefix, members=1)

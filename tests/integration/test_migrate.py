@@ -144,7 +144,7 @@ def test_a_group_that_turns_active_mid_run_fails_alone(cluster, zk, zk_chroot, k
             consumers.append(consumer)
             deadline = time.monotonic() + 60
             while not consumer.assignment() and time.monotonic() < deadline:
-                consumer.poll(timeout_ms=200)
+                consumer.poll(timeout_ms=1000)   # a whole join on a loaded host
         return real_commit(self, commits, metadata)
 
     monkeypatch.setattr(KafkaOffsetWriter, "commit_many", commit_after_a_consumer_joins)

@@ -65,7 +65,8 @@ class NewConsumer(threading.Thread):
 
     def run(self) -> None:
         while not self.halt.is_set():
-            for tp, records in self.consumer.poll(timeout_ms=200).items():
+            # Long enough for a whole join on a loaded host (tests/support/consumers.py); records end it sooner.
+            for tp, records in self.consumer.poll(timeout_ms=1000).items():
                 for r in records:
                     assert r.value == f"{tp.partition}:{r.offset}".encode(), r   # value names its offset
                     self.seen.append((tp.partition, r.offset))
@@ -140,8 +141,13 @@ def test_sync_mirrors_old_consumers_and_a_rolling_switch_skips_nothing(cluster, 
             reader.close()   # else its metadata thread outlives the cluster, logging into a closed stream
         for g in groups:
             # A join, a rebalance and the fetches: 60 s ran out once on a machine at load 7.
-            wait_for(f"{g}'s new consumer to reach the log end", lambda g=g: all(
-                (tp.partition, o - 1) in set(new[g].seen) for tp, o in end.items()), timeout=120)
+            try:
+                wait_for(f"{g}'s new consumer to reach the log end", lambda g=g: all(
+                    (tp.partition, o - 1) in set(new[g].seen) for tp, o in end.items()), timeout=120)
+            except AssertionError as timed_out:
+                last = {p: max((o for q, o in new[g].seen if q == p), default=None) for p in range(partitions)}
+                raise AssertionError(f"{timed_out}: log end {({tp.partition: o for tp, o in end.items()})}, "
+                                     f"last seen {last}, assigned {new[g].consumer.assignment()}") from None
     finally:
         for c in new.values():
             c.halt.set()

@@ -104,7 +104,7 @@ def static_member_commit(bootstrap: str, group: str, topic: str, offsets: dict[i
                              max_poll_interval_ms=REBALANCE_MS)
     wait_for("the static member's metadata", lambda: consumer.partitions_for_topic(topic), 60)
     consumer.subscribe([topic])
-    wait_for("the static member's assignment", lambda: consumer.poll(timeout_ms=200) is not None
+    wait_for("the static member's assignment", lambda: consumer.poll(timeout_ms=1000) is not None
              and consumer.assignment(), 60)
     settled_commit(consumer, {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
     consumer.close()

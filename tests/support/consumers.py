@@ -62,5 +62,5 @@ class Member(threading.Thread):
 
     def run(self) -> None:
         while not self.halt.is_set():
-            self.consumer.poll(timeout_ms=200)
+            self.consumer.poll(timeout_ms=1000)   # a whole join on a loaded host
         self.consumer.close()
