@@ -126,6 +126,18 @@ def decide(names: list[str], groups: Mapping[str, GroupState],
     return todo
 
 
+def taken_over_since(names: list[str], groups: Mapping[str, GroupState],
+                     committed: Mapping[str, Held | GroupRejected], authorship: Authorship,
+                     judging: Judging) -> dict[str, str]:
+    """Of `names`, groups sync left alone as differing, those a consumer is now shown to hold (a
+    member's commit, commits seen during sync's watch), each with why: judged as `decide` judges,
+    on what they hold now; nothing of it is committed."""
+    verdicts: dict[str, tuple[str, str]] = {}
+    decide(names, groups, committed, frozenset(), authorship,
+           lambda name, why, reason: verdicts.__setitem__(name, (why, reason)), judging)
+    return {name: why for name, (why, reason) in verdicts.items() if reason == "taken_over"}
+
+
 def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, GroupState],
                            committed: Mapping[str, Held | GroupRejected],
                            stop: Callable[[str, str, str], None], judging: Judging,

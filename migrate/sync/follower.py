@@ -42,22 +42,20 @@ from migrate.journal import journal as j
 from migrate.journal.authorship import Authorship, Held
 from migrate.kafka.snapshot import IDLE_STATES
 from migrate.kafka.writer import GroupRejected, KafkaOffsetWriter
-from migrate.kafka.values import Key, label
+from migrate.kafka.values import Key
 from migrate.stores import OUTAGES
-from migrate.sync.decide import Takeover, decide
+from migrate.sync.decide import Takeover, decide, taken_over_since
 from migrate.sync.metrics import STOP_REASONS, SyncMetrics, lag
 from migrate.sync.outage import ZkOutage
 from migrate.sync.readiness import Readiness, journaled_zk_writes, note_moves
 from migrate.sync.renames import SyncRenames
 from migrate.sync.state import (GroupState, Sweep, SyncStatus, planned_row, show_offsets,
-                                status_line, write_status)
+                                status_line, unknown_partitions, write_status)
 from migrate.sync.watch import GroupWatches
 from migrate.zk.quiet import QUIET_FOR
 from migrate.zk.reader import ZkOffsetReader
 
 log = logging.getLogger(__name__)
-UNKNOWN = ("UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata"
-           " (deleted, or not visible to this client)")
 RETRY_OUTAGE_AFTER = 5.0   # seconds: a store away longer than the retries is tried again this soon
 SPREAD = 0.5   # a re-scan after the first reads its groups over this share of --rescan-every
 # Seconds from one pass's start to the next's at the least: the watches that fire meanwhile share
@@ -108,7 +106,7 @@ class Follower:
         self._dirty: set[str] = set()
         # Counts the changes the status file shows at once (a group ready, stopped, or with rows
         # it cannot mirror); the rest it shows every status interval.
-        self.changes = self._written = self.stops = 0   # stops: groups stopped
+        self.changes = self._written = self.stops = 0   # stops: groups stopped, or stopped anew
         self.readiness = Readiness(quiet_for, self._changed,
                                    functools.partial(journaled_zk_writes, journal))
         self._lock = threading.Lock()
@@ -194,6 +192,7 @@ class Follower:
         sweep = self.sweep
         due = sweep.due(time.monotonic())
         self.sync([n for n in due if self.groups[n].stopped is None], whole=True)
+        self.judge_stopped(due)
         sweep.done += len(due)
         if sweep.done < len(sweep.names):
             return
@@ -228,7 +227,7 @@ class Follower:
         added = self._topics(names) - before
         if added:
             known.update(self.partitions(sorted(added)))
-        self._unknown_partitions(names, known)
+        unknown_partitions([self.groups[n] for n in names], known)
         committed = fetched.result()
         for name in names:
             if not isinstance(committed[name], Exception):
@@ -242,20 +241,22 @@ class Follower:
             self.readiness.judge(name, self.groups[name],
                                  unconfirmed=name in todo.changes and name not in done)
 
+    def judge_stopped(self, names: list[str]) -> None:
+        """Judge again the groups of `names` stopped as differing (decide.taken_over_since): one
+        taken over since is said to be. Nothing is committed: a stopped group stays stopped."""
+        names = [n for n in names if self.groups[n].stop_reason == "differs"]
+        if not names:
+            return
+        fetched = self._kafka_reads.submit(self.kafka.committed_many, names)
+        for name, read in self.watches.read(names, True).items():
+            self.groups[name].offsets = read.offsets
+        for name, why in taken_over_since(names, self.groups, fetched.result(), self.authorship,
+                                          self.takeover.watching(self.renames.kafka_name,
+                                                                 self.kafka.committed_many)).items():
+            self._stop(name, why, "taken_over")
+
     def _topics(self, names: list[str]) -> set[str]:
         return {topic for n in names for topic, _ in self.groups[n].offsets}
-
-    def _unknown_partitions(self, names: list[str], known: dict[str, set[int]]) -> None:
-        """Rows for a topic or partition Kafka lacks (a deleted topic) move from the offsets to
-        the unmirrored rows. `known`: Kafka's partitions of the groups' topics. Known from
-        metadata before any commit: Kafka answers such a commit with a retriable error, and the
-        retries would stall every group of the cycle."""
-        for name in names:
-            group = self.groups[name]
-            for topic, partition in list(group.offsets):
-                if partition not in known.get(topic, ()):
-                    del group.offsets[topic, partition]
-                    group.unmirrored[label((topic, partition))] = UNKNOWN
 
     def _judge_again(self) -> None:
         """Judge again the groups whose quiet window ended with no change read since (one with
@@ -371,11 +372,14 @@ class Follower:
     def _stop(self, name: str, why: str, reason: str) -> None:
         assert reason in STOP_REASONS, reason   # the series' label stays a fixed set
         group = self.groups.setdefault(name, GroupState())
-        if group.stopped is not None:
+        again = group.stop_reason == "differs" and reason == "taken_over"   # judge_stopped's
+        if group.stopped is not None and not again:
             return
         group.stopped, group.stop_reason = why, reason
         self.changes, self.stops = self.changes + 1, self.stops + 1
-        log.warning("sync: group %s is no longer synced: %s", self.renames.named(name), why)
+        said = "left alone as differing, was taken over since" if again else "is no longer synced"
+        log.warning("sync: group %s %s: %s%s", self.renames.named(name), said, why,
+                    "; judged again at each re-scan" if reason == "differs" else "")
         if not self.dry_run:
             self.journal.set_group(self.run_id, name, j.SKIPPED, why)
 

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from migrate.diff.plan import Planned
-from migrate.kafka.values import Key
+from migrate.kafka.values import Key, label
 from migrate.state import ISO_FORMAT, iso
 from migrate.sync.watch import ZkOffset
 
 SHOWN = 5                  # groups or rows a line names before it only counts
+UNKNOWN = ("UNKNOWN_PARTITION: no such topic or partition in Kafka's metadata"
+           " (deleted, or not visible to this client)")
 
 
 @dataclass
@@ -147,6 +149,18 @@ def status_line(status: dict[str, Any]) -> str:
     if not stopped:
         return text
     return text + ": " + "; ".join(f"{g} ({why})" for g, why in sorted(stopped.items())[:SHOWN])
+
+
+def unknown_partitions(groups: list[GroupState], known: dict[str, set[int]]) -> None:
+    """Rows for a topic or partition Kafka lacks (a deleted topic) move from the offsets to the
+    unmirrored rows. `known`: Kafka's partitions of the groups' topics. Known from metadata before
+    any commit: Kafka answers such a commit with a retriable error, and the retries would stall
+    every group of the cycle."""
+    for group in groups:
+        for topic, partition in list(group.offsets):
+            if partition not in known.get(topic, ()):
+                del group.offsets[topic, partition]
+                group.unmirrored[label((topic, partition))] = UNKNOWN
 
 
 def planned_row(key: Key, offset: int, zk: ZkOffset, before: tuple[int, str] | None) -> Planned:

@@ -439,3 +439,43 @@ def test_sync_takes_a_group_over_when_it_sees_a_client_of_no_group_begin_committ
     assert stopped[group].startswith("taken over: "), stopped
     assert "by a client of no consumer group seen consuming" in stopped[group], stopped
     assert kafka_offsets(kafka_admin, [group])[group][(topic, 0)][0] >= 30, "sync moved the new client's offset"
+
+
+def test_sync_judges_a_differing_group_again_and_says_when_it_is_taken_over(cluster, zk, zk_chroot, kafka_admin,
+                                                                           prefix, tmp_path):
+    """A client of no group committed once after the old consumers' last write, before sync began: at its first
+    pass sync has seen nothing of it consuming and leaves the group alone as differing. The client then commits as
+    it reads, during sync's watch: sync judges the group again and says it was taken over, never writing."""
+    topic, group = f"{prefix}orders", f"{prefix}late"
+    make_topic(kafka_admin, cluster.bootstrap_server, topic, 2, 100)
+    past_the_margin(write_zk(zk, group, topic, ZK_OFFSETS))
+    admin_commit(kafka_admin, group, topic, {0: 30, 1: 31})
+    state = tmp_path / "sync"
+    running = sync(cluster, zk_chroot, state)
+    assigning = None
+
+    def stopped() -> str:
+        assert running.poll() is None, running.communicate()[1]
+        for status in state.glob("reports/*/sync-status.json"):
+            try:
+                return json.loads(status.read_text())["groups_stopped"].get(group, "")
+            except (ValueError, KeyError):   # written as it is read: the next poll
+                return ""
+        return ""
+    try:
+        first = wait_for("sync to leave the group alone", stopped, 90)
+        assert first.startswith("differs: "), first
+        assigning = Assigning(cluster.bootstrap_server, group, topic, {0: 40, 1: 41})
+        assigning.start()
+        again = wait_for("sync to judge the group taken over", lambda: (
+            why if (why := stopped()).startswith("taken over: ") else None), 90)
+        running.terminate()
+        running.communicate(timeout=60)
+    finally:
+        if assigning is not None:
+            assigning.stop()
+        if running.poll() is None:
+            running.kill()
+    assert "by a client of no consumer group seen consuming" in again, again
+    held = kafka_offsets(kafka_admin, [group])[group]
+    assert held[(topic, 0)][0] >= 40 and not held[(topic, 0)][1].startswith("zk2kafka"), "sync wrote the group"
