@@ -44,6 +44,7 @@ WATCHED = "watched"        # a client of no group, seen consuming during the wat
 UNASSIGNED = "unassigned"  # while the group had members, none of them assigned the partition
 TRANSACTIONAL = "transactional"  # a transaction's commit while the group had members
 OUTSIDE = "outside"        # while the group had no member
+COMPACTED = "compacted"    # the group's records before it removed by the log cleaner
 UNKNOWN = "unknown"        # the record of Kafka's value could not be read
 CONSUMERS = (MEMBER, WATCHED)
 
@@ -116,7 +117,8 @@ class Finding(NamedTuple):
     """The verdict on one partition where Kafka holds another value than ZooKeeper."""
 
     taken_over: bool
-    writer: str            # ZK2KAFKA, MEMBER, WATCHED, UNASSIGNED, TRANSACTIONAL, OUTSIDE, UNKNOWN
+    writer: str            # ZK2KAFKA, MEMBER, WATCHED, UNASSIGNED, TRANSACTIONAL, OUTSIDE,
+    #                        COMPACTED, UNKNOWN
     words: str             # what the evidence shows, in parentheses after the two values
 
 
@@ -163,6 +165,8 @@ def committer(commit: Commit, watched: Watched | None, watching: bool) -> tuple[
 
 @functools.lru_cache(maxsize=4096)
 def _member_or_outside(by: Membership) -> tuple[str, str]:
+    if by.compacted:
+        return COMPACTED, HISTORY_COMPACTED
     kind = f"protocol type {by.protocol_type}" if by.protocol_type else "no protocol type"
     if by.members:
         at = (f"generation {by.generation}" if by.generation is not None else "a KIP-848 group")
@@ -175,6 +179,10 @@ def _member_or_outside(by: Membership) -> tuple[str, str]:
     if by.generation is not None:
         return OUTSIDE, f"from outside: the group had no member then ({kind}, Empty)"
     return OUTSIDE, "from outside: no consumer had joined the group then"
+
+
+HISTORY_COMPACTED = ("with the group's earlier records compacted away (__consumer_offsets is "
+                     "cleaned): whether a consumer had joined then is not shown")
 
 
 def _watched(watched: Watched) -> tuple[str, str]:

@@ -144,6 +144,33 @@ def test_a_kip848_groups_members_are_its_member_records_until_their_tombstones()
     assert g.committed(("t", 1)).by.members == 0
 
 
+def test_a_commit_whose_groups_earlier_records_the_cleaner_removed_shows_no_membership_either_way():
+    # Offsets 0-2 are gone: the record that showed g's members, superseded by its Empty record (kept, at 5).
+    groups = {"g": GroupLog("g"), "seeded": GroupLog("seeded"), "kept": GroupLog("kept")}
+    log = PartitionLog(groups)
+    apply(log, [(r.group_key("kept"), r.group_value(3, [], state_ms=T0))], 0)     # kept: its latest record
+    apply(log, [commit("g", 0, 40), commit("seeded", 0, 7), commit("kept", 0, 9)], 3)
+    apply(log, [(r.group_key("g"), r.group_value(2, [], state_ms=T0 + 9))], 5)   # g's members left: Empty
+    assert log.compacted == 3
+    g = groups["g"].committed(("t", 0))
+    assert g.by.compacted and g.by.members == 0
+    writer, words = takeover.committer(g, None, watching=True)
+    assert writer == takeover.COMPACTED and "whether a consumer had joined then is not shown" in words
+    finding = takeover.judge(zk_written=T0 / 1000 - 3600, seen=takeover.Seen(g), watching=True)
+    assert not finding.taken_over and "no consumer is shown" in finding.words
+    # A group with no record anywhere never had members (its latest would have survived); one whose record
+    # before the commit survived is as that record shows it.
+    assert takeover.committer(groups["seeded"].committed(("t", 0)), None, watching=False) == (
+        takeover.OUTSIDE, "from outside: no consumer had joined the group then")
+    assert takeover.committer(groups["kept"].committed(("t", 0)), None, watching=False)[0] == takeover.OUTSIDE
+    # Nothing removed: the records show who committed.
+    whole = {"g": GroupLog("g")}
+    log = PartitionLog(whole)
+    apply(log, [commit("g", 0, 40)], 0)
+    apply(log, [(r.group_key("g"), r.group_value(2, [], state_ms=T0 + 9))], 1)
+    assert log.compacted is None and not whole["g"].committed(("t", 0)).by.compacted
+
+
 def test_transactions_are_resolved_by_their_markers_as_the_coordinator_resolves_them():
     groups = {"g": GroupLog("g")}
     log = PartitionLog(groups)

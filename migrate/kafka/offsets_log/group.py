@@ -15,6 +15,13 @@ deleted). The coordinator refuses a commit from outside the group while it has m
 commit made while the latest record says Empty was made by no member, whatever the group's
 protocol type. Where the assignment is told (protocol type `consumer`), the member assigned the
 partition is named, and a commit of a partition no member was assigned is not a member's.
+
+The log cleaner keeps only each key's latest record: once consumers that took a group over leave,
+the group's Empty record supersedes the one that showed them, and their surviving commit has no
+record of the group before it. So a commit made where the group had no record yet and records
+were already removed before it (a gap in the partition's offsets, partition.py) shows no
+membership either way (Membership.compacted) when the group has a record of its own later in the
+log; a group with none anywhere never had members, as its latest record would have survived.
 """
 
 from __future__ import annotations
@@ -40,10 +47,20 @@ class Membership(NamedTuple):
     member: Member | None
     covered: bool | None
     transactional: bool = False   # applied by its transaction's COMMIT marker
+    compacted: bool = False       # the group's records before it were removed by the cleaner
 
 
 NO_MEMBER = Membership(0, None, "", None, None)
+COMPACTED = NO_MEMBER._replace(compacted=True)
 NOW = object()   # a commit applied as it is read: the group as it stands
+
+
+class Compacted(NamedTuple):
+    """A group with no record read yet where the partition's records before `since` (a log
+    offset) were removed: what it was then is not shown. A value, so that it survives the
+    processes of a shared read (shares.py)."""
+
+    since: int
 
 
 class InTransaction(NamedTuple):
@@ -215,8 +232,11 @@ class GroupLog:
                 found = commit_value(held[1])
             except UNREADABLE:
                 found = None                     # a value that cannot be read dates nothing
+            state = held[2]
+            if isinstance(state, Compacted) and self.metadata is None and not self.kip848:
+                state = None   # no record of the group at all: none was removed (the docstring)
             cached = self._decoded[raw] = (held[0], None if found is None else Commit(
-                found[0], found[1], found[2], found[3], held[0], membership(held[2], key)))
+                found[0], found[1], found[2], found[3], held[0], membership(state, key)))
         return cached[1]
 
     def newest_offset(self, key: Key) -> int | None:
@@ -263,6 +283,8 @@ def membership(state: object, key: Key) -> Membership:
         return membership(state.state, key)._replace(transactional=True)
     if state is None:
         return NO_MEMBER
+    if isinstance(state, Compacted):
+        return COMPACTED
     if isinstance(state, GroupMetadata):
         if not state.members:
             return _empty(state)

@@ -4,7 +4,7 @@ transactions resolved by their markers. Pure; reader.py hands it each batch it r
 
 from __future__ import annotations
 
-from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.offsets_log.group import Compacted, GroupLog
 from migrate.kafka.offsets_log.records import Batch
 from migrate.kafka.offsets_log.schema import (ABORT, CONSUMER_GROUP_MEMBER, CONSUMER_GROUP_METADATA,
                                               GROUP_METADATA, OFFSET_KEYS, UNREADABLE, marker,
@@ -16,7 +16,9 @@ class PartitionLog:
     its transactions resolved as the coordinator resolves them: a transactional commit is held by
     its producer id until that producer's marker; COMMIT applies it, ABORT drops it, and one still
     open at the end of a read is no commit (it waits for its marker in the next read).
-    `watch_from`: the partition's log end when the watch began (None: no watch)."""
+    `watch_from`: the partition's log end when the watch began (None: no watch). Records missing
+    from the offsets read (the cleaner's work, or a log start past 0) leave each group with no
+    record yet `Compacted` (group.py)."""
 
     def __init__(self, groups: dict[str, GroupLog], watch_from: int | None = None):
         self.groups, self.watch_from = groups, watch_from
@@ -24,6 +26,8 @@ class PartitionLog:
         self.by_bytes = {name.encode("utf-8"): group for name, group in groups.items()}
         self.pending: dict[int, list[tuple[GroupLog, tuple]]] = {}
         self.records = 0
+        self.next = 0                       # the offset the next batch starts at, none removed
+        self.compacted: int | None = None   # the first offset records were removed before
 
     def add(self, group: GroupLog) -> None:
         """Apply `group`'s records too, from the next batch on."""
@@ -33,6 +37,10 @@ class PartitionLog:
     def apply(self, batch: Batch) -> None:
         """A batch of the partition, the next in log order, its records kept for the followed
         groups (records.batches)."""
+        if self.compacted is None and (batch.base_offset > self.next or
+                                       batch.count <= batch.last_offset - batch.base_offset):
+            self._compacted(batch.base_offset)
+        self.next = batch.last_offset + 1
         self.records += len(batch.records)
         if batch.control:
             for _, key, _ in batch.records:
@@ -66,3 +74,10 @@ class PartitionLog:
                     group.kip848_member(member_key(key)[1], value)
                 except UNREADABLE:
                     continue
+
+    def _compacted(self, since: int) -> None:
+        """Records before `since` are gone: a group with no record read yet is Compacted."""
+        self.compacted = since
+        for group in self.groups.values():
+            if group.now is None:
+                group.now = Compacted(since)

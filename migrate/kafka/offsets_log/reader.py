@@ -288,7 +288,7 @@ class OffsetsLog:
             for p, (position, pending, groups) in answer.partitions.items():
                 cursor = self._cursors[p]
                 cursor.position, cursor.applied = position, PartitionLog(groups, self._marks.get(p))
-                cursor.applied.pending = pending
+                cursor.applied.pending, cursor.applied.next = pending, position
                 self.groups.update(groups)
         return None
 

@@ -65,7 +65,9 @@ class Batch(NamedTuple):
     """One record batch (or message) as the reader needs it: where it starts and ends in the
     log, its newest timestamp (the appending broker's clock for `__consumer_offsets`, ms; -1
     none), its producer (-1 none), whether it is transactional or a control batch (a
-    transaction's marker), and the records kept of it."""
+    transaction's marker), the records kept of it, and how many records it holds: the log
+    cleaner keeps a batch's offsets and removes records from it, so fewer than its offsets span
+    tell a compacted log."""
 
     base_offset: int
     last_offset: int
@@ -74,6 +76,7 @@ class Batch(NamedTuple):
     transactional: bool
     control: bool
     records: list[Record]
+    count: int = 1
 
 
 def batches(data: bytes, groups: frozenset[bytes] | None = None) -> Iterator[Batch]:
@@ -118,7 +121,7 @@ def _batch(data, pos: int, stop: int, groups: frozenset[bytes] | None) -> Batch:
         stop = len(body)
     records = _records(body, at, stop, base, count, None if control else groups)
     return Batch(base, base + last_delta, max_ts, producer, bool(attributes & TRANSACTIONAL),
-                 control, records)
+                 control, records, count)
 
 
 def _records(data, p: int, stop: int, base: int, count: int,

@@ -1,0 +1,100 @@
+"""The cleaner's work on `__consumer_offsets` never turns into a claim: a new consumer joins a group after the old
+consumers' last write to ZooKeeper, commits and leaves. Before the log is cleaned its records show the member, and
+the gate takes the group over. Once the cleaner has run, the group's Empty record has superseded the one that
+showed the member, and its commit has no record of the group before it: the gate and the diff say that the group's
+earlier records were compacted away and whether a consumer had joined is not shown, never "no consumer had
+joined"; the group differs and blocks.
+
+Its own sandbox: one partition of `__consumer_offsets`, small segments and a cleaner that compacts in seconds
+(what a busy cluster's does in hours)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.structs import OffsetAndMetadata
+from kazoo.client import KazooClient
+
+from migrate.sandbox.cluster import LocalCluster
+from support.cli import zk2kafka_json
+from support.consumers import joined, settled_commit
+from support.records import read_groups
+from support.seeding import make_topic, put
+from support.servers import CACHE_DIR
+from support.wait import wait_for
+
+pytestmark = pytest.mark.integration
+TOPIC, GROUP, FILLER = "orders", "billing", "filler"
+MARGIN = ["--clock-margin", "1s"]
+NOT_SHOWN = "with the group's earlier records compacted away"
+
+
+@pytest.fixture(scope="module")
+def cleaned(tmp_path_factory):
+    cluster = LocalCluster(tmp_path_factory.mktemp("compacting"), CACHE_DIR, offsets_partitions=1,
+                           broker_properties={
+                               "offsets.topic.segment.bytes": 65536,   # rolled by the filler's commits
+                               "log.cleaner.backoff.ms": 200,
+                               "log.cleaner.min.cleanable.ratio": 0.01,
+                               "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024})
+    endpoints = cluster.start()
+    yield endpoints
+    cluster.stop()
+
+
+def gate(endpoints, state: Path) -> tuple[int, dict]:
+    code, data, err = zk2kafka_json("ready-for-kraft", "--zookeeper", endpoints.zookeeper, "--bootstrap-server",
+                                    endpoints.bootstrap_server, "--state-dir", str(state), "--quiet-for", "1s",
+                                    "--group", GROUP, *MARGIN)
+    assert data, err
+    return code, data
+
+
+def test_a_takeover_whose_records_were_compacted_away_is_not_shown_and_never_said_to_be_from_outside(
+        cleaned, tmp_path):
+    admin = KafkaAdminClient(bootstrap_servers=cleaned.bootstrap_server)
+    zk = KazooClient(hosts=cleaned.zookeeper)
+    zk.start()
+    try:
+        make_topic(admin, cleaned.bootstrap_server, TOPIC, 1, 100)
+        put(zk, f"/consumers/{GROUP}/offsets/{TOPIC}/0", b"60")
+        written = zk.get(f"/consumers/{GROUP}/offsets/{TOPIC}/0")[1].mtime / 1000
+        wait_for("the 1 s margin to pass after ZooKeeper's write", lambda: time.time() > written + 1.5, 10)
+        consumer = joined(cleaned.bootstrap_server, GROUP, TOPIC)   # the new consumer: joins, commits, leaves
+        settled_commit(consumer, {TopicPartition(TOPIC, 0): OffsetAndMetadata(80, "", -1)})
+        consumer.close()
+
+        code, before = gate(cleaned, tmp_path / "before")
+        (verdict,) = before["verdicts"]
+        assert code == 0 and verdict["taken_over"] == 1 and verdict["ready"], verdict
+
+        def compacted() -> bool:
+            # Commits of another group roll the segments; the cleaner then removes what later records superseded.
+            admin.alter_group_offsets(FILLER, {TopicPartition(TOPIC, 0): OffsetAndMetadata(1, "x" * 4000, -1)})
+            groups, why = read_groups(admin, [GROUP])
+            commit = groups[GROUP].committed((TOPIC, 0)) if not why else None
+            return commit is not None and commit.by.compacted
+        wait_for("the cleaner to remove the record that showed the member", compacted, 180, every=0.5)
+    finally:
+        zk.stop()
+        zk.close()
+        admin.close()
+
+    code, after = gate(cleaned, tmp_path / "after")
+    (verdict,) = after["verdicts"]
+    assert code == 3 and verdict["taken_over"] == 0 and len(verdict["differs"]) == 1, verdict
+    (why,) = verdict["differs"]
+    assert "ZooKeeper 60, Kafka 80" in why and NOT_SHOWN in why, why
+    assert "whether a consumer had joined then is not shown" in why and "no consumer had joined" not in why, why
+
+    code, diff, err = zk2kafka_json("diff", "--zookeeper", cleaned.zookeeper, "--bootstrap-server",
+                                    cleaned.bootstrap_server, "--state-dir", str(tmp_path / "diff"), "--group", GROUP,
+                                    *MARGIN)
+    assert code == 3, err
+    (group,) = json.loads(Path(diff["files"]["summary"]).read_text())["per_group"]
+    assert group["counts"] == {"CONFLICT": 1} and NOT_SHOWN in group["first_blocker"], group
