@@ -23,6 +23,7 @@ from migrate.errors import EXIT_BLOCKERS, EXIT_ERROR, ConfigError, MigrateError,
 from migrate.journal.journal import journaled_renames
 from migrate.kafka.clocks import Margin
 from migrate.kafka.client import open_admin
+from migrate.kafka.offsets_log.kept import Kept
 from migrate.kafka.offset_syncs import (OffsetSyncsReader, SyncsInfo, find_target_alias,
                                         remote_name, syncs_topic, upstream_name)
 from migrate.kafka.snapshot import KafkaSnapshot
@@ -149,7 +150,8 @@ def plan(settings: Settings, command: str) -> Plan:
         try:
             # The diff says when offsets already in Kafka expire; the other commands do not
             # spend a read of __consumer_offsets on it.
-            kafka = KafkaSnapshot(admin, connection=settings.connection).write(
+            kept = Kept(state.root)   # member commits seen, kept (offsets_log/kept.py)
+            kafka = KafkaSnapshot(admin, connection=settings.connection, kept=kept).write(
                 state.kafka_snapshot(run), [renamed.get(g, g) for g in names.groups], topics,
                 topic_selected, commit_clocks=command == "diff", registered=reached.registered)
         finally:

@@ -47,6 +47,7 @@ from migrate.kafka import compat, members
 from migrate.kafka.client import fetch_committed
 from migrate.kafka.clocks import UNMEASURED, Lead
 from migrate.kafka.log_bounds import log_bounds
+from migrate.kafka.offsets_log.kept import Kept
 from migrate.kafka.offsets_log.snapshot_rows import COMMIT as COMMIT   # kinds
 from migrate.kafka.offsets_log.snapshot_rows import COMMIT_COLUMNS, commit_rows, read_log
 from migrate.kafka.retry import RetryPolicy
@@ -140,8 +141,9 @@ class KafkaSnapshot:
     """Reads group state, committed offsets and log bounds for given groups and topics."""
 
     def __init__(self, admin: KafkaAdminClient, policy: RetryPolicy | None = None,
-                 connection: Connection | None = None):
+                 connection: Connection | None = None, kept: Kept | None = None):
         self.admin = admin
+        self.kept = kept   # the member commits the state dir keeps (offsets_log/kept.py)
         self.connection = connection   # a large read of __consumer_offsets split over processes
         self.policy = policy or RetryPolicy()
         self.features = compat.BrokerFeatures.of(admin)
@@ -206,7 +208,7 @@ class KafkaSnapshot:
             read = read_log(self.admin, self.features, listed if offsets_log else {},
                             unexplained, commit_clocks, evidence=commit_times,
                             registered=registered, connection=self.connection)
-            rows_of = commit_rows(read)
+            rows_of = commit_rows(read, self.kept)
             while rows := list(itertools.islice(rows_of, PARTITION_CHUNK)):
                 out.write_table(_table(schema, COMMIT, COMMIT_COLUMNS, rows))
             out.add_key_value_metadata({"empty_since": json.dumps(read.empty_since),

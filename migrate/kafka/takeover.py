@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from migrate.kafka.offsets_log.group import Commit, GroupLog, Membership, Watched
+from migrate.kafka.offsets_log.kept import Kept
 
 MARGIN = 60.0   # seconds: --clock-margin's default, far above NTP-kept servers' skew
 
@@ -98,10 +99,11 @@ def until_agreed(disagreeing: Callable[[], list[str]], ask_again: Callable[[list
 
 
 def seen(group: GroupLog | None, key: tuple[str, int], offset: int, why: str | None,
-         own: frozenset[str] = frozenset()) -> Seen:
+         own: frozenset[str] = frozenset(), kept: Kept | None = None) -> Seen:
     """What `group`'s records show of Kafka's value `offset` of `key`; `why`: why the records
     could not be read (then nothing is shown); `own`: the custom --metadata zk2kafka's runs
-    committed with (their commits during the watch, like those naming a run, are no consumer's)."""
+    committed with (their commits during the watch, like those naming a run, are no consumer's);
+    `kept`: the member commits the state dir keeps, used where the log was cleaned since."""
     if why is not None:
         return Seen(None, None, why)
     commit = group.committed(key) if group is not None else None
@@ -110,6 +112,8 @@ def seen(group: GroupLog | None, key: tuple[str, int], offset: int, why: str | N
     if commit.offset != offset:
         return Seen(None, None, f"the newest commit record read holds {commit.offset}, not "
                                 f"Kafka's {offset}")
+    if kept is not None:
+        commit = kept.use(group.name, key, commit)
     return Seen(commit, group.watched(key, own))
 
 
@@ -173,9 +177,10 @@ def _member_or_outside(by: Membership) -> tuple[str, str]:
         if by.covered is False:
             return UNASSIGNED, (f"while the group had {by.members} member(s) at {at}, none of "
                                 f"them assigned it ({kind}): not a member's")
+        kept = "; seen by zk2kafka before __consumer_offsets was cleaned" if by.kept else ""
         if by.member is not None:
-            return MEMBER, f"by member {by.member.member_id} of {at}, assigned it ({kind})"
-        return MEMBER, f"by a member of the group ({by.members} member(s) at {at}; {kind})"
+            return MEMBER, f"by member {by.member.member_id} of {at}, assigned it ({kind}{kept})"
+        return MEMBER, f"by a member of the group ({by.members} member(s) at {at}; {kind}{kept})"
     if by.generation is not None:
         return OUTSIDE, f"from outside: the group had no member then ({kind}, Empty)"
     return OUTSIDE, "from outside: no consumer had joined the group then"

@@ -29,6 +29,7 @@ from kazoo.exceptions import KazooException
 from migrate.errors import EXIT_BLOCKERS, MigrateError, NothingFound
 from migrate.journal.authorship import Authorship, named_run
 from migrate.journal.journal import Journal, journaled_renames
+from migrate.kafka.offsets_log.kept import Kept
 from migrate.kafka.offsets_log import OffsetsLog
 from migrate.kafka.clocks import Margin
 from migrate.kafka.client import fetch_committed, open_admin
@@ -165,10 +166,12 @@ def _check(settings: Settings, admin, run: str, state: StateDir, source: str,
     try:
         wrote = _zk2kafka_wrote(journal)
         evidence = Evidence(watching=True, margin=margin.seconds,
-                            own=Authorship(journal, metadata="").custom_metadata())
+                            own=Authorship(journal, metadata="").custom_metadata(),
+                            kept=Kept(settings.state_dir))
         verdicts = judge(final, judged, partitions, moved, liveness, wrote, evidence, refused)
         found = elsewhere(searched, kafka, partitions, wrote, _cluster_id(admin), left, evidence,
                           refused)
+        evidence.kept.save()
         own = own_differences(journal, verdicts, final, judged)
     finally:
         if journal is not None:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from migrate.kafka import takeover
+from migrate.kafka.offsets_log.kept import Kept
 from migrate.kafka.offsets_log.group import GroupLog
 from migrate.kafka.values import Key
 from migrate.zk import layouts
@@ -56,11 +57,13 @@ class Evidence:
     """What a takeover is judged with besides the stores' values: whether zk2kafka watched the
     groups (commits during the watch then count, zk2kafka's own never: `own` are the custom
     --metadata its runs commit with), and the clock margin in force (the configured one widened
-    by the measured lead of Kafka's clock over ZooKeeper's, migrate/kafka/clocks.py)."""
+    by the measured lead of Kafka's clock over ZooKeeper's, migrate/kafka/clocks.py); `kept`: the
+    member commits the state dir keeps (offsets_log/kept.py)."""
 
     watching: bool = False
     margin: float = takeover.MARGIN
     own: frozenset[str] = frozenset()
+    kept: Kept | None = None
 
 
 @dataclass
@@ -164,7 +167,8 @@ def _offsets(verdict: Verdict, found: dict[Key, list[Mapping[str, Any]]], held: 
             offset, metadata = held.offsets[key]
             finding = takeover.judge(
                 zk_written=seconds(row["mtime"]),
-                seen=takeover.seen(held.log, key, offset, held.clocks_unknown, evidence.own),
+                seen=takeover.seen(held.log, key, offset, held.clocks_unknown, evidence.own,
+                                  evidence.kept),
                 margin=evidence.margin, watching=evidence.watching,
                 zk2kafka=metadata if zk2kafka_wrote(verdict.group, key, offset, metadata) else None)
             if key in held.assigned and not finding.taken_over:

@@ -21,6 +21,7 @@ from migrate.kafka import takeover
 from migrate.kafka.clocks import UNMEASURED, Lead, Margin
 from migrate.kafka.offsets_log.followed import BUSY, FollowedLog
 from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.offsets_log.kept import Kept
 from migrate.kafka.values import Key
 from migrate.kafka.writer import GroupRejected
 from migrate.sync.state import GroupState
@@ -47,6 +48,7 @@ class Judging(NamedTuple):
     zookeeper_read: Callable[[float, float], None]
     read_done: float
     committed: AskAgain | None = None
+    kept: Kept | None = None
 
 
 class Takeover(NamedTuple):
@@ -59,6 +61,7 @@ class Takeover(NamedTuple):
     lead: Callable[[], Lead] = lambda: UNMEASURED
     zookeeper_read: Callable[[float, float], None] = lambda mtime, at: None
     followed: FollowedLog | None = None
+    kept: Kept | None = None
 
     def watching(self, kafka_name: Callable[[str], str],
                  committed: AskAgain | None = None) -> Judging:
@@ -69,7 +72,7 @@ class Takeover(NamedTuple):
             found, why = self.evidence(sorted(set(kafka.values())))
             return {name: found[k] for name, k in kafka.items() if k in found}, why
         return Judging(asked, lambda: Margin(self.clock_margin, self.lead()), self.zookeeper_read,
-                       time.time(), committed)
+                       time.time(), committed, self.kept)
 
 
 class Commits(NamedTuple):
@@ -157,13 +160,15 @@ def _taken_over_or_differs(suspects: dict[str, list[Key]], groups: Mapping[str, 
             zk = group.offsets.get(key)
             findings[key] = takeover.judge(
                 zk_written=zk.mtime if zk is not None else None,
-                seen=takeover.seen(logs.get(name), key, held[key][0], why, own),
+                seen=takeover.seen(logs.get(name), key, held[key][0], why, own, judging.kept),
                 margin=margin, watching=True)
         wanted = group.wanted()
         if all(f.taken_over for f in findings.values()):
             stop(name, taken_over(foreign, held, wanted, findings), "taken_over")
         else:
             stop(name, differs(foreign, held, wanted, findings), "differs")
+    if judging.kept is not None:
+        judging.kept.save()
 
 
 def _agreed(suspects: dict[str, list[Key]], committed: Mapping[str, Held | GroupRejected],

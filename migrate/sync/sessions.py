@@ -18,6 +18,7 @@ from migrate.connection import Connection
 from migrate.errors import MigrateError
 from migrate.group_map import GroupMap
 from migrate.journal.journal import Journal
+from migrate.kafka.offsets_log.kept import Kept
 from migrate.kafka import takeover
 from migrate.kafka.client import open_admin
 from migrate.kafka.compat import BrokerFeatures, describe_cluster, group_states
@@ -110,7 +111,8 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
                     dry_run=options.dry_run, per_group_metrics=options.per_group_metrics,
                     quiet_for=options.quiet_for, renames=SyncRenames(options.mapping),
                     takeover=Takeover(commit_evidence, options.clock_margin, followed.lead,
-                                      followed.zookeeper_read, followed), **extra)
+                                      followed.zookeeper_read, followed,
+                                      Kept(options.state_dir)), **extra)
 
 
 def _cluster_id(admin: KafkaAdminClient, features: BrokerFeatures) -> str | None:

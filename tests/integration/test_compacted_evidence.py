@@ -1,9 +1,11 @@
 """The cleaner's work on `__consumer_offsets` never turns into a claim: a new consumer joins a group after the old
 consumers' last write to ZooKeeper, commits and leaves. Before the log is cleaned its records show the member, and
-the gate takes the group over. Once the cleaner has run, the group's Empty record has superseded the one that
-showed the member, and its commit has no record of the group before it: the gate and the diff say that the group's
-earlier records were compacted away and whether a consumer had joined is not shown, never "no consumer had
-joined"; the group differs and blocks.
+the gate takes the group over, keeping the member's commit in its state dir. Once the cleaner has run, the group's
+Empty record has superseded the one that showed the member, and its commit has no record of the group before it:
+- with that state dir, the gate, the diff and sync show the commit as the member's, seen before the log was
+  cleaned: taken over;
+- with a state dir that saw nothing, they say that the group's earlier records were compacted away and whether a
+  consumer had joined is not shown, never "no consumer had joined": the group differs and blocks.
 
 Its own sandbox: one partition of `__consumer_offsets`, small segments and a cleaner that compacts in seconds
 (what a busy cluster's does in hours)."""
@@ -11,6 +13,8 @@ Its own sandbox: one partition of `__consumer_offsets`, small segments and a cle
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,7 +25,7 @@ from kafka.structs import OffsetAndMetadata
 from kazoo.client import KazooClient
 
 from migrate.sandbox.cluster import LocalCluster
-from support.cli import zk2kafka_json
+from support.cli import ROOT, zk2kafka_json
 from support.consumers import joined, settled_commit
 from support.records import read_groups
 from support.seeding import make_topic, put
@@ -32,6 +36,7 @@ pytestmark = pytest.mark.integration
 TOPIC, GROUP, FILLER = "orders", "billing", "filler"
 MARGIN = ["--clock-margin", "1s"]
 NOT_SHOWN = "with the group's earlier records compacted away"
+SEEN_BEFORE = "seen by zk2kafka before __consumer_offsets was cleaned"
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +90,58 @@ def test_a_takeover_whose_records_were_compacted_away_is_not_shown_and_never_sai
         zk.close()
         admin.close()
 
+    # A state dir that saw nothing before the cleaner ran.
     code, after = gate(cleaned, tmp_path / "after")
     (verdict,) = after["verdicts"]
     assert code == 3 and verdict["taken_over"] == 0 and len(verdict["differs"]) == 1, verdict
     (why,) = verdict["differs"]
     assert "ZooKeeper 60, Kafka 80" in why and NOT_SHOWN in why, why
     assert "whether a consumer had joined then is not shown" in why and "no consumer had joined" not in why, why
+    counts, code, first = diff(cleaned, tmp_path / "after")
+    assert (counts, code) == ({"CONFLICT": 1}, 3) and NOT_SHOWN in first, first
+    stopped = sync(cleaned, tmp_path / "after")
+    assert stopped.startswith("differs: ") and NOT_SHOWN in stopped, stopped
 
-    code, diff, err = zk2kafka_json("diff", "--zookeeper", cleaned.zookeeper, "--bootstrap-server",
-                                    cleaned.bootstrap_server, "--state-dir", str(tmp_path / "diff"), "--group", GROUP,
-                                    *MARGIN)
-    assert code == 3, err
-    (group,) = json.loads(Path(diff["files"]["summary"]).read_text())["per_group"]
-    assert group["counts"] == {"CONFLICT": 1} and NOT_SHOWN in group["first_blocker"], group
+    # The state dir of the gate that saw the member's commit: the same record, kept, shows it.
+    code, again = gate(cleaned, tmp_path / "before")
+    (verdict,) = again["verdicts"]
+    assert code == 0 and verdict["taken_over"] == 1 and verdict["ready"], verdict
+    assert SEEN_BEFORE in json.dumps(again), again
+    counts, code, _ = diff(cleaned, tmp_path / "before")
+    assert (counts, code) == ({"TAKEN_OVER": 1}, 0), counts
+    stopped = sync(cleaned, tmp_path / "before")
+    assert stopped.startswith("taken over: ") and SEEN_BEFORE in stopped, stopped
+
+
+def diff(endpoints, state: Path) -> tuple[dict, int, str]:
+    """The diff's statuses of the group, its exit code and its first blocker."""
+    code, data, err = zk2kafka_json("diff", "--zookeeper", endpoints.zookeeper, "--bootstrap-server",
+                                    endpoints.bootstrap_server, "--state-dir", str(state), "--group", GROUP, *MARGIN)
+    assert data, err
+    (group,) = json.loads(Path(data["files"]["summary"]).read_text())["per_group"]
+    return group["counts"], code, group.get("first_blocker") or ""
+
+
+def sync(endpoints, state: Path) -> str:
+    """Why `sync --execute` left the group alone: it never writes over the value."""
+    running = subprocess.Popen(
+        [sys.executable, "-m", "migrate", "sync", "--execute", "--zookeeper", endpoints.zookeeper,
+         "--bootstrap-server", endpoints.bootstrap_server, "--state-dir", str(state), "--group", GROUP,
+         "--stop-after", "5m", "--rescan-every", "1s", "--json", "-q", *MARGIN],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        def stopped() -> str | None:
+            assert running.poll() is None, running.communicate()[1]
+            for status in state.glob("reports/*/sync-status.json"):
+                try:
+                    return json.loads(status.read_text()).get("groups_stopped", {}).get(GROUP)
+                except ValueError:   # written as it is read: the next poll
+                    return None
+            return None
+        why = wait_for("sync to leave the group alone", stopped, 90)
+        running.terminate()
+        running.communicate(timeout=60)
+    finally:
+        if running.poll() is None:
+            running.kill()
+    return why

@@ -16,6 +16,7 @@ from migrate.kafka.clocks import Clocks
 from migrate.kafka import takeover
 from migrate.kafka.offsets_log import partition_for
 from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.offsets_log.kept import Kept
 from migrate.kafka.offsets_log.partition import PartitionLog
 from migrate.kafka.offsets_log.records import CorruptRecords, batches
 from migrate.kafka.offsets_log.schema import commit_clock, commit_value, group_metadata, member_key, offset_key
@@ -169,6 +170,45 @@ def test_a_commit_whose_groups_earlier_records_the_cleaner_removed_shows_no_memb
     apply(log, [commit("g", 0, 40)], 0)
     apply(log, [(r.group_key("g"), r.group_value(2, [], state_ms=T0 + 9))], 1)
     assert log.compacted is None and not whole["g"].committed(("t", 0)).by.compacted
+
+
+def test_a_members_commit_seen_once_is_kept_in_the_state_dir_and_shown_after_the_cleaner_ran(tmp_path, caplog):
+    # Seen whole: m-1's commit at log offset 1 (the record that showed m-1 at 0).
+    seen = {"g": GroupLog("g")}
+    log = PartitionLog(seen)
+    apply(log, [(r.group_key("g"), r.group_value(4, [("m-1", {"t": [0]})], state_ms=T0))], 0)
+    apply(log, [commit("g", 0, 80, at=T0 + 5)], 1)
+    apply(log, [(r.group_key("g"), r.group_value(5, [], state_ms=T0 + 9))], 2)
+    assert log.compacted is None
+    kept = Kept(tmp_path)
+    first = kept.use("g", ("t", 0), seen["g"].committed(("t", 0)))
+    assert first.by.member.member_id == "m-1" and not first.by.kept
+    kept.save()
+    # Read again once cleaned: offset 0 gone, the commit at 1 and the Empty record at 2 kept (h: the same).
+    cleaned = {"g": GroupLog("g"), "h": GroupLog("h")}
+    log = PartitionLog(cleaned)
+    apply(log, [commit("g", 0, 80, at=T0 + 5), commit("h", 0, 80, at=T0 + 5)], 1)
+    apply(log, [(r.group_key("g"), r.group_value(5, [], state_ms=T0 + 9)),
+                (r.group_key("h"), r.group_value(5, [], state_ms=T0 + 9))], 3)
+    assert cleaned["g"].committed(("t", 0)).by.compacted
+    again = Kept(tmp_path)   # another command, later
+    shown = again.use("g", ("t", 0), cleaned["g"].committed(("t", 0)))
+    assert (shown.by.members, shown.by.generation, shown.by.member.member_id, shown.by.kept) == (1, 4, "m-1", True)
+    writer, words = takeover.committer(shown, None, watching=True)
+    assert writer == takeover.MEMBER and "seen by zk2kafka before __consumer_offsets was cleaned" in words
+    # Kept for that record only: another group, or a commit at another place in the log, is not shown.
+    assert again.use("h", ("t", 0), cleaned["h"].committed(("t", 0))).by.compacted
+    moved = {"g": GroupLog("g")}
+    log = PartitionLog(moved)
+    apply(log, [commit("g", 0, 80, at=T0 + 5)], 7)
+    apply(log, [(r.group_key("g"), r.group_value(5, [], state_ms=T0 + 9))], 8)
+    assert again.use("g", ("t", 0), moved["g"].committed(("t", 0))).by.compacted
+    # A state dir that cannot keep it says so once and loses nothing else.
+    (tmp_path / "file").write_text("")
+    broken = Kept(tmp_path / "file")
+    broken.use("g", ("t", 0), first)
+    broken.save()
+    assert "could not keep the members' commits" in caplog.text
 
 
 def test_transactions_are_resolved_by_their_markers_as_the_coordinator_resolves_them():

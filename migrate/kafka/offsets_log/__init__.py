@@ -6,7 +6,8 @@ batches and keeps the records of the followed groups; `partition` applies them i
 transactions held until their markers; `schema` says what each key and value mean; `group` keeps
 what they say of one group: who was a member at each commit, the record behind each value, the
 commits made while zk2kafka watched. `followed` is the long-lived reader `sync` keeps for its whole
-run; `snapshot_rows` is what the Kafka snapshot takes from one read.
+run; `snapshot_rows` is what the Kafka snapshot takes from one read; `kept` is the members' commits
+once seen, kept in the state dir for when the log cleaner has removed the records that showed them.
 
 The takeover rule that weighs this evidence is migrate/kafka/takeover.py, the clocks it measures
 migrate/kafka/clocks.py.

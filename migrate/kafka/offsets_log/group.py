@@ -22,6 +22,7 @@ record of the group before it. So a commit made where the group had no record ye
 were already removed before it (a gap in the partition's offsets, partition.py) shows no
 membership either way (Membership.compacted) when the group has a record of its own later in the
 log; a group with none anywhere never had members, as its latest record would have survived.
+A member's commit zk2kafka saw before is shown as it was seen (kept.py).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Membership(NamedTuple):
     covered: bool | None
     transactional: bool = False   # applied by its transaction's COMMIT marker
     compacted: bool = False       # the group's records before it were removed by the cleaner
+    kept: bool = False            # as zk2kafka saw it before they were (kept.py)
 
 
 NO_MEMBER = Membership(0, None, "", None, None)

@@ -19,6 +19,7 @@ from migrate.kafka.clocks import UNMEASURED, Lead
 from migrate.kafka.compat import BrokerFeatures
 from migrate.kafka.members import IDLE_STATES
 from migrate.kafka.offsets_log.group import GroupLog
+from migrate.kafka.offsets_log.kept import Kept
 from migrate.kafka.offsets_log.reader import OffsetsLog, Unreadable
 
 log = logging.getLogger(__name__)
@@ -89,13 +90,16 @@ COMMIT_COLUMNS = ("group", "topic", "partition", "committed_offset", "commit_ms"
                   "commit_who")
 
 
-def commit_rows(read: LogRead) -> Iterator[tuple]:
+def commit_rows(read: LogRead, kept: Kept | None = None) -> Iterator[tuple]:
     """The snapshot's `commit` rows of the groups asked about (COMMIT_COLUMNS), one at a time (a
-    million of them are never all rows at once): each value's record, its time and who made it."""
+    million of them are never all rows at once): each value's record, its time and who made it
+    (`kept`: the member commits the state dir keeps, used where the log was cleaned since)."""
     for name, group in read.asked.items():
         for key in sorted(group.keys):
             commit = group.committed(key)
             if commit is None:
                 continue
+            if kept is not None:
+                commit = kept.use(name, key, commit)
             by, who = takeover.committer(commit, None, watching=False)
             yield name, key[0], key[1], commit.offset, commit.commit_ms, by, who
