@@ -211,6 +211,8 @@ class KafkaSnapshot:
             rows_of = commit_rows(read, self.kept)
             while rows := list(itertools.islice(rows_of, PARTITION_CHUNK)):
                 out.write_table(_table(schema, COMMIT, COMMIT_COLUMNS, rows))
+            if self.kept is not None:
+                self.kept.save()
             out.add_key_value_metadata({"empty_since": json.dumps(read.empty_since),
                                         "empty_since_unknown": read.empty_since_unknown or "",
                                         "clocks": json.dumps(read.lead.to_json(0.0))})

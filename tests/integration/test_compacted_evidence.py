@@ -1,9 +1,10 @@
 """The cleaner's work on `__consumer_offsets` never turns into a claim: a new consumer joins a group after the old
 consumers' last write to ZooKeeper, commits and leaves. Before the log is cleaned its records show the member, and
-the gate takes the group over, keeping the member's commit in its state dir. Once the cleaner has run, the group's
-Empty record has superseded the one that showed the member, and its commit has no record of the group before it:
-- with that state dir, the gate, the diff and sync show the commit as the member's, seen before the log was
-  cleaned: taken over;
+the gate, the diff and sync take the group over, each keeping the member's commit in its state dir. Once the
+cleaner has run, the group's Empty record has superseded the one that showed the member, and its commit has no
+record of the group before it:
+- with a state dir where the gate, the diff or sync saw it, each of them shows the commit as the member's, seen
+  before the log was cleaned: taken over;
 - with a state dir that saw nothing, they say that the group's earlier records were compacted away and whether a
   consumer had joined is not shown, never "no consumer had joined": the group differs and blocks.
 
@@ -74,9 +75,14 @@ def test_a_takeover_whose_records_were_compacted_away_is_not_shown_and_never_sai
         settled_commit(consumer, {TopicPartition(TOPIC, 0): OffsetAndMetadata(80, "", -1)})
         consumer.close()
 
-        code, before = gate(cleaned, tmp_path / "before")
+        # Each command sees the member's commit, and keeps it in its state dir.
+        code, before = gate(cleaned, tmp_path / "gate")
         (verdict,) = before["verdicts"]
         assert code == 0 and verdict["taken_over"] == 1 and verdict["ready"], verdict
+        counts, code, _ = diff(cleaned, tmp_path / "diff")
+        assert (counts, code) == ({"TAKEN_OVER": 1}, 0), counts
+        stopped = sync(cleaned, tmp_path / "sync")
+        assert stopped.startswith("taken over: ") and "by member" in stopped, stopped
 
         def compacted() -> bool:
             # Commits of another group roll the segments; the cleaner then removes what later records superseded.
@@ -102,14 +108,14 @@ def test_a_takeover_whose_records_were_compacted_away_is_not_shown_and_never_sai
     stopped = sync(cleaned, tmp_path / "after")
     assert stopped.startswith("differs: ") and NOT_SHOWN in stopped, stopped
 
-    # The state dir of the gate that saw the member's commit: the same record, kept, shows it.
-    code, again = gate(cleaned, tmp_path / "before")
+    # A state dir where a command saw the member's commit: the same record, kept, shows it to each of them.
+    code, again = gate(cleaned, tmp_path / "sync")
     (verdict,) = again["verdicts"]
     assert code == 0 and verdict["taken_over"] == 1 and verdict["ready"], verdict
     assert SEEN_BEFORE in json.dumps(again), again
-    counts, code, _ = diff(cleaned, tmp_path / "before")
+    counts, code, _ = diff(cleaned, tmp_path / "gate")
     assert (counts, code) == ({"TAKEN_OVER": 1}, 0), counts
-    stopped = sync(cleaned, tmp_path / "before")
+    stopped = sync(cleaned, tmp_path / "diff")
     assert stopped.startswith("taken over: ") and SEEN_BEFORE in stopped, stopped
 
 
