@@ -89,6 +89,7 @@ class Kept:
         return self._kept
 
     def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, timeout=30)
         db.execute(SCHEMA)
         return db
