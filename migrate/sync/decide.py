@@ -53,8 +53,9 @@ class Judging(NamedTuple):
 
 class Takeover(NamedTuple):
     """What the rule reads for sync: `evidence(kafka groups)`, --clock-margin, the
-    measured lead of Kafka's clock over ZooKeeper's, where ZooKeeper's reads are told, and the
-    reader of __consumer_offsets behind them (shared with the retention clock)."""
+    measured lead of Kafka's clock over ZooKeeper's, where ZooKeeper's reads are told, the
+    reader of __consumer_offsets behind them (shared with the retention clock), the members'
+    commits kept in the state dir, and the clock probe."""
 
     evidence: Evidence = no_evidence
     clock_margin: float = takeover.MARGIN
@@ -62,6 +63,9 @@ class Takeover(NamedTuple):
     zookeeper_read: Callable[[float, float], None] = lambda mtime, at: None
     followed: FollowedLog | None = None
     kept: Kept | None = None
+    # ZooKeeper's clock measured again, at the start of each re-scan (sync --execute's clock
+    # probe, migrate/zk/clock.py: a leader elected during a days-long sync is measured too)
+    probe: Callable[[], None] = lambda: None
 
     def watching(self, kafka_name: Callable[[str], str],
                  committed: AskAgain | None = None) -> Judging:

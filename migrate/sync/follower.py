@@ -169,6 +169,7 @@ class Follower:
         """List the selected groups, stop those with Kafka members, and start reading them all
         whole over `spread` seconds (continue_rescan)."""
         started = time.monotonic()
+        self.takeover.probe()
         listed = self.reader.groups()
         names = [n for n in listed if self.owns(n)]
         for name in names:

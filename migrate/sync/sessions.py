@@ -96,8 +96,15 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
     followed = FollowedLog(admin, features, writer, metadata,
                            registrations(client, _cluster_id(admin, features)), options.connection)
     followed.start_watch()
-    followed.reader.clocks.zk_probed(DRY_RUN if options.dry_run   # writes nothing, not even it
-                                     else NOT_PROBED if options.no_clock_probe else probe(client))
+    clocks = followed.reader.clocks
+    if options.dry_run or options.no_clock_probe:   # a dry run writes nothing, not even it
+        clocks.zk_probed(DRY_RUN if options.dry_run else NOT_PROBED)
+
+    def probe_zookeeper() -> None:
+        # At each re-scan. A probe that fails (ZooKeeper away) keeps the bounds measured before.
+        probed = probe(client)
+        if not isinstance(probed, str) or clocks.zk_hi is None:
+            clocks.zk_probed(probed)
 
     def commit_evidence(groups: list[str]):
         # Once a pass, for the groups holding values zk2kafka did not write: read on from where
@@ -111,8 +118,9 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
                     dry_run=options.dry_run, per_group_metrics=options.per_group_metrics,
                     quiet_for=options.quiet_for, renames=SyncRenames(options.mapping),
                     takeover=Takeover(commit_evidence, options.clock_margin, followed.lead,
-                                      followed.zookeeper_read, followed,
-                                      Kept(options.state_dir)), **extra)
+                                      followed.zookeeper_read, followed, Kept(options.state_dir),
+                                      (lambda: None) if options.dry_run or options.no_clock_probe
+                                      else probe_zookeeper), **extra)
 
 
 def _cluster_id(admin: KafkaAdminClient, features: BrokerFeatures) -> str | None:

@@ -4,10 +4,10 @@ ZooKeeper stamps a znode's ctime and mtime with its leader's clock, and the take
 compares those with the coordinators' commit times. A leader elected with a clock behind stamps
 the old consumers' last writes early, and a commit made before them reads as newer. The brokers'
 registrations bound the leader of the day each broker started, not the one of today; so the gate
-and `sync --execute` create an ephemeral znode under a path of their own (PROBE, never under
-/consumers) and delete it at once: its ctime was stamped between the moment the create was sent
-and the moment its answer came back, which bounds the current leader's clock both ways
-(migrate/kafka/clocks.py). `--no-clock-probe` forbids the write; ZooKeeper's clock is
+and `sync --execute` (at each re-scan) create an ephemeral znode under a path of their own
+(PROBE, never under /consumers) and delete it at once: its ctime was stamped between the moment
+the create was sent and the moment its answer came back, which bounds the current leader's clock
+both ways (migrate/kafka/clocks.py). `--no-clock-probe` forbids the write; ZooKeeper's clock is
 then bounded from below only (the znodes seen written), and the evidence says so.
 """
 
