@@ -60,14 +60,18 @@ def test_the_reader_goes_on_from_where_it_stopped_and_catches_up_a_group_followe
     assert reader.read(60) is None and reader.records == in_the_log(a) > before   # only what is new
     assert reader.group(a).committed((topic, 0)).offset == 11
 
+    # What a catch-up adds is counted against a fresh reader of the late groups alone: a's superseded record
+    # may be gone from the log by then (the cluster's cleaner), b's, c's and d's are their latest.
     reader.follow([b])                                       # b's record lies before where the reader stands
-    assert reader.read(60) is None and reader.records == in_the_log(a, b)   # b's caught up, nothing of a twice
+    before = reader.records
+    assert reader.read(60) is None and reader.records - before == in_the_log(b)   # b's caught up, nothing of a twice
     assert reader.group(b).committed((topic, 0)).offset == 20
     assert reader.group(a).committed((topic, 0)).offset == 11
 
     reader.follow([c])
     reader.follow([d])                                       # two late groups of one partition: one catch-up
-    assert reader.read(60) is None and reader.records == in_the_log(a, b, c, d)
+    before = reader.records
+    assert reader.read(60) is None and reader.records - before == in_the_log(c, d)
     assert [reader.group(g).committed((topic, 0)).offset for g in (a, b, c, d)] == [11, 20, 30, 40]
 
 
