@@ -97,13 +97,14 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
                            registrations(client, _cluster_id(admin, features)), options.connection)
     followed.start_watch()
     clocks = followed.reader.clocks
-    if options.dry_run or options.no_clock_probe:   # a dry run writes nothing, not even it
+    probing = not (options.dry_run or options.no_clock_probe)
+    if not probing:   # a dry run writes nothing, not even it
         clocks.zk_probed(DRY_RUN if options.dry_run else NOT_PROBED)
 
     def probe_zookeeper() -> None:
         # At each re-scan. A probe that fails (ZooKeeper away) keeps the bounds measured before.
-        probed = probe(client)
-        if not isinstance(probed, str) or clocks.zk_hi is None:
+        probed = probe(client) if probing else None
+        if probed is not None and (not isinstance(probed, str) or clocks.zk_hi is None):
             clocks.zk_probed(probed)
 
     def commit_evidence(groups: list[str]):
@@ -119,8 +120,7 @@ def make_follower(options: FollowOptions, client: KazooClient, admin: KafkaAdmin
                     quiet_for=options.quiet_for, renames=SyncRenames(options.mapping),
                     takeover=Takeover(commit_evidence, options.clock_margin, followed.lead,
                                       followed.zookeeper_read, followed, Kept(options.state_dir),
-                                      (lambda: None) if options.dry_run or options.no_clock_probe
-                                      else probe_zookeeper), **extra)
+                                      probe_zookeeper), **extra)
 
 
 def _cluster_id(admin: KafkaAdminClient, features: BrokerFeatures) -> str | None:
